@@ -1,0 +1,19 @@
+"""Expert and classic scheduling policies for the hetgym simulator.
+
+Importing this package imports every module in it, which registers each policy with
+:func:`hetgym.sim.make_policy`; list them with ``hetgym policies``. One module per paper or family:
+
+* :mod:`baselines.fifo`: FIFO (strict, backfill, heterogeneity-aware);
+* :mod:`baselines.srtf`: preemptive shortest remaining time first;
+* :mod:`baselines.edf`: earliest deadline first, with and without admission control;
+* :mod:`baselines.tiresias`: Tiresias' discretised 2D-LAS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")

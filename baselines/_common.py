@@ -1,0 +1,115 @@
+"""Helpers shared by the classic baselines: choosing GPU types for a rigid gang, greedy filling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.view import ClusterView, JobView
+
+TypeChoice = Literal["order", "fastest"]
+TYPE_CHOICES: tuple[str, ...] = ("order", "fastest")
+
+
+def check_type_choice(value: str) -> TypeChoice:
+    """Validate a ``type_choice`` knob."""
+    if value not in TYPE_CHOICES:
+        raise ValueError(f"type_choice={value!r}; use 'order' (heterogeneity-agnostic) or 'fastest'")
+    return value  # type: ignore[return-value]
+
+
+def gang_counts(
+    view: ClusterView,
+    job: JobView,
+    free: Mapping[str, int],
+    num_gpus: int,
+    type_choice: TypeChoice = "order",
+) -> dict[str, int] | None:
+    """GPUs for a rigid gang of ``num_gpus``, or ``None`` if it does not fit now.
+
+    ``order`` takes the first GPU type, in the cluster's order, with enough free GPUs
+    (heterogeneity-agnostic); ``fastest`` takes the free type with the highest rate for this job.
+    A single type is always preferred. A gang larger than every allowed type's capacity can never run
+    on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total.
+    """
+    types = view.allowed_types(job)
+    if type_choice == "fastest":
+        types = tuple(sorted(types, key=lambda t: -view.rate(job, t, num_gpus)))
+    usable = [t for t in types if view.rate(job, t, num_gpus) > 0]
+    for t in usable:
+        if free.get(t, 0) >= num_gpus:
+            return {t: num_gpus}
+    capacity = view.cluster.capacity
+    if any(capacity[t] >= num_gpus for t in usable):
+        return None  # it fits one type once that type frees up
+    if sum(free.get(t, 0) for t in usable) < num_gpus:
+        return None
+    counts: dict[str, int] = {}
+    left = num_gpus
+    for t in sorted(usable, key=lambda t: -view.rate(job, t, num_gpus)):
+        take = min(left, free.get(t, 0))
+        if take:
+            counts[t] = take
+            left -= take
+    return counts
+
+
+def greedy_fill(
+    view: ClusterView,
+    ordered: Iterable[JobView],
+    *,
+    type_choice: TypeChoice = "order",
+    strict: bool = False,
+    builder: AllocationBuilder | None = None,
+    upgrade_margin: float = 0.2,
+) -> Allocation:
+    """Walk ``ordered`` by priority and give each job its requested gang while GPUs remain.
+
+    A running job whose current GPUs are still free in the builder keeps them (no migration, no
+    penalty) unless, with ``type_choice="fastest"``, a free type would run it more than
+    ``upgrade_margin`` (a fraction, default 20%) faster: then it moves and pays the restart penalty.
+    A job that cannot keep its GPUs gets a new gang or, if none fits, is preempted. Jobs not in
+    ``ordered`` get nothing. With ``strict``, the walk stops at the first job that does not fit.
+    """
+    builder = builder or AllocationBuilder(view)
+    for job in ordered:
+        if builder.assigned(job.job_id) is not None:
+            continue
+        current = job.allocation.as_dict() if job.allocation else None
+        counts = gang_counts(view, job, builder.free, job.num_gpus, type_choice)
+        if current and builder.can_fit(current):
+            keep = (
+                type_choice != "fastest"
+                or counts is None
+                or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(view, job, current)
+            )
+            if keep:
+                builder.keep(job)
+                continue
+        if counts:
+            builder.assign(job.job_id, counts)
+        elif strict:
+            break
+    return builder.build()
+
+
+def counts_rate(view: ClusterView, job: JobView, counts: Mapping[str, int]) -> float:
+    """Rate of ``job`` on ``counts`` in ``sync`` mode on one server per type (slowest type bounds)."""
+    total = sum(counts.values())
+    return min((view.rate(job, t, total) for t, n in counts.items() if n > 0), default=0.0)
+
+
+def keep_running(view: ClusterView) -> AllocationBuilder:
+    """A builder holding every running job's current allocation (non-preemptive policies)."""
+    builder = AllocationBuilder(view)
+    for job in view.jobs:
+        if job.allocation:
+            builder.keep(job)
+    return builder
+
+
+def best_rate(view: ClusterView, job: JobView, num_gpus: int | None = None) -> float:
+    """The job's highest rate over its allowed types at ``num_gpus`` (default: its request)."""
+    n = job.num_gpus if num_gpus is None else num_gpus
+    return max((view.rate(job, t, n) for t in view.allowed_types(job)), default=0.0)

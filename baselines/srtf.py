@@ -1,0 +1,41 @@
+"""Shortest remaining time first, preemptive.
+
+At every decision epoch the active jobs are ranked by remaining time, ``remaining_iters`` divided by
+the job's best rate over its allowed GPU types at its requested count, and given their requested gang
+greedily in that order (backfilling). Running jobs that keep their rank keep their GPUs; jobs pushed
+out are preempted and pay the restart penalty when they resume.
+"""
+
+from __future__ import annotations
+
+import math
+
+from baselines._common import TypeChoice, best_rate, check_type_choice, greedy_fill
+from hetgym.sim.allocation import Allocation
+from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.view import ClusterView, JobView
+
+
+@register_policy()
+class SRTF(Policy):
+    """Preemptive shortest-remaining-time-first with each job's requested GPU count.
+
+    Args:
+        type_choice: ``"fastest"`` (default) or ``"order"``; see :func:`baselines._common.gang_counts`.
+    """
+
+    name = "srtf"
+
+    def __init__(self, type_choice: TypeChoice = "fastest") -> None:
+        super().__init__()
+        self.type_choice = check_type_choice(type_choice)
+
+    @staticmethod
+    def remaining_s(view: ClusterView, job: JobView) -> float:
+        """The job's remaining time on its best GPU type, ignoring penalties."""
+        rate = best_rate(view, job)
+        return job.remaining_iters / rate if rate > 0 else math.inf
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        ordered = sorted(view.jobs, key=lambda j: (self.remaining_s(view, j), j.submit_s, j.job_id))
+        return greedy_fill(view, ordered, type_choice=self.type_choice)

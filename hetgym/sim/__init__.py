@@ -1,0 +1,72 @@
+"""The pure discrete-event simulator of a heterogeneous GPU cluster (numpy, pandas; no gymnasium/torch).
+
+Build a :class:`ClusterSpec` (or take a preset with :func:`get_cluster`), a list of
+:class:`JobSpec`, and run a :class:`Policy`::
+
+    from hetgym.sim import Simulator, get_cluster, make_policy
+    result = Simulator(get_cluster("tiny"), jobs).run(make_policy("fifo"))
+    print(result.metrics["dsr"], result.jobs.head())
+"""
+
+from __future__ import annotations
+
+from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation, validate_allocation
+from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
+from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
+from hetgym.sim.engine import SimulationResult, Simulator, run_policy
+from hetgym.sim.errors import (
+    HetgymError,
+    InvalidAllocationError,
+    InvalidClusterError,
+    InvalidJobError,
+    UnknownNameError,
+)
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.policy import (
+    Policy,
+    PolicyProtocol,
+    list_policies,
+    make_policy,
+    policy_class,
+    register_policy,
+)
+from hetgym.sim.throughput import ExecutionMode, ServerGroup, ThroughputModel, allocation_rate
+from hetgym.sim.view import ClusterView, JobView
+
+__all__ = [
+    "SIA_RESTART_PENALTY_S",
+    "Allocation",
+    "AllocationBuilder",
+    "ClusterSpec",
+    "ClusterState",
+    "ClusterView",
+    "ExecutionMode",
+    "HetgymError",
+    "InvalidAllocationError",
+    "InvalidClusterError",
+    "InvalidJobError",
+    "JobAllocation",
+    "JobSpec",
+    "JobStatus",
+    "JobView",
+    "Policy",
+    "PolicyProtocol",
+    "Server",
+    "ServerGroup",
+    "SimConfig",
+    "SimulationResult",
+    "Simulator",
+    "ThroughputModel",
+    "UnknownNameError",
+    "allocation_rate",
+    "config_from_dict",
+    "get_cluster",
+    "list_clusters",
+    "list_policies",
+    "make_policy",
+    "policy_class",
+    "register_cluster",
+    "register_policy",
+    "run_policy",
+    "validate_allocation",
+]

@@ -1,0 +1,283 @@
+"""Allocations: what a policy returns at a decision epoch, and their validation.
+
+An :class:`Allocation` is the *complete* desired state of the cluster after the epoch: every active
+job it names gets exactly the GPUs given (per-type counts and, optionally, the servers); every active
+job it does not name holds no GPUs (it waits, or is preempted); the jobs in ``reject`` leave the
+cluster and count as deadline misses. Keeping a running job as it is therefore means repeating its
+current :class:`JobAllocation` (``view.job(i).allocation``), which :class:`AllocationBuilder` does
+with :meth:`AllocationBuilder.keep`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from hetgym.sim.errors import InvalidAllocationError
+from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode
+
+if TYPE_CHECKING:
+    from hetgym.sim.cluster import ClusterSpec
+    from hetgym.sim.view import ClusterView, JobView
+
+
+def _as_pairs(mapping: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    items = mapping.items() if isinstance(mapping, Mapping) else mapping
+    merged: dict[str, int] = {}
+    for key, n in items:
+        if isinstance(n, bool) or int(n) != n:
+            raise InvalidAllocationError(f"GPU count {n!r} for {key!r} is not an integer")
+        merged[key] = merged.get(key, 0) + int(n)
+    for key, n in merged.items():
+        if n < 0:
+            raise InvalidAllocationError(f"GPU count for {key!r} is {n}; counts must be >= 0")
+    return tuple(sorted((k, n) for k, n in merged.items() if n > 0))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class JobAllocation:
+    """The GPUs of one job: counts per type, optional server placement, and an execution mode.
+
+    Args:
+        counts: ``{gpu_type: num_gpus}``.
+        servers: Optional ``{server_id: num_gpus}``; when given it must match ``counts`` type by type.
+            When omitted the simulator places the job with the default placer (sticky, best fit on one
+            server, fewest servers).
+        mode: How a job spanning GPU types runs (``sync``, ``proportional``, ``fork``); see
+            :func:`hetgym.sim.throughput.allocation_rate`. Irrelevant for a single type unless ``fork``.
+    """
+
+    counts: tuple[tuple[str, int], ...]
+    servers: tuple[tuple[int, int], ...] | None
+    mode: ExecutionMode
+
+    def __init__(
+        self,
+        counts: Mapping[str, int] | Iterable[tuple[str, int]],
+        servers: Mapping[int, int] | Iterable[tuple[int, int]] | None = None,
+        mode: ExecutionMode = "sync",
+    ) -> None:
+        if mode not in EXECUTION_MODES:
+            raise InvalidAllocationError(f"unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
+        object.__setattr__(self, "counts", _as_pairs(counts))
+        srv = (
+            None
+            if servers is None
+            else tuple(
+                (int(s), n)
+                for s, n in _as_pairs(
+                    (str(s), n) for s, n in (servers.items() if isinstance(servers, Mapping) else servers)
+                )
+            )
+        )
+        if srv is not None:
+            srv = tuple(sorted(srv))
+        object.__setattr__(self, "servers", srv)
+        object.__setattr__(self, "mode", mode)
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs over all types."""
+        return sum(n for _, n in self.counts)
+
+    def count(self, gpu_type: str) -> int:
+        """GPUs of ``gpu_type`` (0 if none)."""
+        for t, n in self.counts:
+            if t == gpu_type:
+                return n
+        return 0
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """Types used, sorted by name."""
+        return tuple(t for t, _ in self.counts)
+
+    def as_dict(self) -> dict[str, int]:
+        """``{gpu_type: num_gpus}``."""
+        return dict(self.counts)
+
+    def same_resources(self, other: JobAllocation | None) -> bool:
+        """Same counts and mode (servers ignored)."""
+        return other is not None and self.counts == other.counts and self.mode == other.mode
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """A policy's decision at one epoch: GPUs per job, plus jobs rejected.
+
+    Attributes:
+        jobs: ``{job_id: JobAllocation}``; active jobs not named hold no GPUs afterwards.
+        reject: Jobs refused for good (they count as deadline misses).
+    """
+
+    jobs: Mapping[int, JobAllocation] = field(default_factory=lambda: MappingProxyType({}))
+    reject: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        jobs = {int(k): v for k, v in self.jobs.items()}
+        for jid, ja in jobs.items():
+            if not isinstance(ja, JobAllocation):
+                raise InvalidAllocationError(
+                    f"job {jid}: expected a JobAllocation, got {type(ja).__name__}; "
+                    "build one with JobAllocation({'v100': 2})"
+                )
+        object.__setattr__(self, "jobs", MappingProxyType(jobs))
+        object.__setattr__(self, "reject", frozenset(int(j) for j in self.reject))
+
+    @classmethod
+    def from_counts(
+        cls,
+        counts: Mapping[int, Mapping[str, int]],
+        *,
+        reject: Iterable[int] = (),
+        mode: ExecutionMode = "sync",
+    ) -> Allocation:
+        """Build from ``{job_id: {gpu_type: n}}`` (no explicit placement)."""
+        return cls({j: JobAllocation(c, mode=mode) for j, c in counts.items() if c}, frozenset(reject))
+
+    def gpus_by_type(self) -> dict[str, int]:
+        """Total GPUs allocated per type."""
+        out: dict[str, int] = {}
+        for ja in self.jobs.values():
+            for t, n in ja.counts:
+                out[t] = out.get(t, 0) + n
+        return out
+
+
+def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
+    """Raise :class:`InvalidAllocationError` naming the first problem; change nothing.
+
+    Checks: every job is active; no job is both allocated and rejected; every GPU type exists in the
+    cluster and is allowed for the job; per-type totals fit the capacity; explicit placements name
+    real servers of the right type, match the counts, and fit each server.
+    """
+    if not isinstance(allocation, Allocation):
+        raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
+    cluster = view.cluster
+    active = view.job_index
+    both = allocation.reject & allocation.jobs.keys()
+    if both:
+        raise InvalidAllocationError(f"job(s) {sorted(both)} are both allocated GPUs and rejected")
+    for jid in sorted(allocation.reject):
+        if jid not in active:
+            raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
+    capacity = cluster.capacity
+    totals: dict[str, int] = {}
+    server_use: dict[int, int] = {}
+    for jid, ja in allocation.jobs.items():
+        if jid not in active:
+            raise InvalidAllocationError(
+                f"unknown job {jid}: it is not active at t={view.now_s:.1f}s (not arrived, or already ended); "
+                f"active jobs are {_preview(active)}"
+            )
+        _check_job_allocation(jid, ja, active[jid], cluster)
+        for t, n in ja.counts:
+            totals[t] = totals.get(t, 0) + n
+        if ja.servers is not None:
+            for s, n in ja.servers:
+                server_use[s] = server_use.get(s, 0) + n
+    for t, n in totals.items():
+        if n > capacity[t]:
+            raise InvalidAllocationError(
+                f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
+            )
+    for s, n in server_use.items():
+        if n > cluster.servers[s].num_gpus:
+            raise InvalidAllocationError(
+                f"over capacity on server {s} ({cluster.servers[s].gpu_type}): {n} GPUs placed, "
+                f"it has {cluster.servers[s].num_gpus}"
+            )
+
+
+def _check_job_allocation(jid: int, ja: JobAllocation, job: JobView, cluster: ClusterSpec) -> None:
+    capacity = cluster.capacity
+    for t, _ in ja.counts:
+        if t not in capacity:
+            raise InvalidAllocationError(
+                f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(cluster.gpu_types)}"
+            )
+        if job.spec.gpu_types is not None and t not in job.spec.gpu_types:
+            raise InvalidAllocationError(
+                f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(job.spec.gpu_types)})"
+            )
+    if ja.servers is None:
+        return
+    per_type: dict[str, int] = {}
+    for s, n in ja.servers:
+        if not 0 <= s < len(cluster.servers):
+            raise InvalidAllocationError(
+                f"job {jid}: unknown server {s}; cluster {cluster.name!r} has servers 0..{len(cluster.servers) - 1}"
+            )
+        t = cluster.servers[s].gpu_type
+        per_type[t] = per_type.get(t, 0) + n
+    if per_type != dict(ja.counts):
+        raise InvalidAllocationError(
+            f"job {jid}: servers {dict(ja.servers)} hold {per_type} GPUs by type, but counts say {dict(ja.counts)}"
+        )
+
+
+def _preview(ids: Mapping[int, object], limit: int = 10) -> str:
+    keys = list(ids)[:limit]
+    return "[" + ", ".join(str(k) for k in keys) + (", ...]" if len(ids) > limit else "]")
+
+
+class AllocationBuilder:
+    """Incrementally build an :class:`Allocation` within the cluster's per-type capacity.
+
+    Starts from an empty cluster (every GPU free): call :meth:`keep` for the jobs whose current
+    GPUs should stay, and :meth:`assign` for new decisions.
+    """
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.free: dict[str, int] = dict(view.cluster.capacity)
+        self._jobs: dict[int, JobAllocation] = {}
+        self._reject: set[int] = set()
+
+    def can_fit(self, counts: Mapping[str, int]) -> bool:
+        """Whether ``counts`` fit in the GPUs still free."""
+        return all(self.free.get(t, 0) >= n for t, n in counts.items())
+
+    def assign(self, job_id: int, counts: Mapping[str, int] | JobAllocation, mode: ExecutionMode = "sync") -> None:
+        """Give ``job_id`` the GPUs in ``counts`` (replacing any earlier assignment in this builder)."""
+        ja = counts if isinstance(counts, JobAllocation) else JobAllocation(counts, mode=mode)
+        self.release(job_id)
+        for t, n in ja.counts:
+            if self.free.get(t, 0) < n:
+                raise InvalidAllocationError(
+                    f"job {job_id}: {n} x {t} requested but only {self.free.get(t, 0)} free in this builder"
+                )
+        for t, n in ja.counts:
+            self.free[t] -= n
+        if ja:
+            self._jobs[job_id] = ja
+
+    def keep(self, job: JobView) -> None:
+        """Keep a running job's current allocation (servers included)."""
+        if job.allocation:
+            self.assign(job.job_id, job.allocation)
+
+    def release(self, job_id: int) -> None:
+        """Undo an assignment made in this builder."""
+        old = self._jobs.pop(job_id, None)
+        if old is not None:
+            for t, n in old.counts:
+                self.free[t] += n
+
+    def reject(self, job_id: int) -> None:
+        """Refuse ``job_id`` for good."""
+        self.release(job_id)
+        self._reject.add(job_id)
+
+    def assigned(self, job_id: int) -> JobAllocation | None:
+        """The assignment made so far for ``job_id``."""
+        return self._jobs.get(job_id)
+
+    def build(self) -> Allocation:
+        """The finished allocation."""
+        return Allocation(dict(self._jobs), frozenset(self._reject))

@@ -1,0 +1,51 @@
+"""Exceptions raised by the simulator, each naming what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class HetgymError(Exception):
+    """Base class of every error hetgym raises on bad input."""
+
+
+class UnknownNameError(HetgymError, KeyError):
+    """A name (GPU type, preset, policy, job type, config key) that is not known.
+
+    The message names the closest valid names so that a typo is easy to fix.
+    """
+
+    def __init__(self, kind: str, name: object, valid: Iterable[str], hint: str = "") -> None:
+        valid_list = sorted(str(v) for v in valid)
+        close = difflib.get_close_matches(str(name), valid_list, n=3, cutoff=0.5)
+        msg = f"unknown {kind} {name!r}"
+        if close:
+            msg += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        shown = ", ".join(valid_list[:20]) + (", ..." if len(valid_list) > 20 else "")
+        msg += f" Valid {kind}s: {shown}."
+        if hint:
+            msg += f" {hint}"
+        self.kind = kind
+        self.name = name
+        self.valid = valid_list
+        self.suggestions = close
+        super().__init__(msg)
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return str(self.args[0])
+
+
+class InvalidAllocationError(HetgymError, ValueError):
+    """A policy returned an allocation the cluster cannot honour.
+
+    Raised before anything is applied: the simulator state is unchanged.
+    """
+
+
+class InvalidClusterError(HetgymError, ValueError):
+    """A cluster specification is malformed (no servers, a non-positive GPU count, ...)."""
+
+
+class InvalidJobError(HetgymError, ValueError):
+    """A job specification is malformed (negative time, zero work, unknown job type, ...)."""

@@ -1,0 +1,193 @@
+"""Metrics of a simulation run, each defined once here.
+
+Per job (the ``jobs`` table of a result):
+
+* ``jct_s`` = finish − submit (completed jobs only);
+* ``queueing_s`` = first start − submit (jobs that ever started);
+* ``met_deadline``: completed at or before ``deadline_s`` (rejected and unfinished jobs never meet it);
+* ``ideal_s`` = total iterations / the job's best rate on any allowed GPU type of the cluster with its
+  requested GPU count on one server, with no contention and no restart penalty;
+* ``ftf`` (finish-time fairness, Themis' rho) = ``jct_s / ideal_s``.
+
+Scalar metrics (``SimulationResult.metrics``), over the jobs that arrived:
+
+* ``dsr`` (deadline satisfactory ratio) = jobs meeting their deadline / jobs with a deadline
+  (rejected and unfinished jobs count as misses; best-effort jobs are excluded);
+* ``jct_mean_s``, ``jct_p50_s``, ``jct_p95_s``, ``jct_p99_s`` over completed jobs;
+* ``makespan_s`` ("total time duration") = last completion − first submission;
+* ``queueing_mean_s``, ``queueing_p95_s``;
+* ``utilisation`` and ``util_<type>``: GPU-seconds allocated / (GPUs × makespan window), from the
+  timeline of GPUs in use (reconfiguration time counts as allocated);
+* ``ftf_mean``, ``ftf_max``; ``jain_index``: Jain's fairness index of ``1 / ftf`` over completed jobs;
+* ``num_reconfigs``: allocation changes after first starts (resizes, migrations, preemptions, resumptions);
+* ``decision_ms_p50``, ``decision_ms_p99``: wall time of the policy's ``schedule`` calls (in ``run``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.throughput import ThroughputModel
+
+JOB_COLUMNS = (
+    "job_id",
+    "job_type",
+    "batch_size",
+    "num_gpus",
+    "submit_s",
+    "deadline_s",
+    "status",
+    "start_s",
+    "finish_s",
+    "jct_s",
+    "queueing_s",
+    "has_deadline",
+    "met_deadline",
+    "attained_gpu_s",
+    "num_reconfigs",
+    "total_iters",
+    "remaining_iters",
+    "ideal_s",
+    "ftf",
+)
+
+
+def ideal_time_s(spec: JobSpec, throughput: ThroughputModel, cluster: ClusterSpec) -> float:
+    """Run time of the job alone on its best allowed GPU type with its requested count."""
+    types = cluster.gpu_types if spec.gpu_types is None else [t for t in cluster.gpu_types if t in spec.gpu_types]
+    best = max((throughput.rate(spec.job_type, spec.batch_size, t, spec.num_gpus) for t in types), default=0.0)
+    return spec.total_iters / best if best > 0 else math.inf
+
+
+def jobs_frame(
+    records: Sequence[tuple[JobSpec, JobStatus, float | None, float | None, float, int, float]],
+    throughput: ThroughputModel,
+    cluster: ClusterSpec,
+) -> pd.DataFrame:
+    """The per-job table from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
+    rows = []
+    for spec, status, start, finish, attained, reconfigs, remaining in records:
+        completed = status == JobStatus.COMPLETED
+        jct = finish - spec.submit_s if completed and finish is not None else math.nan
+        ideal = ideal_time_s(spec, throughput, cluster)
+        rows.append(
+            (
+                spec.job_id,
+                spec.job_type,
+                spec.batch_size,
+                spec.num_gpus,
+                spec.submit_s,
+                spec.deadline_s,
+                status.name.lower(),
+                math.nan if start is None else start,
+                math.nan if finish is None else finish,
+                jct,
+                math.nan if start is None else start - spec.submit_s,
+                spec.has_deadline,
+                bool(completed and finish is not None and finish <= spec.deadline_s + 1e-6),
+                attained,
+                reconfigs,
+                spec.total_iters,
+                remaining,
+                ideal,
+                jct / ideal if completed and ideal > 0 and math.isfinite(ideal) else math.nan,
+            )
+        )
+    return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else math.nan
+
+
+def compute_metrics(
+    jobs: pd.DataFrame,
+    timeline: pd.DataFrame,
+    cluster: ClusterSpec,
+    latencies_s: Sequence[float] = (),
+) -> dict[str, float]:
+    """Scalar metrics from the per-job table and the usage timeline (definitions in the module doc)."""
+    status = jobs["status"].to_numpy()
+    completed = status == "completed"
+    jct = jobs["jct_s"].to_numpy(dtype=float)[completed]
+    queue = jobs["queueing_s"].to_numpy(dtype=float)
+    queue = queue[~np.isnan(queue)]
+    has_ddl = jobs["has_deadline"].to_numpy(dtype=bool)
+    met = jobs["met_deadline"].to_numpy(dtype=bool)
+    ftf = jobs["ftf"].to_numpy(dtype=float)[completed]
+    ftf = ftf[np.isfinite(ftf)]
+    m: dict[str, float] = {
+        "num_jobs": float(len(jobs)),
+        "num_completed": float(completed.sum()),
+        "num_rejected": float((status == "rejected").sum()),
+        "num_unfinished": float((status == "unfinished").sum()),
+        "num_with_deadline": float(has_ddl.sum()),
+        "dsr": float(met[has_ddl].mean()) if has_ddl.any() else math.nan,
+        "jct_mean_s": float(jct.mean()) if jct.size else math.nan,
+        "jct_p50_s": _pct(jct, 50),
+        "jct_p95_s": _pct(jct, 95),
+        "jct_p99_s": _pct(jct, 99),
+        "queueing_mean_s": float(queue.mean()) if queue.size else math.nan,
+        "queueing_p95_s": _pct(queue, 95),
+        "ftf_mean": float(ftf.mean()) if ftf.size else math.nan,
+        "ftf_max": float(ftf.max()) if ftf.size else math.nan,
+        "jain_index": _jain(1.0 / ftf) if ftf.size else math.nan,
+        "num_reconfigs": float(jobs["num_reconfigs"].sum()),
+    }
+    finish = jobs["finish_s"].to_numpy(dtype=float)
+    finish = finish[~np.isnan(finish)]
+    t0 = float(jobs["submit_s"].min()) if len(jobs) else 0.0
+    t1 = float(finish.max()) if finish.size else t0
+    if len(timeline):
+        t1 = max(t1, float(timeline["time_s"].iloc[-1]))
+    m["makespan_s"] = (float(finish.max()) - t0) if finish.size else math.nan
+    busy = _busy_gpu_s(timeline, t0, t1)
+    total_cap = 0.0
+    total_busy = 0.0
+    for gpu_type, cap in cluster.capacity.items():
+        b = busy.get(gpu_type, 0.0)
+        m[f"util_{gpu_type}"] = b / (cap * (t1 - t0)) if t1 > t0 else math.nan
+        total_cap += cap
+        total_busy += b
+    m["utilisation"] = total_busy / (total_cap * (t1 - t0)) if t1 > t0 else math.nan
+    lat = np.asarray(latencies_s, dtype=float) * 1e3
+    m["decision_ms_p50"] = _pct(lat, 50)
+    m["decision_ms_p99"] = _pct(lat, 99)
+    m["num_decisions"] = float(lat.size)
+    return m
+
+
+def _busy_gpu_s(timeline: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
+    """Integrate the step function of GPUs in use over ``[t0, t1]``."""
+    if timeline.empty or t1 <= t0:
+        return {}
+    times = timeline["time_s"].to_numpy(dtype=float)
+    ends = np.append(times[1:], t1)
+    lo = np.clip(times, t0, t1)
+    hi = np.clip(ends, t0, t1)
+    width = np.maximum(hi - lo, 0.0)
+    return {c: float((timeline[c].to_numpy(dtype=float) * width).sum()) for c in timeline.columns if c != "time_s"}
+
+
+def _jain(x: np.ndarray) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)``, 1 when all equal."""
+    x = x[np.isfinite(x)]
+    if not x.size or not np.any(x):
+        return math.nan
+    return float(x.sum() ** 2 / (x.size * (x * x).sum()))
+
+
+def utilisation_curve(timeline: pd.DataFrame, cluster: ClusterSpec) -> pd.DataFrame:
+    """Fraction of each type's GPUs in use over time (a step function), for plots."""
+    out = timeline.copy()
+    for gpu_type, cap in cluster.capacity.items():
+        if gpu_type in out:
+            out[gpu_type] = out[gpu_type] / cap
+    out["all"] = timeline[list(cluster.capacity)].sum(axis=1) / cluster.total_gpus
+    return out

@@ -1,0 +1,92 @@
+"""Default placement: map per-type GPU counts onto servers.
+
+The rule, applied per (job, GPU type) for the jobs whose placement is not given explicitly:
+
+1. **Sticky.** A job whose resources did not change keeps its servers. A job whose count on a type
+   did change first tries its previous servers of that type: if they have room for the new count,
+   it stays on (a subset of) them.
+2. **Best fit on one server.** Otherwise the smallest server of that type with enough free GPUs.
+3. **Fewest servers.** Otherwise servers by free GPUs, largest first (ties by id), until covered;
+   the job then pays the multi-server throughput factor.
+
+Because the allocation was validated against per-type capacity, step 3 always succeeds.
+Jobs are placed in decreasing GPU count (ties by job id), so large jobs get whole servers first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.throughput import ServerGroup
+
+
+def place_count(
+    cluster: ClusterSpec,
+    free: np.ndarray,
+    gpu_type: str,
+    num_gpus: int,
+    previous: Sequence[ServerGroup] = (),
+) -> list[ServerGroup]:
+    """Choose servers for ``num_gpus`` GPUs of ``gpu_type`` and take them from ``free`` (in place)."""
+    ids = cluster.servers_by_type[gpu_type]
+    prev = [g for g in previous if g.gpu_type == gpu_type]
+    if prev and sum(int(free[g.server_id]) for g in prev) >= num_gpus:
+        # Sticky: the previous servers (most-used first) have room for the whole count.
+        out: list[ServerGroup] = []
+        left = num_gpus
+        for g in sorted(prev, key=lambda g: (-g.num_gpus, g.server_id)):
+            take = min(left, int(free[g.server_id]))
+            if take > 0:
+                out.append(ServerGroup(g.server_id, gpu_type, take))
+                free[g.server_id] -= take
+                left -= take
+            if left == 0:
+                break
+        return sorted(out, key=lambda g: g.server_id)
+    best = -1
+    best_free = 1 << 30
+    for s in ids:
+        f = int(free[s])
+        if num_gpus <= f < best_free:
+            best, best_free = s, f
+    if best >= 0:
+        free[best] -= num_gpus
+        return [ServerGroup(best, gpu_type, num_gpus)]
+    out = []
+    left = num_gpus
+    for s in sorted(ids, key=lambda s: (-int(free[s]), s)):
+        take = min(left, int(free[s]))
+        if take > 0:
+            out.append(ServerGroup(s, gpu_type, take))
+            free[s] -= take
+            left -= take
+        if left == 0:
+            break
+    if left:
+        raise AssertionError(f"placement ran out of {gpu_type} GPUs; capacity was validated, so this is a bug")
+    return sorted(out, key=lambda g: g.server_id)
+
+
+def place_jobs(
+    cluster: ClusterSpec,
+    free: np.ndarray,
+    requests: Mapping[int, Mapping[str, int]],
+    previous: Mapping[int, Sequence[ServerGroup]],
+) -> dict[int, tuple[ServerGroup, ...]]:
+    """Place several jobs' per-type counts on the free servers (``free`` is updated in place).
+
+    Args:
+        cluster: The cluster.
+        free: Free GPUs per server id (modified).
+        requests: ``{job_id: {gpu_type: num_gpus}}``.
+        previous: Each job's server groups before this epoch (for stickiness).
+    """
+    items = [(jid, t, n) for jid, counts in requests.items() for t, n in counts.items() if n > 0]
+    items.sort(key=lambda x: (-x[2], x[0], x[1]))
+    out: dict[int, list[ServerGroup]] = {jid: [] for jid in requests}
+    for jid, t, n in items:
+        out[jid].extend(place_count(cluster, free, t, n, previous.get(jid, ())))
+    return {jid: tuple(sorted(groups, key=lambda g: g.server_id)) for jid, groups in out.items()}

@@ -1,0 +1,147 @@
+"""The policy contract and the registry that makes policies by name.
+
+A policy is any object with a ``name``, ``reset(cluster, rng=...)`` and ``schedule(view) ->
+Allocation``. Subclass :class:`Policy` and decorate with :func:`register_policy` to make it
+available to :func:`make_policy`, the ``hetgym`` command and the environment's experts. The built-in
+policies live in the :mod:`baselines` package, imported on first use of the registry; third-party
+packages can register theirs through the ``hetgym.policies`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from hetgym.sim.errors import HetgymError, UnknownNameError
+
+if TYPE_CHECKING:
+    from hetgym.sim.allocation import Allocation
+    from hetgym.sim.cluster import ClusterSpec
+    from hetgym.sim.view import ClusterView
+
+
+@runtime_checkable
+class PolicyProtocol(Protocol):
+    """What the simulator needs of a policy."""
+
+    name: ClassVar[str]
+
+    def reset(self, cluster: ClusterSpec, *, rng: np.random.Generator) -> None: ...
+
+    def schedule(self, view: ClusterView) -> Allocation: ...
+
+
+class Policy(ABC):
+    """Base class of scheduling policies.
+
+    Attributes:
+        name: Registry name (lower case, e.g. ``"fifo"``).
+        round_s: The round length this policy is designed for (the simulator uses it unless its
+            configuration fixes one); ``None`` for the simulator's default.
+    """
+
+    name: ClassVar[str] = "policy"
+    round_s: float | None = None
+
+    def __init__(self) -> None:
+        self.cluster: ClusterSpec | None = None
+        self.rng: np.random.Generator = np.random.default_rng(0)
+
+    def reset(self, cluster: ClusterSpec, *, rng: np.random.Generator) -> None:
+        """Forget all state and prepare for a new run on ``cluster``.
+
+        Subclasses that keep state override :meth:`_reset` rather than this method.
+        """
+        self.cluster = cluster
+        self.rng = rng
+        self._reset()
+
+    def _reset(self) -> None:  # noqa: B027 - optional hook, empty by default
+        """Hook for subclasses: clear per-run state."""
+
+    @abstractmethod
+    def schedule(self, view: ClusterView) -> Allocation:
+        """Return the complete allocation after this epoch (see :class:`~hetgym.sim.allocation.Allocation`)."""
+
+    def params(self) -> dict[str, Any]:
+        """The constructor arguments (knobs) and their current values."""
+        sig = inspect.signature(type(self).__init__)
+        return {k: getattr(self, k) for k in sig.parameters if k != "self" and hasattr(self, k)}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+_P = TypeVar("_P", bound=type[Policy])
+
+
+def register_policy(name: str | None = None) -> Callable[[_P], _P]:
+    """Class decorator: register a :class:`Policy` subclass under ``name`` (default ``cls.name``)."""
+
+    def deco(cls: _P) -> _P:
+        key = (name or cls.name).lower()
+        existing = _REGISTRY.get(key)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise HetgymError(
+                f"policy name {key!r} is already registered by {existing.__module__}.{existing.__qualname__}"
+            )
+        _REGISTRY[key] = cls
+        return cls
+
+    return deco
+
+
+_LOADED = False
+
+
+def _load_builtin() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    importlib.import_module("baselines")
+    for ep in entry_points(group="hetgym.policies"):
+        ep.load()
+
+
+def list_policies() -> dict[str, str]:
+    """Registered policy names with the first line of their docstring."""
+    _load_builtin()
+    out = {}
+    for key, cls in sorted(_REGISTRY.items()):
+        doc = (cls.__doc__ or "").strip().splitlines()
+        out[key] = doc[0] if doc else ""
+    return out
+
+
+def policy_class(name: str) -> type[Policy]:
+    """The class registered as ``name``."""
+    _load_builtin()
+    key = name.lower()
+    if key not in _REGISTRY:
+        raise UnknownNameError("policy", name, _REGISTRY, "List them with `hetgym policies`.")
+    return _REGISTRY[key]
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """Make the policy registered as ``name`` with its knobs ``kwargs``.
+
+    An unknown knob raises a ``TypeError`` naming the valid ones.
+    """
+    cls = policy_class(name)
+    sig = inspect.signature(cls.__init__)
+    accepts_any = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    if not accepts_any:
+        valid = [k for k in sig.parameters if k != "self"]
+        for key in kwargs:
+            if key not in valid:
+                raise UnknownNameError(f"option of policy {name!r}", key, valid)
+    return cls(**kwargs)

@@ -1,0 +1,317 @@
+"""Seeded synthetic workload generators following the Gavel-Philly and ElasticFlow recipes.
+
+Both recipes come from public generator code (POLICIES.md §7):
+
+* **Gavel-Philly** (Gavel's ``scheduler/utils.py``): job type uniform over Gavel's 26 (model, batch)
+  templates; Philly scale factor 1/2/4/8 with probabilities 0.7/0.1/0.15/0.05 (single-GPU-only
+  templates keep 1); duration ``60 * 10**U(3, 4)`` s with probability 0.2, else ``60 * 10**U(1.5, 3)`` s;
+  work = duration x the job's rate on V100 at its scale factor.
+* **ElasticFlow** (``trace_generator/generate_trace.py``): duration ``60 * 10**U(2.5, 4)`` s with
+  probability 0.2, else ``60 * 10**U(1, 2.5)`` s; ITP scale factor 1/2/4/8/16 with probabilities
+  0.83/0.03/0.03/0.10/0.01; model uniform over ElasticFlow's six with a batch size of its A100 table;
+  work = duration x the A100 rate; deadline ``submit + U(0.5, 1.5) x duration``.
+
+Arrivals are Poisson. The load is given either as an arrival rate (jobs per hour) or as a target
+utilisation ``u`` of a cluster: the rate is then ``u x GPUs / mean GPU-seconds per job``, where a job's
+GPU-seconds are its GPU count times its run time at the capacity-weighted mean rate over the cluster's
+GPU types (computed on the jobs actually drawn). Every random choice has its own stream spawned from
+the seed (arrivals, templates, sizes, durations, deadlines), so changing one knob does not reshuffle
+the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.job import JobSpec
+from hetgym.sim.throughput import ThroughputModel
+from hetgym.workloads.deadlines import DeadlineModel, ElasticFlowDeadline, GavelSLODeadline, NoDeadline
+from hetgym.workloads.schema import Workload
+
+#: Gavel's job templates as (job_type, per-GPU batch size, distributed?).
+GAVEL_TEMPLATES: tuple[tuple[str, int, bool], ...] = (
+    *(("resnet18", b, True) for b in (16, 32, 64, 128, 256)),
+    *(("resnet50", b, True) for b in (16, 32, 64, 128)),
+    *(("transformer", b, True) for b in (16, 32, 64, 128, 256)),
+    *(("lm", b, True) for b in (5, 10, 20, 40, 80)),
+    *(("recommendation", b, False) for b in (512, 1024, 2048, 4096, 8192)),
+    ("a3c", 4, False),
+    ("cyclegan", 1, False),
+)
+#: Philly scale factors and cumulative probability bounds (Gavel).
+PHILLY_SCALE: tuple[tuple[int, float], ...] = ((1, 0.7), (2, 0.8), (4, 0.95), (8, 1.0))
+#: ElasticFlow's models (A100 throughput table) and ITP scale factors with cumulative bounds.
+ELASTICFLOW_MODELS: tuple[str, ...] = ("resnet50", "vgg16", "bert", "inception3", "deepspeech2", "gpt2")
+ITP_SCALE: tuple[tuple[int, float], ...] = ((1, 0.83), (2, 0.86), (4, 0.89), (8, 0.99), (16, 1.0))
+
+
+@dataclass(frozen=True)
+class Load:
+    """The offered load: exactly one of an arrival rate or a target utilisation.
+
+    Attributes:
+        arrival_rate_per_h: Mean arrivals per hour.
+        target_utilisation: Offered GPU-time / cluster GPU-time (e.g. 0.8).
+        static: Submit every job at time 0 (a batch, for makespan studies).
+    """
+
+    arrival_rate_per_h: float | None = None
+    target_utilisation: float | None = None
+    static: bool = False
+
+    def __post_init__(self) -> None:
+        given = sum(x is not None for x in (self.arrival_rate_per_h, self.target_utilisation))
+        if self.static and given:
+            raise ValueError("Load: a static batch takes neither arrival_rate_per_h nor target_utilisation")
+        if not self.static and given != 1:
+            raise ValueError("Load: give exactly one of arrival_rate_per_h or target_utilisation (or static=True)")
+        for name in ("arrival_rate_per_h", "target_utilisation"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise ValueError(f"Load.{name}={v}; it must be > 0")
+
+
+def _streams(seed: int, n: int) -> list[np.random.Generator]:
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+def _draw_scale(rng: np.random.Generator, table: Sequence[tuple[int, float]], size: int) -> np.ndarray:
+    r = rng.uniform(0, 1, size=size)
+    bounds = np.array([b for _, b in table])
+    idx = np.searchsorted(bounds, r, side="right")
+    return np.array([v for v, _ in table])[np.minimum(idx, len(table) - 1)]
+
+
+def mean_rate(
+    throughput: ThroughputModel, cluster: ClusterSpec, job_type: str, batch_size: int, num_gpus: int
+) -> float:
+    """Capacity-weighted mean rate of a job over the cluster's GPU types (for load calculations)."""
+    cap = cluster.capacity
+    total = sum(cap.values())
+    return sum(cap[t] / total * throughput.rate(job_type, batch_size, t, num_gpus) for t in cap)
+
+
+def _arrivals(
+    rng: np.random.Generator,
+    load: Load,
+    gpu_s: np.ndarray,
+    cluster: ClusterSpec,
+) -> tuple[np.ndarray, float]:
+    n = len(gpu_s)
+    if load.static:
+        return np.zeros(n), 0.0
+    if load.arrival_rate_per_h is not None:
+        rate_per_s = load.arrival_rate_per_h / 3600.0
+    else:
+        assert load.target_utilisation is not None
+        rate_per_s = load.target_utilisation * cluster.total_gpus / float(np.mean(gpu_s))
+    gaps = rng.exponential(1.0 / rate_per_s, size=n)
+    gaps[0] = 0.0  # the first job arrives at time 0
+    return np.cumsum(gaps), rate_per_s * 3600.0
+
+
+def _finish(
+    name: str,
+    params: dict[str, Any],
+    job_types: list[str],
+    batch: np.ndarray,
+    gpus: np.ndarray,
+    duration_s: np.ndarray,
+    iters: np.ndarray,
+    streams: list[np.random.Generator],
+    load: Load,
+    cluster: ClusterSpec,
+    throughput: ThroughputModel,
+    deadline: DeadlineModel,
+    max_gpus_per_job: int | None,
+) -> Workload:
+    rng_arrival, rng_deadline = streams
+    gpu_s = np.array(
+        [
+            g * it / max(mean_rate(throughput, cluster, jt, int(b), int(g)), 1e-12)
+            for jt, b, g, it in zip(job_types, batch, gpus, iters, strict=True)
+        ]
+    )
+    submit, rate_per_h = _arrivals(rng_arrival, load, gpu_s, cluster)
+    deadlines = deadline(rng_deadline, submit, duration_s)
+    jobs = [
+        JobSpec(
+            job_id=i,
+            submit_s=float(submit[i]),
+            job_type=job_types[i],
+            batch_size=int(batch[i]),
+            total_iters=float(iters[i]),
+            num_gpus=int(gpus[i]),
+            deadline_s=float(deadlines[i]),
+            duration_s=float(duration_s[i]),
+            max_gpus=max_gpus_per_job if max_gpus_per_job and max_gpus_per_job >= gpus[i] else None,
+        )
+        for i in range(len(job_types))
+    ]
+    meta = {
+        "generator": name,
+        "params": params,
+        "cluster": cluster.name,
+        "arrival_rate_per_h": rate_per_h,
+        "offered_gpu_s": float(gpu_s.sum()),
+        "deadline_model": deadline.name,
+    }
+    return Workload(tuple(jobs), meta)
+
+
+def gavel_philly(
+    num_jobs: int,
+    *,
+    seed: int = 0,
+    cluster: ClusterSpec | str = "gavel-108",
+    load: Load | None = None,
+    deadline: DeadlineModel | None = None,
+    max_gpus_per_job: int | None = None,
+    throughput: ThroughputModel | None = None,
+) -> Workload:
+    """Gavel's synthetic Philly-like workload (see the module docstring for the recipe).
+
+    Args:
+        num_jobs: Jobs to draw.
+        seed: Seed of every random stream.
+        cluster: Cluster the load is expressed on (and whose largest type caps nothing: use
+            ``max_gpus_per_job`` to cap scale factors).
+        load: Offered load (default: target utilisation 0.8).
+        deadline: Deadline model (default: none, as in Gavel's JCT experiments).
+        max_gpus_per_job: Cap on the scale factor, and the jobs' ``max_gpus``.
+        throughput: Throughput model (default: the embedded table).
+    """
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs={num_jobs}; it must be >= 1")
+    cluster = get_cluster(cluster)
+    throughput = throughput or ThroughputModel.default()
+    load = load or Load(target_utilisation=0.8)
+    ddl: DeadlineModel = deadline or NoDeadline()
+    rng_tpl, rng_scale, rng_dur, rng_long, rng_arr, rng_ddl = _streams(seed, 6)
+    tpl_idx = rng_tpl.integers(0, len(GAVEL_TEMPLATES), size=num_jobs)
+    scale = _draw_scale(rng_scale, PHILLY_SCALE, num_jobs)
+    long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
+    expo = np.where(long_job, rng_dur.uniform(3, 4, size=num_jobs), rng_dur.uniform(1.5, 3, size=num_jobs))
+    duration_s = 60.0 * 10.0**expo
+    job_types: list[str] = []
+    batch = np.empty(num_jobs, dtype=np.int64)
+    gpus = np.empty(num_jobs, dtype=np.int64)
+    for i, k in enumerate(tpl_idx):
+        jt, per_gpu_bs, distributed = GAVEL_TEMPLATES[int(k)]
+        sf = int(scale[i]) if distributed else 1
+        if max_gpus_per_job:
+            sf = min(sf, max_gpus_per_job)
+        job_types.append(jt)
+        gpus[i] = sf
+        batch[i] = per_gpu_bs * sf
+    iters = np.array(
+        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), "v100", int(gpus[i])) for i in range(num_jobs)]
+    )
+    params = {
+        "num_jobs": num_jobs,
+        "seed": seed,
+        "load": load.__dict__,
+        "max_gpus_per_job": max_gpus_per_job,
+        "reference_gpu": "v100",
+    }
+    return _finish(
+        "gavel-philly",
+        params,
+        job_types,
+        batch,
+        gpus,
+        duration_s,
+        iters,
+        [rng_arr, rng_ddl],
+        load,
+        cluster,
+        throughput,
+        ddl,
+        max_gpus_per_job,
+    )
+
+
+def elasticflow(
+    num_jobs: int,
+    *,
+    seed: int = 0,
+    cluster: ClusterSpec | str = "default",
+    load: Load | None = None,
+    deadline: DeadlineModel | None = None,
+    max_gpus_per_job: int | None = None,
+    throughput: ThroughputModel | None = None,
+) -> Workload:
+    """ElasticFlow's synthetic deadline workload (see the module docstring for the recipe).
+
+    Args:
+        num_jobs: Jobs to draw.
+        seed: Seed of every random stream.
+        cluster: Cluster the load is expressed on.
+        load: Offered load (default: target utilisation 0.8).
+        deadline: Deadline model (default: ElasticFlow's U(0.5, 1.5) x duration).
+        max_gpus_per_job: Cap on the scale factor; also the jobs' ``max_gpus`` (elastic upper bound).
+        throughput: Throughput model (default: the embedded table).
+    """
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs={num_jobs}; it must be >= 1")
+    cluster = get_cluster(cluster)
+    throughput = throughput or ThroughputModel.default()
+    load = load or Load(target_utilisation=0.8)
+    ddl: DeadlineModel = deadline or ElasticFlowDeadline()
+    rng_model, rng_scale, rng_dur, rng_long, rng_arr, rng_ddl = _streams(seed, 6)
+    model_idx = rng_model.integers(0, len(ELASTICFLOW_MODELS), size=num_jobs)
+    scale = _draw_scale(rng_scale, ITP_SCALE, num_jobs)
+    if max_gpus_per_job:
+        scale = np.minimum(scale, max_gpus_per_job)
+    long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
+    expo = np.where(long_job, rng_dur.uniform(2.5, 4, size=num_jobs), rng_dur.uniform(1, 2.5, size=num_jobs))
+    duration_s = 60.0 * 10.0**expo
+    job_types = [ELASTICFLOW_MODELS[int(k)] for k in model_idx]
+    batches = {m: throughput.batch_sizes(m, "a100") for m in ELASTICFLOW_MODELS}
+    batch = np.array([batches[jt][int(rng_model.integers(0, len(batches[jt])))] for jt in job_types], dtype=np.int64)
+    iters = np.array(
+        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), "a100", int(scale[i])) for i in range(num_jobs)]
+    )
+    params = {
+        "num_jobs": num_jobs,
+        "seed": seed,
+        "load": load.__dict__,
+        "max_gpus_per_job": max_gpus_per_job,
+        "reference_gpu": "a100",
+    }
+    return _finish(
+        "elasticflow",
+        params,
+        job_types,
+        batch,
+        scale.astype(np.int64),
+        duration_s,
+        iters,
+        [rng_arr, rng_ddl],
+        load,
+        cluster,
+        throughput,
+        ddl,
+        max_gpus_per_job,
+    )
+
+
+RECIPES = {"gavel-philly": gavel_philly, "elasticflow": elasticflow}
+DEADLINE_DEFAULTS: dict[str, type[Any]] = {
+    "gavel-philly": NoDeadline,
+    "elasticflow": ElasticFlowDeadline,
+}
+__all__ = [
+    "ELASTICFLOW_MODELS",
+    "GAVEL_TEMPLATES",
+    "RECIPES",
+    "GavelSLODeadline",
+    "Load",
+    "elasticflow",
+    "gavel_philly",
+]

@@ -1,0 +1,157 @@
+"""Scenarios: a cluster preset, a workload recipe (or trace file) and simulator knobs, by name.
+
+:class:`WorkloadConfig` describes a workload declaratively (recipe, size, load, deadlines, or a trace
+file) so the same description drives ``hetgym compare``, sweeps and the Gym environment. A
+:class:`Scenario` adds the cluster and the simulator configuration; :data:`SCENARIOS` holds the
+embedded ones (``default`` is what ``hetgym compare`` runs with no arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.config import SimConfig, config_from_dict
+from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.throughput import ThroughputModel
+from hetgym.workloads.deadlines import make_deadline_model
+from hetgym.workloads.generators import DEADLINE_DEFAULTS, RECIPES, Load
+from hetgym.workloads.schema import Workload, read_trace
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """A workload, declaratively.
+
+    Attributes:
+        recipe: ``elasticflow`` or ``gavel-philly`` (ignored when ``trace`` is set).
+        num_jobs: Jobs to draw.
+        arrival_rate_per_h: Load as mean arrivals per hour (exclusive with ``target_utilisation``).
+        target_utilisation: Load as offered utilisation of the cluster (default 0.8 when no rate).
+        static: Submit every job at time 0.
+        deadline: Deadline model name (``elasticflow``, ``gavel-slo``, ``none``); ``None`` = recipe default.
+        tightness: Deadline tightness (slack divided by it; 1 = the recipe).
+        max_gpus_per_job: Cap on requested GPUs.
+        trace: Path of a canonical trace file to use instead of a recipe (its first ``num_jobs`` jobs
+            when ``num_jobs`` is smaller than the trace).
+    """
+
+    recipe: str = "elasticflow"
+    num_jobs: int = 100
+    arrival_rate_per_h: float | None = None
+    target_utilisation: float | None = None
+    static: bool = False
+    deadline: str | None = None
+    tightness: float = 1.0
+    max_gpus_per_job: int | None = None
+    trace: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.trace is None and self.recipe not in RECIPES:
+            raise UnknownNameError("workload recipe", self.recipe, RECIPES, "Or pass trace='file.csv'.")
+        if self.num_jobs < 1:
+            raise ValueError(f"WorkloadConfig.num_jobs={self.num_jobs}; it must be >= 1")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> WorkloadConfig:
+        """Build from a mapping; unknown keys raise an error naming the nearest valid key."""
+        return config_from_dict(cls, values, what="workload")
+
+    def load(self) -> Load:
+        """The :class:`Load` this configuration describes."""
+        if self.static:
+            return Load(static=True)
+        if self.arrival_rate_per_h is not None:
+            return Load(arrival_rate_per_h=self.arrival_rate_per_h)
+        return Load(target_utilisation=self.target_utilisation or 0.8)
+
+    def build(self, cluster: ClusterSpec | str, seed: int = 0, throughput: ThroughputModel | None = None) -> Workload:
+        """Draw (or read) the workload for ``cluster`` with ``seed``."""
+        cluster = get_cluster(cluster)
+        if self.trace is not None:
+            workload = read_trace(Path(self.trace), throughput=throughput)
+            if self.num_jobs < len(workload):
+                workload = Workload(
+                    workload.jobs[: self.num_jobs], {**workload.metadata, "truncated_to": self.num_jobs}
+                )
+            return workload
+        name = self.deadline
+        if name is None:
+            deadline = DEADLINE_DEFAULTS[self.recipe](tightness=self.tightness)
+        else:
+            deadline = make_deadline_model(name, tightness=self.tightness)
+        return RECIPES[self.recipe](
+            self.num_jobs,
+            seed=seed,
+            cluster=cluster,
+            load=self.load(),
+            deadline=deadline,
+            max_gpus_per_job=self.max_gpus_per_job,
+            throughput=throughput,
+        )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named experiment setting: cluster, workload and simulator knobs."""
+
+    name: str
+    cluster: str
+    workload: WorkloadConfig
+    sim: SimConfig = field(default_factory=SimConfig)
+    description: str = ""
+
+    def cluster_spec(self) -> ClusterSpec:
+        """The cluster."""
+        return get_cluster(self.cluster)
+
+    def with_overrides(self, **changes: Any) -> Scenario:
+        """A copy with fields of the scenario, its workload (``workload=dict``) or sim (``sim=dict``) replaced."""
+        wl = changes.pop("workload", None)
+        sim = changes.pop("sim", None)
+        out = replace(self, **changes)
+        if wl:
+            out = replace(out, workload=WorkloadConfig.from_dict({**out.workload.__dict__, **wl}))
+        if sim:
+            out = replace(out, sim=SimConfig.from_dict({**out.sim.__dict__, **sim}))
+        return out
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "default": Scenario(
+        "default",
+        "default",
+        WorkloadConfig(recipe="elasticflow", num_jobs=120, target_utilisation=1.0, max_gpus_per_job=16),
+        description="ElasticFlow deadline recipe, 120 jobs at offered utilisation 1.0 on the 64-GPU, 4-type cluster",
+    ),
+    "tiny": Scenario(
+        "tiny",
+        "tiny",
+        WorkloadConfig(recipe="elasticflow", num_jobs=12, target_utilisation=0.9, max_gpus_per_job=4),
+        description="12 ElasticFlow jobs on the 8-GPU tiny cluster (tests, quick checks)",
+    ),
+    "gavel": Scenario(
+        "gavel",
+        "gavel-108",
+        WorkloadConfig(recipe="gavel-philly", num_jobs=300, target_utilisation=0.8),
+        description="Gavel-Philly recipe, 300 jobs at utilisation 0.8 on gavel-108 (JCT, no deadlines)",
+    ),
+    "gavel-static": Scenario(
+        "gavel-static",
+        "gavel-108",
+        WorkloadConfig(recipe="gavel-philly", num_jobs=150, static=True),
+        description="A static batch of 150 Gavel-Philly jobs on gavel-108 (total time duration / makespan)",
+    ),
+}
+
+
+def get_scenario(name: str | Scenario) -> Scenario:
+    """The embedded scenario ``name``."""
+    if isinstance(name, Scenario):
+        return name
+    if name not in SCENARIOS:
+        raise UnknownNameError("scenario", name, SCENARIOS)
+    return SCENARIOS[name]

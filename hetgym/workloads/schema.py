@@ -1,0 +1,375 @@
+"""The canonical job schema (version 1), its reader and writer, and the :class:`Workload` container.
+
+A trace is a table with one row per job. Required columns:
+
+==================  =======  =====================================================================
+column              type     meaning
+==================  =======  =====================================================================
+``job_id``          int      unique id, >= 0
+``submit_s``        float    arrival time, seconds from the trace start, >= 0
+``job_type``        str      model name, a key of the throughput table (``hetgym presets`` lists them)
+``batch_size``      int      global batch size (samples per iteration over all GPUs)
+``total_iters``     float    work in iterations, > 0
+``num_gpus``        int      GPUs requested, >= 1
+==================  =======  =====================================================================
+
+Optional columns: ``deadline_s`` (absolute; empty = none), ``user``, ``min_gpus``, ``max_gpus``,
+``dp``, ``pp``, ``tp`` (all three or none), ``model_bytes``, ``priority_weight``, ``best_effort``,
+``duration_s`` (reference run time), ``gpu_types`` (allowed types, ``|``-separated),
+``template_id``, and any ``feat_<name>`` column, which becomes ``features[name]``.
+
+Files are CSV or parquet. A CSV starts with one comment line ``# hetgym-trace {json}`` holding the
+metadata (``schema_version``, the generator or loader and its parameters, samplers used); parquet
+stores the same JSON under the schema metadata key ``hetgym``. Readers validate every row and raise
+:class:`TraceError` naming the file, the row and the field; writers write to a temporary file and
+rename it, so a failed write leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hetgym.sim.errors import HetgymError, InvalidJobError
+from hetgym.sim.job import JobSpec
+from hetgym.sim.throughput import ThroughputModel
+
+SCHEMA_VERSION = 1
+REQUIRED_COLUMNS = ("job_id", "submit_s", "job_type", "batch_size", "total_iters", "num_gpus")
+OPTIONAL_COLUMNS = (
+    "deadline_s",
+    "user",
+    "min_gpus",
+    "max_gpus",
+    "dp",
+    "pp",
+    "tp",
+    "model_bytes",
+    "priority_weight",
+    "best_effort",
+    "duration_s",
+    "gpu_types",
+    "template_id",
+)
+FEATURE_PREFIX = "feat_"
+_INT_COLUMNS = ("job_id", "batch_size", "num_gpus", "min_gpus", "max_gpus", "dp", "pp", "tp")
+_FLOAT_COLUMNS = ("submit_s", "total_iters", "deadline_s", "model_bytes", "priority_weight", "duration_s")
+_CSV_MAGIC = "# hetgym-trace "
+
+
+class TraceError(HetgymError, ValueError):
+    """A trace file or table that does not follow the canonical schema."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An ordered, immutable collection of jobs with the metadata describing their origin.
+
+    Iterating yields :class:`JobSpec` in submission order; ``len()`` is the job count.
+    """
+
+    jobs: tuple[JobSpec, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(sorted(self.jobs, key=lambda j: (j.submit_s, j.job_id))))
+        meta = dict(self.metadata)
+        meta.setdefault("schema_version", SCHEMA_VERSION)
+        object.__setattr__(self, "metadata", meta)
+
+    def __iter__(self) -> Iterator[JobSpec]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __getitem__(self, i: int) -> JobSpec:
+        return self.jobs[i]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The jobs as a canonical table."""
+        return jobs_to_frame(self.jobs)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write to ``path`` (``.csv`` or ``.parquet``); see :func:`write_trace`."""
+        return write_trace(self, path)
+
+    def span_s(self) -> float:
+        """Time between the first and the last submission."""
+        return self.jobs[-1].submit_s - self.jobs[0].submit_s if self.jobs else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Frame <-> JobSpec
+
+
+def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
+    """Canonical table of ``jobs`` (optional columns only when some job uses them)."""
+    rows: list[dict[str, Any]] = []
+    for j in jobs:
+        row: dict[str, Any] = {
+            "job_id": j.job_id,
+            "submit_s": j.submit_s,
+            "job_type": j.job_type,
+            "batch_size": j.batch_size,
+            "total_iters": j.total_iters,
+            "num_gpus": j.num_gpus,
+            "deadline_s": j.deadline_s if math.isfinite(j.deadline_s) else np.nan,
+            "user": j.user,
+            "min_gpus": j.min_gpus,
+            "max_gpus": j.max_gpus,
+            "dp": j.parallelism[0] if j.parallelism else None,
+            "pp": j.parallelism[1] if j.parallelism else None,
+            "tp": j.parallelism[2] if j.parallelism else None,
+            "model_bytes": j.model_bytes,
+            "priority_weight": j.priority_weight,
+            "best_effort": j.best_effort,
+            "duration_s": j.duration_s,
+            "gpu_types": "|".join(j.gpu_types) if j.gpu_types else None,
+            "template_id": j.template_id,
+        }
+        for k, v in j.features.items():
+            row[FEATURE_PREFIX + k] = v
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=list(REQUIRED_COLUMNS))
+    keep = list(REQUIRED_COLUMNS)
+    defaults = {"min_gpus": 1, "priority_weight": 1.0, "best_effort": False}
+    for col in OPTIONAL_COLUMNS:
+        values = frame[col]
+        if col in defaults:
+            if (values != defaults[col]).any():
+                keep.append(col)
+        elif values.notna().any():
+            keep.append(col)
+    keep += sorted(c for c in frame.columns if c.startswith(FEATURE_PREFIX))
+    frame = frame[keep]
+    for col in _INT_COLUMNS:
+        if col in frame:
+            frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value == ""
+
+
+def frame_to_jobs(
+    frame: pd.DataFrame, *, source: str = "<table>", throughput: ThroughputModel | None = None
+) -> list[JobSpec]:
+    """Validate a canonical table and turn it into jobs.
+
+    Raises:
+        TraceError: naming ``source``, the 1-based data row and the field, for a missing column,
+            a value of the wrong type, a negative time, or (when ``throughput`` is given) an unknown
+            job type.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise TraceError(
+            f"{source}: missing required column(s) {missing}; a canonical trace needs {list(REQUIRED_COLUMNS)}"
+        )
+    parallel_cols = [c for c in ("dp", "pp", "tp") if c in frame.columns]
+    if parallel_cols and len(parallel_cols) != 3:
+        raise TraceError(f"{source}: columns dp, pp, tp come together; found only {parallel_cols}")
+    feature_cols = [c for c in frame.columns if c.startswith(FEATURE_PREFIX)]
+    known_types: set[str] = set()
+    jobs: list[JobSpec] = []
+    seen: dict[int, int] = {}
+    records = frame.to_dict("records")
+    for i, rec in enumerate(records, start=1):
+
+        def err(fld: str, why: str, i: int = i) -> TraceError:
+            return TraceError(f"{source}: row {i}, field {fld!r}: {why}")
+
+        values: dict[str, Any] = {}
+        for col in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS):
+            if col not in rec:
+                continue
+            raw = rec[col]
+            if _is_missing(raw):
+                if col in REQUIRED_COLUMNS:
+                    raise err(col, "is empty; every job needs it")
+                continue
+            try:
+                if col in _INT_COLUMNS:
+                    as_float = float(raw)
+                    if not as_float.is_integer():
+                        raise ValueError
+                    values[col] = int(as_float)
+                elif col in _FLOAT_COLUMNS:
+                    values[col] = float(raw)
+                    if math.isnan(values[col]):
+                        raise ValueError
+                elif col == "best_effort":
+                    values[col] = _parse_bool(raw)
+                else:
+                    values[col] = str(raw)
+            except (TypeError, ValueError):
+                kind = "an integer" if col in _INT_COLUMNS else "a number" if col in _FLOAT_COLUMNS else "true/false"
+                raise err(col, f"value {raw!r} is not {kind}") from None
+        for col in ("submit_s", "deadline_s", "duration_s", "total_iters"):
+            if col in values and values[col] < 0:
+                raise err(col, f"is negative ({values[col]}); times and work must be >= 0")
+        jid = values["job_id"]
+        if jid in seen:
+            raise err("job_id", f"duplicate id {jid} (first at row {seen[jid]})")
+        seen[jid] = i
+        jt = values["job_type"]
+        if throughput is not None and jt not in known_types:
+            try:
+                throughput.check_job_type(jt)
+            except KeyError as exc:
+                raise err("job_type", str(exc)) from None
+            known_types.add(jt)
+        parallelism = None
+        if parallel_cols and all(c in values for c in ("dp", "pp", "tp")):
+            parallelism = (values.pop("dp"), values.pop("pp"), values.pop("tp"))
+        else:
+            for c in ("dp", "pp", "tp"):
+                values.pop(c, None)
+        gpu_types = values.pop("gpu_types", None)
+        features = {c[len(FEATURE_PREFIX) :]: rec[c] for c in feature_cols if not _is_missing(rec[c])}
+        try:
+            jobs.append(
+                JobSpec(
+                    **values,
+                    parallelism=parallelism,
+                    gpu_types=tuple(t.strip().lower() for t in gpu_types.split("|")) if gpu_types else None,
+                    features=features,
+                )
+            )
+        except InvalidJobError as exc:
+            raise TraceError(f"{source}: row {i}: {exc}") from None
+        except TypeError as exc:
+            raise TraceError(f"{source}: row {i}: {exc}") from None
+    return jobs
+
+
+def _parse_bool(raw: Any) -> bool:
+    if isinstance(raw, bool | np.bool_):
+        return bool(raw)
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "t", "y", "1.0"):
+        return True
+    if text in ("0", "false", "no", "f", "n", "0.0"):
+        return False
+    raise ValueError(raw)
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+
+
+def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | None = None) -> Workload:
+    """Read a canonical trace (``.csv`` or ``.parquet``) and validate every row.
+
+    Args:
+        path: The file.
+        throughput: If given, unknown job types are reported (row and field) at read time.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such file")
+    metadata: dict[str, Any] = {}
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            raw_meta = (table.schema.metadata or {}).get(b"hetgym")
+            if raw_meta:
+                metadata = json.loads(raw_meta)
+            frame = table.to_pandas()
+        elif suffix in (".csv", ".gz") or path.name.endswith(".csv.gz"):
+            metadata = _read_csv_metadata(path)
+            frame = pd.read_csv(
+                path, comment="#", dtype={"job_type": str, "user": str, "gpu_types": str, "template_id": str}
+            )
+        else:
+            raise TraceError(
+                f"{path}: unknown file type {suffix!r}; canonical traces are .csv or .parquet "
+                "(convert other formats with `hetgym trace convert`)"
+            )
+    except TraceError:
+        raise
+    except Exception as exc:  # pandas/pyarrow parse errors
+        raise TraceError(f"{path}: cannot parse as a canonical trace: {exc}") from None
+    version = metadata.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise TraceError(f"{path}: schema_version {version} is not supported (this hetgym reads {SCHEMA_VERSION})")
+    jobs = frame_to_jobs(frame, source=str(path), throughput=throughput)
+    metadata.setdefault("source_file", str(path))
+    return Workload(tuple(jobs), metadata)
+
+
+def _read_csv_metadata(path: Path) -> dict[str, Any]:
+    import gzip
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        first = fh.readline()
+    if first.startswith(_CSV_MAGIC):
+        try:
+            return dict(json.loads(first[len(_CSV_MAGIC) :]))
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"{path}: line 1: metadata comment is not valid JSON ({exc})") from None
+    return {}
+
+
+def write_trace(
+    workload: Workload | Sequence[JobSpec],
+    path: str | os.PathLike[str],
+    metadata: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write jobs in the canonical schema, atomically (temporary file, then rename).
+
+    Args:
+        workload: A :class:`Workload` or a sequence of jobs.
+        path: Destination; ``.csv`` or ``.parquet``.
+        metadata: Extra metadata merged over the workload's.
+    """
+    path = Path(path)
+    if not isinstance(workload, Workload):
+        workload = Workload(tuple(workload))
+    meta = {**workload.metadata, **(metadata or {}), "schema_version": SCHEMA_VERSION}
+    meta.pop("source_file", None)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise TraceError(f"{path}: choose a .csv or .parquet file name")
+    frame = workload.to_frame()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if suffix == ".csv":
+            with open(tmp, "w", newline="") as fh:
+                fh.write(_CSV_MAGIC + json.dumps(meta, sort_keys=True, default=str) + "\n")
+                frame.to_csv(fh, index=False, float_format="%.10g")
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            existing = table.schema.metadata or {}
+            table = table.replace_schema_metadata(
+                {**existing, b"hetgym": json.dumps(meta, sort_keys=True, default=str).encode()}
+            )
+            pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

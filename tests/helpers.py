@@ -1,0 +1,57 @@
+"""Test helpers: a hand-made throughput table and a scripted policy."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hetgym.sim import ThroughputModel
+from hetgym.sim.throughput import table_from_records
+
+
+def toy_model() -> ThroughputModel:
+    """Job type ``a`` (batch 1): 1 it/s per V100 and 0.5 it/s per K80, perfectly linear to 4 GPUs.
+
+    Job type ``b``: faster on K80 (2 it/s) than on V100 (1 it/s), single-GPU figures only.
+    Multi-server factor for ``a`` on V100 at 4 GPUs: 0.5 (unconsolidated 2.0 vs consolidated 4.0).
+    """
+    cons = table_from_records(
+        {
+            ("a", 1, "v100", 1): 1.0,
+            ("a", 1, "v100", 2): 2.0,
+            ("a", 1, "v100", 4): 4.0,
+            ("a", 1, "k80", 1): 0.5,
+            ("a", 1, "k80", 2): 1.0,
+            ("a", 1, "k80", 4): 2.0,
+            ("b", 1, "v100", 1): 1.0,
+            ("b", 1, "k80", 1): 2.0,
+        }
+    )
+    uncons = table_from_records({("a", 1, "v100", 4): 2.0, ("a", 1, "v100", 2): 2.0}, placement="unconsolidated")
+    gpu_types = pd.DataFrame(
+        {
+            "gpu_type": ["v100", "k80", "a100"],
+            "speed_index": [1.0, 0.5, 2.0],
+            "mem_gb": [16, 12, 40],
+            "source": ["test"] * 3,
+            "note": [""] * 3,
+        }
+    )
+    return ThroughputModel(pd.concat([cons, uncons], ignore_index=True), gpu_types)
+
+
+class Scripted:
+    """A test policy: ``decide(view) -> Allocation``, recording every view it sees."""
+
+    name = "scripted"
+    round_s = None
+
+    def __init__(self, decide) -> None:  # type: ignore[no-untyped-def]
+        self.decide = decide
+        self.views: list = []  # type: ignore[type-arg]
+
+    def reset(self, cluster, *, rng) -> None:  # type: ignore[no-untyped-def]
+        self.views = []
+
+    def schedule(self, view):  # type: ignore[no-untyped-def]
+        self.views.append(view)
+        return self.decide(view)
