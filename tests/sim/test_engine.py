@@ -129,8 +129,12 @@ def test_same_time_events_share_one_epoch_in_fixed_order(two_by_two: ClusterSpec
 
 def test_rejection_counts_as_a_deadline_miss(two_by_two: ClusterSpec, toy: ThroughputModel) -> None:
     jobs = [JobSpec(0, 0.0, "a", 1, 100.0, 2, deadline_s=1000.0), JobSpec(1, 0.0, "a", 1, 100.0, 2, deadline_s=1e6)]
-    policy = Scripted(lambda v: Allocation({0: JobAllocation({"v100": 2})} if 0 in v.job_index else {},
-                                           reject=frozenset({1}) if 1 in v.job_index else frozenset()))
+    policy = Scripted(
+        lambda v: Allocation(
+            {0: JobAllocation({"v100": 2})} if 0 in v.job_index else {},
+            reject=frozenset({1}) if 1 in v.job_index else frozenset(),
+        )
+    )
     r = Simulator(two_by_two, jobs, config=NO_PENALTY, throughput=toy).run(policy)
     assert r.metrics["dsr"] == pytest.approx(0.5)
     assert r.metrics["num_rejected"] == 1
@@ -195,7 +199,9 @@ def test_explicit_placement_and_sticky_default_placement(two_by_two: ClusterSpec
 
 def test_stall_ends_a_run_that_cannot_progress(two_by_two: ClusterSpec, toy: ThroughputModel) -> None:
     jobs = [JobSpec(0, 0.0, "a", 1, 100.0, 2)]
-    r = Simulator(two_by_two, jobs, config=SimConfig(stall_epochs=5), throughput=toy).run(Scripted(lambda v: Allocation()))
+    r = Simulator(two_by_two, jobs, config=SimConfig(stall_epochs=5), throughput=toy).run(
+        Scripted(lambda v: Allocation())
+    )
     # The fifth consecutive epoch without progress ends the run before the policy is asked again.
     assert r.stalled and r.metrics["num_unfinished"] == 1 and r.num_epochs == 4
 

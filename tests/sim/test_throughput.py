@@ -27,8 +27,15 @@ def test_extrapolation_beyond_the_table_fits_the_last_two_points(toy: Throughput
 
 
 def _speeds() -> pd.DataFrame:
-    return pd.DataFrame({"gpu_type": ["v100", "k80"], "speed_index": [1.0, 0.25], "mem_gb": [16, 12],
-                         "source": ["t", "t"], "note": ["", ""]})
+    return pd.DataFrame(
+        {
+            "gpu_type": ["v100", "k80"],
+            "speed_index": [1.0, 0.25],
+            "mem_gb": [16, 12],
+            "source": ["t", "t"],
+            "note": ["", ""],
+        }
+    )
 
 
 def test_superlinear_points_are_clamped_and_dips_take_the_running_max() -> None:
@@ -92,8 +99,9 @@ def test_proportional_mode_splits_the_batch_by_speed(toy: ThroughputModel) -> No
 def test_fork_mode_sums_copies_less_aggregation(toy: ThroughputModel) -> None:
     groups = [ServerGroup(0, "v100", 2), ServerGroup(2, "k80", 2)]
     assert allocation_rate(toy, "a", 1, groups, "fork") == pytest.approx(3.0)
-    assert allocation_rate(toy, "a", 1, groups, "fork", aggregation_s=36.0, round_s=360.0,
-                           fork_efficiency=0.5) == pytest.approx(3.0 * 0.5 * 0.9)
+    assert allocation_rate(
+        toy, "a", 1, groups, "fork", aggregation_s=36.0, round_s=360.0, fork_efficiency=0.5
+    ) == pytest.approx(3.0 * 0.5 * 0.9)
     # One copy pays no aggregation.
     assert allocation_rate(toy, "a", 1, groups[:1], "fork", aggregation_s=36.0) == pytest.approx(2.0)
 

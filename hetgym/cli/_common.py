@@ -1,0 +1,105 @@
+"""Arguments shared by the subcommands that run scenarios, and the console used for output."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from hetgym.sim.config import SimConfig
+from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
+
+console = Console()
+
+
+def add_scenario_args(parser: argparse.ArgumentParser) -> None:
+    """``--scenario`` and the options that override its parts."""
+    g = parser.add_argument_group("scenario (an embedded one, with overrides)")
+    g.add_argument(
+        "--scenario", default="default", help=f"embedded scenario: {', '.join(SCENARIOS)} (default: default)"
+    )
+    g.add_argument("--cluster", help="cluster preset (see `hetgym presets`)")
+    g.add_argument("--trace", help="canonical trace file (.csv or .parquet) to use instead of a recipe")
+    g.add_argument("--recipe", help="workload recipe: elasticflow or gavel-philly")
+    g.add_argument("--num-jobs", type=int, help="jobs per workload")
+    load = g.add_mutually_exclusive_group()
+    load.add_argument("--utilisation", type=float, help="load as offered utilisation of the cluster")
+    load.add_argument("--arrival-rate-per-h", type=float, help="load as mean arrivals per hour")
+    load.add_argument("--static", action="store_true", help="submit every job at time 0")
+    g.add_argument("--deadline", help="deadline model: elasticflow, gavel-slo or none")
+    g.add_argument("--tightness", type=float, help="deadline tightness (slack divided by it; 1 = recipe)")
+    g.add_argument("--max-gpus-per-job", type=int, help="cap on requested GPUs")
+    g.add_argument("--round-s", type=float, help="round length in seconds (default: each policy's own)")
+    g.add_argument("--restart-penalty-s", type=float, help="reconfiguration penalty in seconds")
+    g.add_argument("--max-time-s", type=float, help="stop the simulation at this simulated time")
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """The scenario named by ``--scenario`` with the command-line overrides applied."""
+    scenario = get_scenario(args.scenario)
+    workload: dict[str, Any] = {}
+    if args.trace:
+        workload["trace"] = args.trace
+        if args.num_jobs is None:
+            workload["num_jobs"] = 10**9  # the whole trace
+    for key, attr in (
+        ("recipe", "recipe"),
+        ("num_jobs", "num_jobs"),
+        ("deadline", "deadline"),
+        ("tightness", "tightness"),
+        ("max_gpus_per_job", "max_gpus_per_job"),
+    ):
+        value = getattr(args, attr)
+        if value is not None:
+            workload[key] = value
+    if args.utilisation is not None:
+        workload.update(target_utilisation=args.utilisation, arrival_rate_per_h=None, static=False)
+    if args.arrival_rate_per_h is not None:
+        workload.update(arrival_rate_per_h=args.arrival_rate_per_h, target_utilisation=None, static=False)
+    if args.static:
+        workload.update(static=True, arrival_rate_per_h=None, target_utilisation=None)
+    sim: dict[str, Any] = {}
+    for key in ("round_s", "restart_penalty_s", "max_time_s"):
+        value = getattr(args, key)
+        if value is not None:
+            sim[key] = value
+    changes: dict[str, Any] = {}
+    if args.cluster:
+        changes["cluster"] = args.cluster
+    if workload:
+        changes["workload"] = workload
+    if sim:
+        changes["sim"] = sim
+    out = scenario.with_overrides(**changes) if changes else scenario
+    # Fail early on an unknown cluster name.
+    out.cluster_spec()
+    WorkloadConfig.from_dict(out.workload.__dict__)
+    SimConfig.from_dict(out.sim.__dict__)
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as YAML (numbers, booleans, lists), else the string."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def parse_options(items: list[str] | None, *, scoped: bool) -> dict[str, Any]:
+    """``key=value`` items (``policy:key=value`` when ``scoped``) into a dict (nested when scoped)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"option {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        if scoped:
+            if ":" not in key:
+                raise ValueError(f"option {item!r}: write policy:key=value, e.g. srtf:type_choice=order")
+            policy, knob = key.split(":", 1)
+            out.setdefault(policy, {})[knob] = parse_value(value)
+        else:
+            out[key] = parse_value(value)
+    return out
