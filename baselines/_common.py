@@ -73,7 +73,10 @@ def greedy_fill(
     ``ordered`` get nothing. With ``strict``, the walk stops at the first job that does not fit.
     """
     builder = builder or AllocationBuilder(view)
+    free = builder.free
     for job in ordered:
+        if not any(free.values()):
+            break  # every GPU is taken: the remaining jobs get nothing (waiting or preempted)
         if builder.assigned(job.job_id) is not None:
             continue
         current = job.allocation.as_dict() if job.allocation else None
@@ -102,11 +105,7 @@ def counts_rate(view: ClusterView, job: JobView, counts: Mapping[str, int]) -> f
 
 def keep_running(view: ClusterView) -> AllocationBuilder:
     """A builder holding every running job's current allocation (non-preemptive policies)."""
-    builder = AllocationBuilder(view)
-    for job in view.jobs:
-        if job.allocation:
-            builder.keep(job)
-    return builder
+    return AllocationBuilder.keeping_running(view)
 
 
 def best_rate(view: ClusterView, job: JobView, num_gpus: int | None = None) -> float:

@@ -23,7 +23,6 @@ import math
 
 from baselines._common import TypeChoice, best_rate, check_type_choice, greedy_fill, keep_running
 from hetgym.sim.allocation import Allocation, AllocationBuilder
-from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.view import ClusterView, JobView
 
@@ -38,6 +37,7 @@ class EDF(Policy):
     """
 
     name = "edf"
+    uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, preemptive: bool = True, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()
@@ -54,7 +54,7 @@ class EDF(Policy):
             candidates = [j for j in view.jobs if j.job_id not in rejected]
         else:
             builder = keep_running(view)
-            candidates = [j for j in view.jobs if j.status == JobStatus.WAITING and j.job_id not in rejected]
+            candidates = [j for j in view.waiting if j.job_id not in rejected]
         for jid in rejected:
             builder.reject(jid)
         return greedy_fill(view, sorted(candidates, key=self._key), type_choice=self.type_choice, builder=builder)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from baselines._common import TypeChoice, check_type_choice, greedy_fill, keep_running
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.view import ClusterView
 
@@ -26,6 +25,7 @@ class FIFO(Policy):
     """
 
     name = "fifo"
+    uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, type_choice: TypeChoice = "order", strict: bool = True) -> None:
         super().__init__()
@@ -33,8 +33,9 @@ class FIFO(Policy):
         self.strict = strict
 
     def schedule(self, view: ClusterView) -> Allocation:
-        waiting = [j for j in view.jobs if j.status == JobStatus.WAITING]
-        return greedy_fill(view, waiting, type_choice=self.type_choice, strict=self.strict, builder=keep_running(view))
+        return greedy_fill(
+            view, view.waiting, type_choice=self.type_choice, strict=self.strict, builder=keep_running(view)
+        )
 
 
 @register_policy()

@@ -25,6 +25,7 @@ class SRTF(Policy):
     """
 
     name = "srtf"
+    uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hetgym.sim.errors import InvalidAllocationError
 from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode
 
 if TYPE_CHECKING:
     from hetgym.sim.cluster import ClusterSpec
+    from hetgym.sim.job import JobSpec
     from hetgym.sim.view import ClusterView, JobView
 
 
@@ -156,10 +157,26 @@ def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
     cluster and is allowed for the job; per-type totals fit the capacity; explicit placements name
     real servers of the right type, match the counts, and fit each server.
     """
+    check_allocation(allocation, view.cluster, view.job_index, view.now_s)
+
+
+class _HasAllocation(Protocol):
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def allocation(self) -> JobAllocation | None: ...
+
+
+def check_allocation(
+    allocation: Allocation, cluster: ClusterSpec, active: Mapping[int, _HasAllocation], now_s: float
+) -> None:
+    """:func:`validate_allocation` against ``{job_id: job}`` records with ``spec`` and ``allocation``.
+
+    A job's current allocation (the very object) is known to be valid and is only counted.
+    """
     if not isinstance(allocation, Allocation):
         raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
-    cluster = view.cluster
-    active = view.job_index
     both = allocation.reject & allocation.jobs.keys()
     if both:
         raise InvalidAllocationError(f"job(s) {sorted(both)} are both allocated GPUs and rejected")
@@ -168,24 +185,31 @@ def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
             raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
     capacity = cluster.capacity
     totals: dict[str, int] = {}
-    server_use: dict[int, int] = {}
+    new_explicit = False
     for jid, ja in allocation.jobs.items():
-        if jid not in active:
+        job = active.get(jid)
+        if job is None:
             raise InvalidAllocationError(
-                f"unknown job {jid}: it is not active at t={view.now_s:.1f}s (not arrived, or already ended); "
+                f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
                 f"active jobs are {_preview(active)}"
             )
-        _check_job_allocation(jid, ja, active[jid], cluster)
+        if ja is not job.allocation:
+            _check_job_allocation(jid, ja, job.spec, cluster)
+            new_explicit = new_explicit or ja.servers is not None
         for t, n in ja.counts:
             totals[t] = totals.get(t, 0) + n
-        if ja.servers is not None:
-            for s, n in ja.servers:
-                server_use[s] = server_use.get(s, 0) + n
     for t, n in totals.items():
         if n > capacity[t]:
             raise InvalidAllocationError(
                 f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
             )
+    if not new_explicit:
+        return  # kept placements are valid together; the default placer handles the rest
+    server_use: dict[int, int] = {}
+    for ja in allocation.jobs.values():
+        if ja.servers is not None:
+            for s, n in ja.servers:
+                server_use[s] = server_use.get(s, 0) + n
     for s, n in server_use.items():
         if n > cluster.servers[s].num_gpus:
             raise InvalidAllocationError(
@@ -194,16 +218,16 @@ def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
             )
 
 
-def _check_job_allocation(jid: int, ja: JobAllocation, job: JobView, cluster: ClusterSpec) -> None:
+def _check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
     capacity = cluster.capacity
     for t, _ in ja.counts:
         if t not in capacity:
             raise InvalidAllocationError(
                 f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(cluster.gpu_types)}"
             )
-        if job.spec.gpu_types is not None and t not in job.spec.gpu_types:
+        if spec.gpu_types is not None and t not in spec.gpu_types:
             raise InvalidAllocationError(
-                f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(job.spec.gpu_types)})"
+                f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(spec.gpu_types)})"
             )
     if ja.servers is None:
         return
@@ -238,6 +262,14 @@ class AllocationBuilder:
         self.free: dict[str, int] = dict(view.cluster.capacity)
         self._jobs: dict[int, JobAllocation] = {}
         self._reject: set[int] = set()
+
+    @classmethod
+    def keeping_running(cls, view: ClusterView) -> AllocationBuilder:
+        """A builder that already keeps every running job's current allocation (no preemption)."""
+        builder = cls(view)
+        builder.free = dict(view.free_gpus)
+        builder._jobs = {j.job_id: j.allocation for j in view.running if j.allocation}
+        return builder
 
     def can_fit(self, counts: Mapping[str, int]) -> bool:
         """Whether ``counts`` fit in the GPUs still free."""

@@ -14,6 +14,7 @@ Two ways to drive it:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from hetgym.sim.allocation import Allocation, JobAllocation, validate_allocation
+from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
@@ -32,7 +33,7 @@ from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
 from hetgym.sim.placement import place_jobs
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
-from hetgym.sim.view import ClusterView, JobView
+from hetgym.sim.view import ClusterView, JobView, _submission_order
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
@@ -42,7 +43,13 @@ _EPS_S = 1e-9
 
 
 class _Job:
-    """Mutable runtime record of one job (simulator-internal)."""
+    """Mutable runtime record of one job (simulator-internal).
+
+    Progress is accounted lazily: ``remaining``, ``attained_gpu_s``, ``executed_s`` and
+    ``gpu_s_by_type`` hold their values at ``last_update_s`` (the last allocation change), and the
+    values at any later time follow from the current rate and GPUs (:meth:`flush` brings them up to
+    date when the allocation changes or the job ends).
+    """
 
     __slots__ = (
         "alloc",
@@ -89,52 +96,92 @@ class _Job:
         self.version = 0
         self.view: JobView | None = None
 
-    def advance(self, now: float) -> None:
-        """Account progress and service up to ``now``."""
+    @property
+    def allocation(self) -> JobAllocation | None:
+        return self.alloc
+
+    def remaining_at(self, now: float) -> float:
+        """Iterations left at ``now`` under the current allocation."""
+        if self.status != JobStatus.RUNNING or self.rate <= 0:
+            return self.remaining
+        effective = now - max(self.last_update_s, self.penalty_until_s)
+        return max(0.0, self.remaining - self.rate * effective) if effective > 0 else self.remaining
+
+    def flush(self, now: float) -> None:
+        """Bring the accounted progress and service up to ``now``."""
         dt = now - self.last_update_s
         if dt > 0 and self.status == JobStatus.RUNNING:
+            self.remaining = self.remaining_at(now)
             self.attained_gpu_s += self.num_gpus_now * dt
-            for g in self.groups:
-                self.gpu_s_by_type[g.gpu_type] = self.gpu_s_by_type.get(g.gpu_type, 0.0) + g.num_gpus * dt
             self.executed_s += dt
-            effective = now - max(self.last_update_s, self.penalty_until_s)
-            if effective > 0 and self.rate > 0:
-                self.remaining = max(0.0, self.remaining - self.rate * effective)
-            self.view = None
+            per_type = dict(self.gpu_s_by_type)  # copy on write: views keep the old mapping
+            for g in self.groups:
+                per_type[g.gpu_type] = per_type.get(g.gpu_type, 0.0) + g.num_gpus * dt
+            self.gpu_s_by_type = per_type
         self.last_update_s = now
 
     def make_view(self, now: float) -> JobView:
         view = self.view
-        if view is None:
-            s = self.spec
-            running = self.status == JobStatus.RUNNING
-            view = JobView(
-                spec=s,
-                job_id=s.job_id,
-                submit_s=s.submit_s,
-                job_type=s.job_type,
-                batch_size=s.batch_size,
-                total_iters=s.total_iters,
-                num_gpus=s.num_gpus,
-                deadline_s=s.deadline_s,
-                status=self.status,
-                remaining_iters=self.remaining,
-                allocation=self.alloc,
-                groups=self.groups,
-                rate_iters_per_s=self.rate,
-                penalty_left_s=max(0.0, self.penalty_until_s - now) if running else 0.0,
-                attained_gpu_s=self.attained_gpu_s,
-                gpu_s_by_type=dict(self.gpu_s_by_type),
-                executed_s=self.executed_s,
-                first_start_s=self.first_start_s,
-                last_change_s=self.last_change_s,
-                last_run_s=(now - self.run_start_s) if running else self.last_run_s,
-                num_reconfigs=self.num_reconfigs,
+        if view is not None:
+            return view
+        s = self.spec
+        if self.status == JobStatus.RUNNING:
+            dt = now - self.last_update_s
+            return JobView(
+                s,
+                s.job_id,
+                s.submit_s,
+                s.job_type,
+                s.batch_size,
+                s.total_iters,
+                s.num_gpus,
+                s.deadline_s,
+                self.status,
+                self.remaining_at(now),
+                self.alloc,
+                self.groups,
+                self.rate,
+                max(0.0, self.penalty_until_s - now),
+                self.attained_gpu_s + self.num_gpus_now * dt,
+                self.executed_s + dt,
+                self.first_start_s,
+                self.last_change_s,
+                now - self.run_start_s,
+                self.num_reconfigs,
+                self.gpu_s_by_type,
+                dt,
             )
-            # A waiting job's snapshot stays valid until its state changes; a running one's does not.
-            if not running:
-                self.view = view
+        # A waiting job's snapshot stays valid until its state changes.
+        view = JobView(
+            s,
+            s.job_id,
+            s.submit_s,
+            s.job_type,
+            s.batch_size,
+            s.total_iters,
+            s.num_gpus,
+            s.deadline_s,
+            self.status,
+            self.remaining,
+            None,
+            (),
+            0.0,
+            0.0,
+            self.attained_gpu_s,
+            self.executed_s,
+            self.first_start_s,
+            self.last_change_s,
+            self.last_run_s,
+            self.num_reconfigs,
+            self.gpu_s_by_type,
+            0.0,
+        )
+        self.view = view
         return view
+
+
+def _job_order(job: _Job) -> tuple[float, int]:
+    return (job.spec.submit_s, job.spec.job_id)
 
 
 @dataclass
@@ -251,21 +298,33 @@ class Simulator:
         """Whether the simulation has ended."""
         return self._done
 
-    def reset(self, round_s: float | None = None) -> ClusterView | None:
+    def reset(self, round_s: float | None = None, *, ticks: bool = True) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
         Args:
             round_s: Round length for this run when the configuration leaves it open.
+            ticks: Whether round ticks are decision epochs. Policies whose decisions depend only on
+                arrivals and completions (``uses_ticks = False``) run without them, which is faster
+                and gives the same schedule.
 
         Returns:
             The first view, or ``None`` if the workload is empty.
         """
         self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
+        self._ticks = ticks
         self._jobs: dict[int, _Job] = {s.job_id: _Job(s) for s in self.specs}
         self._order: list[_Job] = [self._jobs[s.job_id] for s in self.specs]
         self._next_arrival = 0
-        self._active: dict[int, _Job] = {}
+        self._active: dict[int, _Job] = {}  # arrived, not ended, in submission order
+        self._running: dict[int, _Job] = {}  # the active jobs holding GPUs
+        self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
         self._free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
+        self._type_of_server = np.array(
+            [self.cluster.gpu_types.index(s.gpu_type) for s in self.cluster.servers], dtype=np.int64
+        )
+        self._capacity_by_type = np.bincount(
+            self._type_of_server, weights=self._free, minlength=len(self.cluster.gpu_types)
+        ).astype(np.int64)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
         self._seq = 0
         self._now = 0.0
@@ -294,7 +353,7 @@ class Simulator:
         """
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
-        validate_allocation(allocation, self._view)
+        check_allocation(allocation, self.cluster, self._active, self._now)
         self._apply(allocation)
         return self._advance()
 
@@ -306,7 +365,7 @@ class Simulator:
             progress: Show a progress bar over jobs.
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
-        view = self.reset(round_s=getattr(policy, "round_s", None))
+        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=getattr(policy, "uses_ticks", True))
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -314,14 +373,15 @@ class Simulator:
             bar = tqdm(total=len(self.specs), desc=getattr(policy, "name", "policy"), unit="job", leave=False)
         latencies = self._latencies_s
         perf = time.perf_counter
+        schedule = policy.schedule
         while view is not None:
             t0 = perf()
-            allocation = policy.schedule(view)
+            allocation = schedule(view)
             latencies.append(perf() - t0)
             view = self.step(allocation)
-            if bar is not None:
+            if bar is not None and self._epoch % 256 == 0:
                 bar.n = self._ended
-                bar.refresh() if self._epoch % 200 == 0 else None
+                bar.refresh()
         if bar is not None:
             bar.n = self._ended
             bar.close()
@@ -339,7 +399,6 @@ class Simulator:
                 self._finish()
                 return None
             if t_next > cfg.max_time_s:
-                self._advance_all(cfg.max_time_s)
                 self._now = cfg.max_time_s
                 self._finish()
                 return None
@@ -357,7 +416,7 @@ class Simulator:
                 # Nothing to decide (the last active job just completed): no ticks until the next arrival.
                 self._next_tick_s = math.inf
                 continue
-            if self._next_tick_s == math.inf:
+            if self._ticks and self._next_tick_s == math.inf:
                 self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
             if self._is_stalled():
                 self._stall_count += 1
@@ -373,15 +432,23 @@ class Simulator:
 
     def _peek_time(self) -> float:
         heap = self._heap
+        jobs = self._jobs
         while heap:
-            _t, _, jid, version = heap[0]
-            job = self._jobs[jid]
+            _, _, jid, version = heap[0]
+            job = jobs[jid]
             if job.version == version and job.status == JobStatus.RUNNING:
                 break
             heapq.heappop(heap)  # stale completion: the job was reconfigured or preempted
         t_completion = heap[0][0] if heap else math.inf
-        t_arrival = self._order[self._next_arrival].spec.submit_s if self._next_arrival < len(self._order) else math.inf
-        return min(t_completion, t_arrival, self._next_tick_s)
+        order = self._order
+        t_arrival = order[self._next_arrival].spec.submit_s if self._next_arrival < len(order) else math.inf
+        t_tick = self._next_tick_s
+        if not self._ticks and t_completion == math.inf and t_arrival == math.inf and self._active:
+            # Without ticks a run whose active jobs all wait would end here; keep going once per round
+            # so the stall detector, not an empty heap, decides that nothing can progress.
+            t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
+            self._next_tick_s = t_tick
+        return min(t_completion, t_arrival, t_tick)
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
         heap = self._heap
@@ -391,7 +458,7 @@ class Simulator:
             job = self._jobs[jid]
             if job.version != version or job.status != JobStatus.RUNNING:
                 continue
-            job.advance(now)
+            job.flush(now)
             job.remaining = 0.0
             job.status = JobStatus.COMPLETED
             job.finish_s = now
@@ -400,6 +467,7 @@ class Simulator:
                 self._free[g.server_id] += g.num_gpus
             job.view = None
             del self._active[jid]
+            del self._running[jid]
             self._ended += 1
             self._events += 1
             done.append(jid)
@@ -416,6 +484,7 @@ class Simulator:
             job.status = JobStatus.WAITING
             job.last_update_s = now
             self._active[job.spec.job_id] = job
+            self._waiting_views[job.spec.job_id] = job.make_view(now)
             self._events += 1
             arrived.append(job.spec.job_id)
         return tuple(arrived)
@@ -423,27 +492,21 @@ class Simulator:
     def _is_stalled(self) -> bool:
         if self._next_arrival < len(self._order):
             return False
-        return not any(j.status == JobStatus.RUNNING and j.rate > 0 for j in self._active.values())
+        return not any(j.rate > 0 for j in self._running.values())
 
-    def _advance_all(self, now: float) -> None:
-        for job in self._active.values():
-            job.advance(now)
+    def _free_by_type(self) -> np.ndarray:
+        return np.bincount(self._type_of_server, weights=self._free, minlength=len(self.cluster.gpu_types))
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now
-        views = []
-        for job in self._active.values():
-            job.advance(now)
-            views.append(job.make_view(now))
-        free_by_type = dict.fromkeys(self.cluster.gpu_types, 0)
-        for srv, f in zip(self.cluster.servers, self._free.tolist(), strict=True):
-            free_by_type[srv.gpu_type] += f
+        free = self._free_by_type()
         return ClusterView(
             now_s=now,
             epoch=self._epoch,
             cluster=self.cluster,
-            jobs=tuple(views),
-            free_gpus=free_by_type,
+            running=tuple([job.make_view(now) for job in self._running.values()]),
+            waiting=tuple(self._waiting_views.values()),
+            free_gpus=dict(zip(self.cluster.gpu_types, free.astype(int).tolist(), strict=True)),
             free_by_server=tuple(self._free.tolist()),
             arrived=arrived,
             completed=completed,
@@ -459,10 +522,14 @@ class Simulator:
     # Applying a decision
 
     def _apply(self, allocation: Allocation) -> None:
+        """Apply a validated allocation: only jobs whose resources change are released and re-placed."""
         now = self._now
         active = self._active
         for jid in sorted(allocation.reject):
             job = active.pop(jid)
+            self._running.pop(jid, None)
+            self._waiting_views.pop(jid, None)
+            job.flush(now)
             for g in job.groups:
                 self._free[g.server_id] += g.num_gpus
             if job.status == JobStatus.RUNNING:
@@ -475,10 +542,67 @@ class Simulator:
             self._ended += 1
 
         new = allocation.jobs
-        # Placement starts from an empty cluster: the allocation is the complete new state.
-        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
-        final: dict[int, tuple[ServerGroup, ...]] = {}
+        changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
+        for jid, ja in new.items():
+            cur = active[jid].alloc
+            if ja is cur or (
+                cur is not None
+                and ja.counts == cur.counts
+                and ja.mode == cur.mode
+                and (ja.servers is None or ja.servers == cur.servers)
+            ):
+                continue  # unchanged: same resources, and no new placement asked for
+            changes[jid] = ja
+        if changes:
+            free = self._free.copy()
+            for jid in changes:
+                for g in active[jid].groups:
+                    free[g.server_id] += g.num_gpus
+            final = self._place_changes(changes, free)
+            if final is None:
+                # An explicit placement claims GPUs that unchanged jobs hold: place everything afresh.
+                free, final = self._place_all(new)
+                changes = {
+                    jid: new.get(jid)
+                    for jid, job in active.items()
+                    if final.get(jid, ()) != job.groups
+                    or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
+                }
+            for jid, target in changes.items():
+                self._reconfigure(active[jid], target, final.get(jid, ()), now)
+            self._free = free
+        if changes or allocation.reject:
+            self._record_usage()
+
+    def _place_changes(
+        self, changes: Mapping[int, JobAllocation | None], free: np.ndarray
+    ) -> dict[int, tuple[ServerGroup, ...]] | None:
+        """Place the changed jobs into ``free`` (modified); ``None`` if an explicit placement conflicts."""
         servers = self.cluster.servers
+        final: dict[int, tuple[ServerGroup, ...]] = {}
+        pending: dict[int, dict[str, int]] = {}
+        for jid, ja in changes.items():
+            if ja is None:
+                continue
+            if ja.servers is None:
+                pending[jid] = ja.as_dict()
+                continue
+            for s, n in ja.servers:
+                free[s] -= n
+                if free[s] < 0:
+                    return None
+            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
+        if pending:
+            active = self._active
+            final.update(place_jobs(self.cluster, free, pending, {jid: active[jid].groups for jid in pending}))
+        return final
+
+    def _place_all(self, new: Mapping[int, JobAllocation]) -> tuple[np.ndarray, dict[int, tuple[ServerGroup, ...]]]:
+        """Place every allocated job from an empty cluster: explicit placements first, then unchanged
+        jobs on their servers where possible, then the rest with the default placer."""
+        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
+        servers = self.cluster.servers
+        final: dict[int, tuple[ServerGroup, ...]] = {}
         for jid, ja in new.items():
             if ja.servers is not None:
                 final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
@@ -488,7 +612,7 @@ class Simulator:
         for jid, ja in new.items():
             if ja.servers is not None:
                 continue
-            job = active[jid]
+            job = self._active[jid]
             if ja.same_resources(job.alloc) and all(free[g.server_id] >= g.num_gpus for g in job.groups):
                 for g in job.groups:
                     free[g.server_id] -= g.num_gpus
@@ -496,26 +620,16 @@ class Simulator:
             else:
                 pending[jid] = ja.as_dict()
         if pending:
-            final.update(place_jobs(self.cluster, free, pending, {jid: active[jid].groups for jid in pending}))
-
-        changed = False
-        for jid, job in active.items():
-            groups = final.get(jid, ())
-            target = new.get(jid)
-            if groups == job.groups and (target is None or job.alloc is None or target.mode == job.alloc.mode):
-                continue  # unchanged (same servers and execution mode)
-            changed = True
-            self._reconfigure(job, target, groups, now)
-        self._free = free
-        if changed or allocation.reject:
-            self._record_usage()
+            final.update(place_jobs(self.cluster, free, pending, {jid: self._active[jid].groups for jid in pending}))
+        return free, final
 
     def _reconfigure(self, job: _Job, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float) -> None:
-        job.advance(now)
+        job.flush(now)
         started_before = job.first_start_s is not None
         job.version += 1
         job.view = None
         job.last_change_s = now
+        jid = job.spec.job_id
         if groups and ja is not None:
             if started_before:
                 job.num_reconfigs += 1
@@ -525,7 +639,10 @@ class Simulator:
                 job.run_start_s = now
             charge = started_before or self.config.charge_first_start
             job.penalty_until_s = now + (self.config.restart_penalty_for(job.spec.job_type) if charge else 0.0)
+            if job.status != JobStatus.RUNNING:
+                self._insert_running(job)
             job.status = JobStatus.RUNNING
+            self._waiting_views.pop(jid, None)
             job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
             job.groups = groups
             job.num_gpus_now = sum(g.num_gpus for g in groups)
@@ -533,12 +650,35 @@ class Simulator:
             if job.rate > 0:
                 t_done = job.penalty_until_s + job.remaining / job.rate
                 self._seq += 1
-                heapq.heappush(self._heap, (t_done, self._seq, job.spec.job_id, job.version))
+                heapq.heappush(self._heap, (t_done, self._seq, jid, job.version))
         else:
             job.num_reconfigs += 1  # a preemption
             job.last_run_s = now - job.run_start_s
             job.status = JobStatus.WAITING
+            self._running.pop(jid, None)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+            self._insert_waiting(job, now)
+
+    def _insert_running(self, job: _Job) -> None:
+        """Add a job to the running ones, keeping submission order (views need no sorting)."""
+        running = self._running
+        if not running or _job_order(next(reversed(running.values()))) < _job_order(job):
+            running[job.spec.job_id] = job
+            return
+        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=_job_order)}
+
+    def _insert_waiting(self, job: _Job, now: float) -> None:
+        """Put a preempted job's view back among the waiting ones, keeping submission order."""
+        views = self._waiting_views
+        view = job.make_view(now)
+        if not views or _submission_order(next(reversed(views.values()))) < _submission_order(view):
+            views[job.spec.job_id] = view
+            return
+        items = list(views.items())
+        keys = [_submission_order(v) for _, v in items]
+        pos = bisect.bisect_left(keys, _submission_order(view))
+        items.insert(pos, (job.spec.job_id, view))
+        self._waiting_views = dict(items)
 
     def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
         aggregation_s = 0.0
@@ -559,20 +699,14 @@ class Simulator:
     def _record_usage(self) -> None:
         if not self.config.record_timeline:
             return
-        used = self._usage_by_type()
-        if self._timeline and self._timeline[-1][1] == used:
+        used = tuple((self._capacity_by_type - self._free_by_type().astype(np.int64)).tolist())
+        timeline = self._timeline
+        if timeline and timeline[-1][1] == used:
             return
-        if self._timeline and self._timeline[-1][0] == self._now:
-            self._timeline[-1] = (self._now, used)
+        if timeline and timeline[-1][0] == self._now:
+            timeline[-1] = (self._now, used)
         else:
-            self._timeline.append((self._now, used))
-
-    def _usage_by_type(self) -> tuple[int, ...]:
-        idx = {t: i for i, t in enumerate(self.cluster.gpu_types)}
-        used = [0] * len(idx)
-        for srv, f in zip(self.cluster.servers, self._free.tolist(), strict=True):
-            used[idx[srv.gpu_type]] += srv.num_gpus - f
-        return tuple(used)
+            timeline.append((self._now, used))
 
     # ----------------------------------------------------------------------------------------
     # Results
@@ -581,7 +715,7 @@ class Simulator:
         if not self._done:
             self._done = True
             for job in self._active.values():
-                job.advance(self._now)
+                job.flush(self._now)
                 if job.status == JobStatus.RUNNING:
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED

@@ -44,10 +44,16 @@ class Policy(ABC):
         name: Registry name (lower case, e.g. ``"fifo"``).
         round_s: The round length this policy is designed for (the simulator uses it unless its
             configuration fixes one); ``None`` for the simulator's default.
+        uses_ticks: Whether round ticks can change this policy's decisions. A policy whose decisions
+            depend only on arrivals and completions sets it to ``False``; :meth:`Simulator.run` then
+            skips the ticks (same schedule, fewer epochs).
+        in_default_comparison: Whether ``hetgym compare`` runs it when no policies are named.
     """
 
     name: ClassVar[str] = "policy"
     round_s: float | None = None
+    uses_ticks: ClassVar[bool] = True
+    in_default_comparison: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.cluster: ClusterSpec | None = None

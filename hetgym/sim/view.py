@@ -8,11 +8,12 @@ state and future arrivals are invisible (the scheduling problem is online).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
@@ -23,25 +24,23 @@ if TYPE_CHECKING:
     from hetgym.sim.engine import SimConfig
 
 
-@dataclass(frozen=True, slots=True)
-class JobView:
-    """An active job at one epoch.
+class JobView(NamedTuple):
+    """An active job at one epoch (an immutable record).
 
     Static attributes mirror :class:`~hetgym.sim.job.JobSpec` (the full spec is ``spec``).
 
     Attributes:
         status: ``WAITING`` (no GPUs) or ``RUNNING``.
-        remaining_iters: Iterations still to do at ``now_s``.
+        remaining_iters: Iterations still to do at the epoch.
         allocation: Current GPUs (with servers), or ``None`` while waiting.
         groups: Current placement, one :class:`ServerGroup` per server.
         rate_iters_per_s: Current progress rate (0 while waiting; the rate after any penalty).
         penalty_left_s: Reconfiguration time still to pay before progress resumes.
         attained_gpu_s: GPU-seconds held so far (Tiresias' attained service).
-        gpu_s_by_type: The same, per GPU type.
         executed_s: Wall time spent holding GPUs.
         first_start_s: When the job first got GPUs, or ``None``.
         last_change_s: When its allocation last changed (start, resize, preemption), or ``None``.
-        last_run_s: Length of its latest uninterrupted run (for starvation guards).
+        last_run_s: Length of its latest uninterrupted run (the current one while running).
         num_reconfigs: Allocation changes after the first start.
     """
 
@@ -60,12 +59,21 @@ class JobView:
     rate_iters_per_s: float
     penalty_left_s: float
     attained_gpu_s: float
-    gpu_s_by_type: Mapping[str, float]
     executed_s: float
     first_start_s: float | None
     last_change_s: float | None
     last_run_s: float
     num_reconfigs: int
+    gpu_s_base: Mapping[str, float]  # per-type GPU-seconds up to the last allocation change
+    since_change_s: float  # time held on the current groups since that change
+
+    @property
+    def gpu_s_by_type(self) -> dict[str, float]:
+        """GPU-seconds held so far, per GPU type (Gavel's time received per type)."""
+        out = dict(self.gpu_s_base)
+        for g in self.groups:
+            out[g.gpu_type] = out.get(g.gpu_type, 0.0) + g.num_gpus * self.since_change_s
+        return out
 
     @property
     def is_running(self) -> bool:
@@ -83,6 +91,10 @@ class JobView:
         return len(self.groups)
 
 
+def _submission_order(job: JobView) -> tuple[float, int]:
+    return (job.submit_s, job.job_id)
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """The cluster at one decision epoch.
@@ -91,7 +103,8 @@ class ClusterView:
         now_s: Simulated time.
         epoch: Index of this decision epoch (0-based).
         cluster: The cluster specification.
-        jobs: Active jobs, in submission order (ties by id).
+        running: Active jobs holding GPUs, in submission order (ties by id).
+        waiting: Active jobs holding no GPUs, in submission order.
         free_gpus: Free GPUs per type under the current allocation (before this decision).
         free_by_server: Free GPUs per server id under the current allocation.
         arrived: Ids of jobs that arrived at this epoch.
@@ -107,7 +120,8 @@ class ClusterView:
     now_s: float
     epoch: int
     cluster: ClusterSpec
-    jobs: tuple[JobView, ...]
+    running: tuple[JobView, ...]
+    waiting: tuple[JobView, ...]
     free_gpus: Mapping[str, int]
     free_by_server: tuple[int, ...]
     arrived: tuple[int, ...]
@@ -120,6 +134,15 @@ class ClusterView:
     num_ended: int = 0
 
     @cached_property
+    def jobs(self) -> tuple[JobView, ...]:
+        """All active jobs, in submission order (ties by id)."""
+        if not self.running:
+            return self.waiting
+        if not self.waiting:
+            return self.running
+        return tuple(heapq.merge(self.running, self.waiting, key=_submission_order))
+
+    @cached_property
     def job_index(self) -> Mapping[int, JobView]:
         """``{job_id: JobView}`` of the active jobs."""
         return MappingProxyType({j.job_id: j for j in self.jobs})
@@ -127,16 +150,6 @@ class ClusterView:
     def job(self, job_id: int) -> JobView:
         """The active job ``job_id`` (``KeyError`` if not active)."""
         return self.job_index[job_id]
-
-    @property
-    def running(self) -> tuple[JobView, ...]:
-        """Jobs holding GPUs."""
-        return tuple(j for j in self.jobs if j.status == JobStatus.RUNNING)
-
-    @property
-    def waiting(self) -> tuple[JobView, ...]:
-        """Jobs holding no GPUs."""
-        return tuple(j for j in self.jobs if j.status == JobStatus.WAITING)
 
     def allowed_types(self, job: JobView) -> tuple[str, ...]:
         """GPU types of this cluster the job may use, in the cluster's order."""
