@@ -1,0 +1,221 @@
+"""Invariants of the simulator under random clusters, workloads and decisions (hypothesis).
+
+A random policy makes arbitrary valid decisions: new per-type counts (possibly spanning types, in any
+execution mode), explicit server placements, keeping, preempting and rejecting jobs. At every epoch the
+tests check that no server or type is over capacity and that time moves forward; between epochs, that
+each unchanged running job progressed by exactly its rate over the time not spent on penalties; at the
+end, that every job ended exactly once and completed jobs did all their work; and that a second run
+with the same seeds is identical.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from helpers import toy_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hetgym.sim import (
+    Allocation,
+    AllocationBuilder,
+    ClusterSpec,
+    ClusterView,
+    JobAllocation,
+    JobSpec,
+    SimConfig,
+    Simulator,
+    make_policy,
+)
+
+TOY = toy_model()
+
+
+class RandomPolicy:
+    """Valid but arbitrary decisions, from a seeded generator."""
+
+    name = "random"
+    round_s = None
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def reset(self, cluster: ClusterSpec, *, rng: np.random.Generator) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        rng = self.rng
+        builder = AllocationBuilder(view)
+        free_servers = np.array([s.num_gpus for s in view.cluster.servers])
+        jobs = list(view.jobs)
+        rng.shuffle(jobs)  # type: ignore[arg-type]
+        for job in jobs:
+            action = rng.integers(0, 10)
+            if action == 0 and job.job_id not in builder._jobs:
+                builder.reject(job.job_id)
+            elif action <= 3 and job.allocation is not None:
+                if all(free_servers[s] >= n for s, n in job.allocation.servers or ()):
+                    for s, n in job.allocation.servers or ():
+                        free_servers[s] -= n
+                    builder.assign(job.job_id, job.allocation)
+            elif action <= 6:
+                # Explicit placement on random servers with free GPUs.
+                placement: dict[int, int] = {}
+                for s in rng.permutation(len(free_servers)):
+                    if free_servers[s] > 0 and rng.random() < 0.5:
+                        n = int(rng.integers(1, free_servers[s] + 1))
+                        placement[int(s)] = n
+                if placement:
+                    counts: dict[str, int] = {}
+                    for s, n in placement.items():
+                        t = view.cluster.servers[s].gpu_type
+                        counts[t] = counts.get(t, 0) + n
+                    mode = str(rng.choice(["sync", "proportional", "fork"]))
+                    for s, n in placement.items():
+                        free_servers[s] -= n
+                    builder.assign(job.job_id, JobAllocation(counts, placement, mode))  # type: ignore[arg-type]
+        # Implicit (default-placed) allocations for some of the rest, within the leftover per-type capacity.
+        left: dict[str, int] = {}
+        for s, f in enumerate(free_servers):
+            t = view.cluster.servers[s].gpu_type
+            left[t] = left.get(t, 0) + int(f)
+        for job in jobs:
+            if job.job_id in builder._jobs or job.job_id in builder._reject or rng.random() < 0.5:
+                continue
+            t = view.cluster.gpu_types[int(rng.integers(0, len(view.cluster.gpu_types)))]
+            if left[t] > 0:
+                n = int(rng.integers(1, left[t] + 1))
+                left[t] -= n
+                builder.assign(job.job_id, {t: n})
+        return builder.build()
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[ClusterSpec, list[JobSpec]]:
+    inventory = {}
+    for t in draw(st.lists(st.sampled_from(["v100", "k80", "a100"]), min_size=1, max_size=3, unique=True)):
+        inventory[t] = (draw(st.integers(1, 3)), draw(st.integers(1, 4)))
+    cluster = ClusterSpec.from_inventory("random", inventory)
+    n_jobs = draw(st.integers(1, 8))
+    jobs = []
+    for i in range(n_jobs):
+        submit = draw(st.floats(0, 2000, allow_nan=False))
+        deadline = submit + draw(st.floats(1, 5000)) if draw(st.booleans()) else math.inf
+        jobs.append(
+            JobSpec(
+                i,
+                submit,
+                draw(st.sampled_from(["a", "b"])),
+                1,
+                draw(st.floats(1, 2000)),
+                draw(st.integers(1, 6)),
+                deadline_s=deadline,
+                model_bytes=draw(st.sampled_from([None, 1e9])),
+            )
+        )
+    return cluster, jobs
+
+
+def run_checked(cluster: ClusterSpec, jobs: list[JobSpec], policy: object, config: SimConfig) -> pd.DataFrame:
+    sim = Simulator(cluster, jobs, config=config, throughput=TOY)
+    policy.reset(cluster, rng=np.random.default_rng(0))  # type: ignore[attr-defined]
+    view = sim.reset(round_s=getattr(policy, "round_s", None))
+    previous: ClusterView | None = None
+    decision: Allocation | None = None
+    completed_seen: set[int] = set()
+    while view is not None:
+        # Capacity at every epoch: per server and per type.
+        sizes = [s.num_gpus for s in cluster.servers]
+        assert all(0 <= f <= size for f, size in zip(view.free_by_server, sizes, strict=True))
+        used = np.zeros(len(sizes), dtype=int)
+        for job in view.running:
+            for g in job.groups:
+                used[g.server_id] += g.num_gpus
+        assert np.array_equal(used, np.array(sizes) - np.array(view.free_by_server))
+        assert all(0 <= view.free_gpus[t] <= cap for t, cap in cluster.capacity.items())
+        # Time moves forward; completions are reported once.
+        if previous is not None and decision is not None:
+            assert view.now_s > previous.now_s
+            _check_progress(previous, decision, view)
+        assert not completed_seen.intersection(view.completed)
+        completed_seen.update(view.completed)
+        for job in view.jobs:
+            assert 0 <= job.remaining_iters <= job.total_iters + 1e-9
+        previous = view
+        decision = policy.schedule(view)  # type: ignore[attr-defined]
+        view = sim.step(decision)
+    result = sim.result("checked")
+    frame = result.jobs
+    # Every arrived job ends exactly once, in a final state; completed ones did all their work.
+    assert frame["job_id"].is_unique
+    assert set(frame["status"]) <= {"completed", "rejected", "unfinished"}
+    done = frame[frame.status == "completed"]
+    assert (done["remaining_iters"] == 0).all()
+    assert (done["finish_s"] >= done["submit_s"]).all()
+    assert completed_seen <= set(done["job_id"])
+    return frame
+
+
+def _kept(before: ClusterView, decision: Allocation, job_id: int) -> bool:
+    """Whether the decision at ``before`` left the job's resources as they were (engine semantics)."""
+    old = before.job(job_id).allocation
+    new = decision.jobs.get(job_id)
+    if old is None or new is None:
+        return False
+    return new is old or (new.counts == old.counts and new.mode == old.mode and new.servers in (None, old.servers))
+
+
+def _check_progress(before: ClusterView, decision: Allocation, after: ClusterView) -> None:
+    """A job running with the same placement through an interval progressed by rate x useful time."""
+    dt_start = before.now_s
+    for job in after.running:
+        if job.job_id not in before.job_index:
+            continue
+        old = before.job(job.job_id)
+        if old.groups != job.groups or old.num_reconfigs != job.num_reconfigs or not old.is_running:
+            continue
+        if old.allocation is not None and job.allocation is not None and old.allocation.mode != job.allocation.mode:
+            continue
+        useful = max(0.0, after.now_s - max(dt_start, dt_start + old.penalty_left_s))
+        expected = max(0.0, old.remaining_iters - job.rate_iters_per_s * useful)
+        assert math.isclose(job.remaining_iters, expected, rel_tol=1e-9, abs_tol=1e-6), (job, old)
+    # A job that completed in the interval, unchanged since the earlier view, finished exactly when its
+    # remaining work at its rate (after any penalty left) says it would.
+    for jid in after.completed:
+        old = before.job_index.get(jid)
+        if old is None or not old.is_running or old.rate_iters_per_s <= 0 or not _kept(before, decision, jid):
+            continue
+        predicted = before.now_s + old.penalty_left_s + old.remaining_iters / old.rate_iters_per_s
+        assert math.isclose(after.now_s, predicted, rel_tol=1e-9, abs_tol=1e-6), (jid, after.now_s, predicted)
+
+
+PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY_SETTINGS
+@given(scenario=scenarios(), seed=st.integers(0, 2**16), penalty=st.sampled_from([0.0, 7.0]))
+def test_invariants_under_random_decisions(
+    scenario: tuple[ClusterSpec, list[JobSpec]], seed: int, penalty: float
+) -> None:
+    cluster, jobs = scenario
+    config = SimConfig(restart_penalty_s=penalty, round_s=100.0, stall_epochs=20)
+    first = run_checked(cluster, jobs, RandomPolicy(seed), config)
+    second = run_checked(cluster, jobs, RandomPolicy(seed), config)
+    pd.testing.assert_frame_equal(first, second)
+
+
+@PROPERTY_SETTINGS
+@given(
+    scenario=scenarios(),
+    policy=st.sampled_from(["fifo", "fifo-backfill", "fifo-fastest", "srtf", "edf", "edf-admission", "tiresias"]),
+)
+def test_invariants_for_every_baseline(scenario: tuple[ClusterSpec, list[JobSpec]], policy: str) -> None:
+    cluster, jobs = scenario
+    config = SimConfig(restart_penalty_s=5.0, round_s=100.0, stall_epochs=20)
+    frame = run_checked(cluster, jobs, make_policy(policy), config)
+    # A baseline never leaves a job it could run waiting forever: with every job fitting the cluster,
+    # all jobs end completed or rejected.
+    if all(j.num_gpus <= cluster.total_gpus for j in jobs):
+        assert set(frame["status"]) <= {"completed", "rejected"}
