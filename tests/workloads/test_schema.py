@@ -106,7 +106,7 @@ def test_missing_file_and_wrong_suffix(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("[]")
     with pytest.raises(TraceError, match="unknown file type"):
         read_trace(tmp_path / "x.json")
-    with pytest.raises(TraceError, match="choose a .csv or .parquet"):
+    with pytest.raises(TraceError, match=r"choose a \.csv or \.parquet"):
         write_trace(sample_jobs(), tmp_path / "out.txt")
 
 
