@@ -1,8 +1,8 @@
 """Turning a sweep's results table into the standard figures and a summary table.
 
 The figures plot DSR and average JCT against the load (or another swept axis) with one line per
-policy: the mean over seeds, with a band of one standard deviation either side and the seeds' min-max
-as thin error bars. Every other swept axis (scenario, cluster, tightness, ...) becomes a panel. The
+policy: the mean over seeds, with a band of one standard deviation either side (error bars when the
+x axis is categorical). Every other swept axis (scenario, cluster, tightness, ...) becomes a panel. The
 summary table has one row per (panel, x, policy) with each headline metric's mean, standard deviation
 and the number of successful and failed seeds.
 """
@@ -143,7 +143,7 @@ def plot_metric(df: pd.DataFrame, metric: str, ylabel: str, scale: float, path: 
                 continue
             y = pd.to_numeric(sub[metric], errors="coerce") * scale
             xs = sub[x] if numeric_x else (sub[x].astype(str) if x else pd.Series("", index=sub.index))
-            stats = y.groupby(xs, sort=True).agg(["mean", "std", "min", "max"])
+            stats = y.groupby(xs, sort=True).agg(["mean", "std"])
             stats["std"] = stats["std"].fillna(0.0)
             if numeric_x:
                 pos = stats.index.to_numpy(dtype=float)
@@ -152,12 +152,14 @@ def plot_metric(df: pd.DataFrame, metric: str, ylabel: str, scale: float, path: 
                 pos = np.array([categories.index(str(v)) if x else 0 for v in stats.index], dtype=float) + offset
             colour = colours(i % colours.N)
             mean = stats["mean"].to_numpy()
-            spread = [mean - stats["min"].to_numpy(), stats["max"].to_numpy() - mean]
-            ax.errorbar(pos, mean, yerr=spread, color=colour, marker="o", ms=4, lw=1.4, capsize=2, elinewidth=0.6,
-                        label=policy, linestyle="-" if numeric_x else "none")  # fmt: skip
-            if numeric_x and len(pos) > 1:
-                sd = stats["std"].to_numpy()
+            sd = stats["std"].to_numpy()
+            if numeric_x:
+                ax.plot(pos, mean, color=colour, marker="o", ms=4, lw=1.4, label=policy)
                 ax.fill_between(pos, mean - sd, mean + sd, color=colour, alpha=0.15, linewidth=0)
+            else:
+                ax.errorbar(
+                    pos, mean, yerr=sd, color=colour, marker="o", ms=5, capsize=3, linestyle="none", label=policy
+                )
         if not numeric_x:
             ticks = categories or [""]
             ax.set_xticks(range(len(ticks)), ticks, rotation=20 if x else 0, ha="right" if x else "center")
@@ -172,10 +174,11 @@ def plot_metric(df: pd.DataFrame, metric: str, ylabel: str, scale: float, path: 
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 5), fontsize=8, bbox_to_anchor=(0.5, 1.0))
     n_seeds = ok["seed"].nunique() if "seed" in ok.columns else 1
-    fig.suptitle(f"{ylabel}: mean over {n_seeds} seeds, band ±1 sd, bars min-max", y=1.0 + 0.06 / nrows, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    spread = "band" if numeric_x else "bars"
+    fig.suptitle(f"{ylabel}: mean over {n_seeds} seeds, {spread} ±1 sd", fontsize=10)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     return _save(fig, path)
 
 

@@ -54,6 +54,15 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
     """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -61,6 +70,7 @@ def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes the file private; give it the usual permissions
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
