@@ -9,10 +9,13 @@ Command-line flags replace the file's keys, or describe a grid with no file at a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import os
-from collections.abc import Mapping
+import signal
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import yaml
@@ -203,16 +206,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 failed=f"[red]{failed} failed[/red]" if failed else "",
             )
 
-        outcome = run_sweep(
-            spec,
-            out,
-            backend=args.backend,
-            workers=workers,
-            ray_address=args.ray_address,
-            retry_failed=args.retry_failed,
-            on_start=on_start,
-            on_result=on_result,
-        )
+        with _sigterm_as_interrupt():
+            outcome = run_sweep(
+                spec,
+                out,
+                backend=args.backend,
+                workers=workers,
+                ray_address=args.ray_address,
+                retry_failed=args.retry_failed,
+                on_start=on_start,
+                on_result=on_result,
+            )
     console.print(summary_line(outcome))
     from hetgym.sweep import load_results, summarize
 
@@ -223,6 +227,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"results: {', '.join(str(p) for p in outcome.tables)}; figures: hetgym sweep --report {outcome.out_dir}"
     )
     return 1 if outcome.failed else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (a batch scheduler's time limit, ``kill``) like Ctrl-C: stop and consolidate the table."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

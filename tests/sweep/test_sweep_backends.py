@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,33 @@ def test_ray_backend_without_ray_says_how_to_install(monkeypatch: pytest.MonkeyP
     with pytest.raises(HetgymError, match=r"pip install 'hetgym\[ray\]'"):
         run_sweep(SweepSpec.from_dict(SMALL), tmp_path / "out", backend="ray", workers=2)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_cleanly_with_a_consolidated_table(tmp_path: Path, signum: int) -> None:
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "hetgym.cli", "sweep", "--policies", "fifo", "--scenarios", "tiny", "--seeds", "200"]
+    cmd += ["--set", "workload.num_jobs=8", "--out", str(out), "--backend", "sequential", "--no-progress"]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(list((out / "runs").glob("*.json"))) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        text, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, text
+    assert "interrupted" in text
+    files = set(ResultsStore(out).finished())
+    assert 3 <= len(files) < 200
+    assert set(pd.read_csv(out / "results.csv")["run_id"]) == files
+    assert not list(out.rglob("*.tmp"))
