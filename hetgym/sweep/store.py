@@ -96,15 +96,19 @@ def to_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return df[order_columns(df.columns)]
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     """Columns that mix Python types (a knob that is a number for one policy, text for another) as text."""
     out = df.copy()
     for col in out.columns:
         if out[col].dtype != object:
             continue
-        kinds = {type(v) for v in out[col] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+        kinds = {type(v) for v in out[col] if not _missing(v)}
         if len(kinds) > 1 and kinds != {int, float}:
-            out[col] = [None if v is None else str(v) for v in out[col]]
+            out[col] = [None if _missing(v) else str(v) for v in out[col]]
     return out
 
 

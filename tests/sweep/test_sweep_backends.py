@@ -266,3 +266,16 @@ def test_sigterm_and_ctrl_c_stop_cleanly_with_a_consolidated_table(tmp_path: Pat
     assert 3 <= len(files) < 200
     assert set(pd.read_csv(out / "results.csv")["run_id"]) == files
     assert not list(out.rglob("*.tmp"))
+
+
+def test_table_with_a_knob_of_mixed_types_still_writes_parquet(tmp_path: Path) -> None:
+    rows = [
+        {"run_id": "a", "status": "ok", "policy.level": 3, "dsr": 0.5},
+        {"run_id": "b", "status": "ok", "policy.level": "high", "dsr": 0.7},
+        {"run_id": "c", "status": "failed", "policy.level": None, "dsr": None, "error": "x"},
+    ]
+    ResultsStore(tmp_path).write_table(rows)
+    df = pd.read_parquet(tmp_path / "results.parquet")
+    assert df["policy.level"].tolist()[:2] == ["3", "high"] and pd.isna(df["policy.level"][2])
+    assert df["run_id"].tolist() == ["a", "b", "c"] and df.columns[:2].tolist() == ["run_id", "status"]
+    assert pd.read_csv(tmp_path / "results.csv")["dsr"].tolist()[:2] == [0.5, 0.7]
