@@ -1,0 +1,204 @@
+"""The results store of a sweep: one small JSON file per finished run, plus a consolidated table.
+
+Layout of a results directory::
+
+    sweep.json          the sweep description and the grid size (rewritten at each start)
+    runs/<run_id>.json  one row per finished run (status ok or failed), written to a temporary name
+                        and renamed, so a kill mid-write never leaves a partial row
+    results.parquet     every run of the grid that has finished, one row each, in grid order
+    results.csv         the same table as CSV
+
+The per-run files are the source of truth: a resumed sweep reads them to skip finished runs, and the
+two tables are rebuilt from them (every few seconds while a sweep runs and when it ends), each written
+atomically. A lock file keeps two sweeps from writing to the same directory at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hetgym.sim.errors import HetgymError
+
+#: Column order of the results table: these first (when present), then the other configuration
+#: columns, the metrics, and the bookkeeping columns last.
+LEADING_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "status",
+    "policy",
+    "policy_name",
+    "scenario",
+    "cluster",
+    "cluster_scale",
+    "num_gpus",
+    "seed",
+)
+TRAILING_COLUMNS: tuple[str, ...] = ("error", "traceback", "worker", "finished_at", "sweep")
+CONFIG_PREFIXES: tuple[str, ...] = ("workload.", "sim.", "policy.")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes the file private; give it the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def order_columns(columns: Iterable[str]) -> list[str]:
+    """Columns in the results table's order (see :data:`LEADING_COLUMNS`)."""
+    cols = list(dict.fromkeys(columns))
+    lead = [c for c in LEADING_COLUMNS if c in cols]
+    config = [c for p in CONFIG_PREFIXES for c in cols if c.startswith(p)]
+    trail = [c for c in TRAILING_COLUMNS if c in cols]
+    rest = [c for c in cols if c not in lead and c not in config and c not in trail]
+    return lead + config + rest + trail
+
+
+def to_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows of run results as a table in :func:`order_columns` order."""
+    df = pd.DataFrame(list(rows))
+    if df.empty:
+        return df
+    return df[order_columns(df.columns)]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns that mix Python types (a knob that is a number for one policy, text for another) as text."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype != object:
+            continue
+        kinds = {type(v) for v in out[col] if not _missing(v)}
+        if len(kinds) > 1 and kinds != {int, float}:
+            out[col] = [None if _missing(v) else str(v) for v in out[col]]
+    return out
+
+
+class ResultsStore:
+    """The results directory of one sweep (see the module docstring)."""
+
+    def __init__(self, out_dir: str | os.PathLike[str]) -> None:
+        self.dir = Path(out_dir)
+        self.runs_dir = self.dir / "runs"
+        self.csv_path = self.dir / "results.csv"
+        self.parquet_path = self.dir / "results.parquet"
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold an exclusive lock on the directory (fails at once if another sweep holds it)."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks on this platform: go on without one
+            yield
+            return
+        with open(self.dir / ".lock", "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise HetgymError(
+                    f"another sweep is writing to {self.dir}; wait for it to end or give a different --out"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def finished(self) -> dict[str, dict[str, Any]]:
+        """Rows of every run with a result file, by run id (unreadable files are ignored: such runs re-run)."""
+        out: dict[str, dict[str, Any]] = {}
+        if not self.runs_dir.is_dir():
+            return out
+        for path in sorted(self.runs_dir.glob("*.json")):
+            try:
+                row = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if isinstance(row, dict) and row.get("run_id") == path.stem:
+                out[path.stem] = row
+        return out
+
+    def record(self, row: Mapping[str, Any]) -> Path:
+        """Write one run's row to ``runs/<run_id>.json`` atomically."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(dict(row), default=_json_default)
+        return atomic_write(self.runs_dir / f"{row['run_id']}.json", lambda p: p.write_text(text))
+
+    def write_table(self, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
+        """Rewrite ``results.parquet`` and ``results.csv`` (atomically) from ``rows``."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        df = to_frame(rows)
+        written = [atomic_write(self.csv_path, lambda p: df.to_csv(p, index=False))]
+        safe = _parquet_safe(df)
+        written.append(atomic_write(self.parquet_path, lambda p: safe.to_parquet(p, index=False)))
+        return written
+
+    def write_meta(self, meta: Mapping[str, Any]) -> Path:
+        """Write ``sweep.json`` (the description and the grid size)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(dict(meta), indent=2, default=_json_default)
+        return atomic_write(self.dir / "sweep.json", lambda p: p.write_text(text))
+
+
+def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The results table of a sweep: a results directory, or a ``.parquet`` / ``.csv`` table file.
+
+    A directory's ``results.parquet`` is preferred, then ``results.csv``; a directory holding only
+    ``runs/`` (a sweep killed before its first table) is read from the per-run files.
+    """
+    p = Path(path)
+    if p.is_dir():
+        store = ResultsStore(p)
+        if store.parquet_path.is_file():
+            return pd.read_parquet(store.parquet_path)
+        if store.csv_path.is_file():
+            return pd.read_csv(store.csv_path)
+        rows = store.finished()
+        if rows:
+            return to_frame(rows.values())
+        raise FileNotFoundError(f"{p} holds no sweep results (no results.parquet, results.csv or runs/*.json)")
+    if not p.is_file():
+        raise FileNotFoundError(f"sweep results {str(p)!r} do not exist; give a results directory or table file")
+    if p.suffix == ".parquet":
+        return pd.read_parquet(p)
+    if p.suffix == ".csv" or p.name.endswith(".csv.gz"):
+        return pd.read_csv(p)
+    raise ValueError(f"{p}: give a results directory, a .parquet or a .csv file")
