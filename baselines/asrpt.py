@@ -29,10 +29,10 @@ ingredients; everything else here is a reconstruction [I], exposed as a knob:
   ``early_release`` a job is eligible from its release, else from its virtual completion;
   ``strict_order`` stops at the first job that does not fit (no backfilling).
 * **Mode B** (``mode="preemptive"``): at every epoch jobs are ranked by their own remaining virtual size
-  ``g * (n_hat - done) * tau* / (total GPUs)``; the top jobs that fit the cluster's GPU count are run
-  (running ones stay where they are, new ones are placed communication-aware), then other running jobs
-  keep their GPUs where still free and waiting ones backfill; a job that started less than
-  ``min_run_s`` ago is not preempted.
+  ``g * (n_hat - done) * tau* / (total GPUs)`` and served greedily in that order: a running job keeps its
+  servers while they are free, otherwise it (or a waiting job) is placed communication-aware, first
+  avoiding the GPUs of lower-ranked running jobs and only then preempting them; jobs that fit nowhere
+  wait (backfilling). A job that started less than ``min_run_s`` ago is served first (not preempted).
 
 The competitive ratio the paper proves was not retrieved; none is claimed here.
 """
@@ -158,6 +158,10 @@ class RandomForestPredictor(IterationPredictor):
             the forest anyway (it then relies on the static features).
         prior_iters: Prediction when nothing at all has completed yet (reconstruction; default 1000).
         max_train: Keep the most recent this many completions for training.
+        target: ``"log"`` (default, the spec): the forest learns log iterations; ``"residual"``: it learns
+            log iterations less a base (the template's mean log iterations, else the (user, type) key's,
+            else the global median), which spares the trees from approximating the identity on the
+            history features.
         seed: Seed of the forest.
     """
 
@@ -172,10 +176,13 @@ class RandomForestPredictor(IterationPredictor):
         unseen: Literal["median", "rf"] = "median",
         prior_iters: float = 1000.0,
         max_train: int = 5000,
+        target: Literal["log", "residual"] = "log",
         seed: int = 0,
     ) -> None:
         if unseen not in ("median", "rf"):
             raise ValueError(f"unseen={unseen!r}; use 'median' or 'rf'")
+        if target not in ("log", "residual"):
+            raise ValueError(f"target={target!r}; use 'log' or 'residual'")
         if n_estimators < 1 or min_samples_leaf < 1 or refit_every < 1 or min_train < 1 or max_train < 1:
             raise ValueError("n_estimators, min_samples_leaf, refit_every, min_train and max_train must be >= 1")
         if not prior_iters > 0:
@@ -187,6 +194,7 @@ class RandomForestPredictor(IterationPredictor):
         self.unseen = unseen
         self.prior_iters = float(prior_iters)
         self.max_train = max_train
+        self.target = target
         self.seed = seed
         self.reset(seed)
 
@@ -200,6 +208,7 @@ class RandomForestPredictor(IterationPredictor):
         self._codes: dict[str, dict[str, int]] = {}
         self._feature_keys: tuple[str, ...] = ()
         self._since_fit = 0
+        self._base_log = 0.0
         self.num_fits = 0
 
     # ---------------------------------------------------------------------------------------
@@ -245,12 +254,22 @@ class RandomForestPredictor(IterationPredictor):
         row.extend(history)
         return row
 
+    def _base(self, history: tuple[float, ...]) -> float:
+        """The residual target's base: template mean, else (user, type) mean, else the global median."""
+        if self.target == "log":
+            return 0.0
+        tpl_count, tpl_mean, _, key_count, key_mean, _ = history
+        if tpl_count > 0:
+            return tpl_mean
+        return key_mean if key_count > 0 else self._base_log
+
     def _refit(self) -> None:
         examples = self._examples[-self.max_train :]
         self._codes = {}
         self._feature_keys = tuple(sorted({k for spec, _, _ in examples for k in spec.features}))
+        self._base_log = float(np.median([t for _, _, t in examples]))
         x = np.array([self._row(spec, hist, grow=True) for spec, hist, _ in examples], dtype=float)
-        y = np.array([target for _, _, target in examples])
+        y = np.array([target - self._base(hist) for _, hist, target in examples])
         model = RandomForestRegressor(
             n_estimators=self.n_estimators,
             min_samples_leaf=self.min_samples_leaf,
@@ -316,9 +335,10 @@ class RandomForestPredictor(IterationPredictor):
         out: list[float | None] = [self._fallback(s) for s in specs]
         ask = [i for i, v in enumerate(out) if v is None]
         if ask:
-            rows = [self._row(specs[i], self._history_stats(specs[i]), grow=False) for i in ask]
-            for i, log_iters in zip(ask, self._forest(rows).tolist(), strict=True):
-                out[i] = math.exp(log_iters)
+            hists = [self._history_stats(specs[i]) for i in ask]
+            rows = [self._row(specs[i], h, grow=False) for i, h in zip(ask, hists, strict=True)]
+            for i, h, value in zip(ask, hists, self._forest(rows).tolist(), strict=True):
+                out[i] = math.exp(value + self._base(h))
         return [float(v) for v in out if v is not None]
 
 
@@ -442,8 +462,9 @@ def comm_aware_place(
 
     For each GPU type in ``gpu_types`` (preference order): best fit on one server if one has room;
     otherwise the fewest servers counting only whole units (pipeline replicas if that needs no more
-    servers than TP groups, else TP groups). Returns the groups in server-id order (the rank layout), or
-    ``None`` when the job does not fit.
+    servers than TP groups, else TP groups). A job larger than every type's capacity pools the types'
+    servers. Returns the groups in server-id order (the rank layout), or ``None`` when the job does not
+    fit now.
     """
     g = spec.num_gpus
     for gpu_type in gpu_types:
@@ -460,6 +481,14 @@ def comm_aware_place(
                 best_plan = plan
         if best_plan is not None:
             return [ServerGroup(s, gpu_type, n) for s, n in sorted(best_plan)]
+    if gpu_types and all(cluster.capacity[t] < g for t in gpu_types):
+        # No single type can ever hold the job: pool the types' servers (the job runs in sync mode).
+        pooled = [s for t in gpu_types for s in cluster.servers_by_type[t]]
+        max_server = max(cluster.max_gpus_per_server[t] for t in gpu_types)
+        for unit in placement_units(spec, max_server):
+            plan = _fewest_servers(free, pooled, g, unit)
+            if plan is not None:
+                return [ServerGroup(s, cluster.servers[s].gpu_type, n) for s, n in sorted(plan)]
     return None
 
 
@@ -511,6 +540,7 @@ class _PredictionTracker:
         self.history = tuple(history or ())
         self.overrun_margin = overrun_margin
         self.info: dict[int, _JobInfo] = {}
+        self.at_arrival: dict[int, float] = {}
         self.refreshed = False
 
     def reset(self, seed: int) -> None:
@@ -518,6 +548,7 @@ class _PredictionTracker:
         if self.history:
             self.predictor.fit(self.history)
         self.info = {}
+        self.at_arrival = {}
 
     def predicted(self, spec: JobSpec) -> float:
         return max(1.0, float(self.predictor.predict(spec)))
@@ -539,7 +570,9 @@ class _PredictionTracker:
         for job in view.jobs:
             if job.job_id not in self.info:
                 gpu_type, tau = tau_star(job.spec)
-                self.info[job.job_id] = _JobInfo(job.spec, self.predicted(job.spec), tau, gpu_type)
+                pred = self.predicted(job.spec)
+                self.info[job.job_id] = _JobInfo(job.spec, pred, tau, gpu_type)
+                self.at_arrival[job.job_id] = pred
                 new.append(job.job_id)
         if self.refreshed:
             old = [jid for jid in self.info if jid not in new]
@@ -720,7 +753,6 @@ class ASRPT(Policy):
 
     def _preemptive(self, view: ClusterView) -> Allocation:
         tracker = self._tracker
-        total = view.cluster.total_gpus
 
         def rank(job: JobView) -> tuple[float, float, int]:
             info = tracker.info[job.job_id]
@@ -731,46 +763,39 @@ class ASRPT(Policy):
         ]
         pinned_ids = {j.job_id for j in pinned}
         ordered = pinned + sorted((j for j in view.jobs if j.job_id not in pinned_ids), key=rank)
-        selected: list[JobView] = []
-        budget = total
-        for job in ordered:
-            if job.num_gpus <= budget:
-                selected.append(job)
-                budget -= job.num_gpus
-        chosen = {j.job_id for j in selected}
         builder = AllocationBuilder(view)
         free = np.array([s.num_gpus for s in view.cluster.servers], dtype=np.int64)
-
-        def keep_in_place(job: JobView) -> bool:
-            if job.is_running and all(free[g.server_id] >= g.num_gpus for g in job.groups):
-                builder.keep(job)
-                for g in job.groups:
-                    free[g.server_id] -= g.num_gpus
-                return True
-            return False
-
-        # Selected running jobs keep their servers first, so new jobs do not displace them.
-        for job in selected:
-            keep_in_place(job)
-        for job in selected:
-            if builder.assigned(job.job_id) is None:
-                groups = self._place(view, job, free)
-                if groups is not None:
-                    self._assign(builder, job, groups, free)
-        # Work conservation: other running jobs stay where still free; waiting ones backfill.
+        # GPUs of running jobs not yet visited: a new job avoids them when it can, so a lower-priority
+        # job is preempted only when the higher-priority one fits nowhere else.
+        held = np.zeros_like(free)
+        for job in view.running:
+            for g in job.groups:
+                held[g.server_id] += g.num_gpus
         for job in ordered:
-            if job.job_id in chosen or builder.assigned(job.job_id) is not None:
-                continue
-            if not keep_in_place(job) and not job.is_running:
+            if job.is_running:
+                for g in job.groups:
+                    held[g.server_id] -= g.num_gpus
+                if all(free[g.server_id] >= g.num_gpus for g in job.groups):
+                    builder.keep(job)
+                    for g in job.groups:
+                        free[g.server_id] -= g.num_gpus
+                    continue
+            groups = self._place(view, job, np.maximum(free - held, 0))
+            if groups is None:
                 groups = self._place(view, job, free)
-                if groups is not None:
-                    self._assign(builder, job, groups, free)
+            if groups is not None:
+                self._assign(builder, job, groups, free)
         return builder.build()
 
     # ---------------------------------------------------------------------------------------
     def predicted_iters(self, job_id: int) -> float:
         """The current prediction for an active job (for inspection and tests)."""
         return self._tracker.info[job_id].pred_iters
+
+    @property
+    def arrival_predictions(self) -> dict[int, float]:
+        """Every job's predicted iterations at its arrival in the current run (for error reports)."""
+        return dict(self._tracker.at_arrival)
 
 
 def _take_default(cluster: ClusterSpec, free: np.ndarray, gpu_type: str, num_gpus: int) -> list[ServerGroup]:
@@ -807,6 +832,11 @@ class PredictedSRTF(Policy):
 
     def _reset(self) -> None:
         self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
+
+    @property
+    def arrival_predictions(self) -> dict[int, float]:
+        """Every job's predicted iterations at its arrival in the current run."""
+        return dict(self._tracker.at_arrival)
 
     def schedule(self, view: ClusterView) -> Allocation:
         self._tracker.update(view, lambda spec: (None, math.nan))

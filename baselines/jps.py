@@ -174,6 +174,34 @@ class PlacementInstance:
         return np.repeat(np.arange(self.num_classes), self.counts)
 
 
+#: Per-worker throughputs (samples/s) of T4, P100 and V100 in the re-implementation's synthetic setting [C3].
+SYNTHETIC_BASE_RHO: tuple[float, ...] = (300.0, 700.0, 1500.0)
+#: NIC bandwidths (bytes/s) used with them here: 10, 25 and 100 Gb/s [I].
+SYNTHETIC_BW: tuple[float, ...] = (1.25e9, 3.125e9, 12.5e9)
+
+
+def synthetic_instance(rng: np.random.Generator, num_jobs: int, num_workers: int) -> PlacementInstance:
+    """A random heterogeneous instance for studies and benchmarks (the settings are reconstructions).
+
+    Workers: three classes (T4/P100/V100-like), each with at least one worker, the rest split uniformly
+    at random; throughputs :data:`SYNTHETIC_BASE_RHO` times a per-job log-normal affinity
+    (sigma 0.3), bandwidths :data:`SYNTHETIC_BW`. Jobs: batch in {32, 64, 128, 256}, iterations
+    log-uniform in [1e3, 1e5], model bytes in {100, 440, 550} MB (ResNet-50, BERT-base, VGG-16).
+    """
+    if num_workers < max(num_jobs, 3):
+        raise ValueError(f"num_workers={num_workers}; give at least max(num_jobs, 3)")
+    rho = np.array(SYNTHETIC_BASE_RHO) * rng.lognormal(0.0, 0.3, size=(num_jobs, 3))
+    counts = rng.multinomial(num_workers - 3, np.ones(3) / 3) + 1
+    return PlacementInstance(
+        rho,
+        counts,
+        np.array(SYNTHETIC_BW),
+        rng.choice([32.0, 64.0, 128.0, 256.0], size=num_jobs),
+        np.exp(rng.uniform(math.log(1e3), math.log(1e5), size=num_jobs)),
+        rng.choice([1e8, 4.4e8, 5.5e8], size=num_jobs),
+    )
+
+
 def times_of(inst: PlacementInstance, x: np.ndarray, jobs: np.ndarray | None = None) -> np.ndarray:
     """JCT ``T_i (P_i / sum rho + 2 (K_i - 1) D_i / (K_i r_min))`` of count rows ``x[..., C]``.
 
@@ -569,14 +597,17 @@ def solve_category(
         return x
     best, best_avg = x, float(times_of(inst, x).mean())
     k = np.asarray(sizes, dtype=float)[:, None]
+    # A job matched only to workers it cannot use has no throughput yet: value workers as if it had a
+    # millionth of its best one, so the next matching gives it usable workers first.
+    floor = np.maximum(inst.rho.max(axis=1, keepdims=True), 1e-12) * 1e-6
     for _ in range(valuation_rounds):
-        sum_rho = np.maximum((x * inst.rho).sum(axis=1, keepdims=True), 1e-300)
+        sum_rho = np.maximum((x * inst.rho).sum(axis=1, keepdims=True), floor)
         rmin = np.where(x > 0, inst.bw, np.inf).min(axis=1, keepdims=True)
         gain = inst.iters[:, None] * inst.batch[:, None] * inst.rho / sum_rho**2
         with np.errstate(divide="ignore", invalid="ignore"):
             worse_link = np.maximum(0.0, 1.0 / inst.bw[None, :] - np.where(np.isfinite(rmin), 1.0 / rmin, 0.0))
         loss = inst.iters[:, None] * 2.0 * (k - 1) / k * inst.model_bytes[:, None] * worse_link
-        x = match(gain - loss)
+        x = match(np.nan_to_num(gain - loss, nan=0.0, posinf=1e300, neginf=-1e300))
         avg = float(times_of(inst, x).mean())
         if avg < best_avg:
             best, best_avg = x, avg
@@ -910,6 +941,7 @@ __all__ = [
     "sample_categories",
     "score_of",
     "solve_category",
+    "synthetic_instance",
     "times_of",
     "unrank_category",
     "valuation_total",

@@ -159,6 +159,27 @@ def test_pipeline_replicas_stay_whole_when_that_costs_no_extra_server() -> None:
     assert cut_bytes(spec, groups) < cut_bytes(spec, split)
 
 
+def test_a_job_larger_than_any_type_pools_the_types() -> None:
+    cluster = ClusterSpec.from_inventory("mix", {"v100": (2, 4), "k80": (2, 4)})
+    spec = JobSpec(0, 0.0, "resnet50", 256, 10.0, 12, parallelism=(3, 1, 4), model_bytes=1e8)
+    groups = comm_aware_place(spec, np.array([4, 4, 4, 2]), cluster, ["v100", "k80"])
+    assert groups is not None and sum(g.num_gpus for g in groups) == 12
+    assert {g.gpu_type for g in groups} == {"v100", "k80"} and all(g.num_gpus == 4 for g in groups)
+    assert comm_aware_place(spec, np.array([4, 4, 2, 2]), cluster, ["v100", "k80"]) is None
+
+
+def test_mode_b_preempts_a_lower_ranked_job_for_a_wide_one(toy: ThroughputModel) -> None:
+    cluster = ClusterSpec.from_inventory("2x2", {"v100": (2, 2)})
+    # A long 1-GPU job on each server, then a short 4-GPU job that needs both servers.
+    jobs = [JobSpec(0, 0.0, "a", 1, 5000.0, 1), JobSpec(1, 0.0, "a", 1, 6000.0, 1), JobSpec(2, 10.0, "a", 1, 40.0, 4)]
+    policy = ASRPT(mode="preemptive", predictor="oracle", min_run_s=0.0)
+    result = Simulator(cluster, jobs, config=FREE_START, throughput=toy).run(policy)
+    finish = result.jobs.set_index("job_id")["finish_s"]
+    # 4 V100 on two servers: 4 it/s times the toy model's multi-server factor 0.5, no penalty.
+    assert finish[2] == pytest.approx(10.0 + 40.0 / 2.0)
+    assert result.metrics["num_reconfigs"] >= 2
+
+
 def test_policy_keeps_tp_groups_whole_in_every_decision() -> None:
     cluster = ClusterSpec.from_inventory("a100-4x8", {"a100": (4, 8)})
     jobs = list(recurring(60, seed=2, cluster=cluster, max_gpus_per_job=16))

@@ -26,27 +26,16 @@ from baselines.jps import (
     rank_category,
     sample_categories,
     score_of,
+    synthetic_instance,
     times_of,
     unrank_category,
     valuation_total,
 )
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, make_policy
 
-BASE_RHO = np.array([300.0, 700.0, 1500.0])  # T4 / P100 / V100 samples/s, as in the re-implementation
-BW = np.array([1.25e9, 3.125e9, 12.5e9])
-
 
 def random_instance(rng: np.random.Generator, num_jobs: int, num_workers: int) -> PlacementInstance:
-    rho = BASE_RHO * rng.lognormal(0.0, 0.3, size=(num_jobs, 3))
-    counts = rng.multinomial(num_workers - 3, np.ones(3) / 3) + 1
-    return PlacementInstance(
-        rho,
-        counts,
-        BW,
-        rng.choice([32.0, 64.0, 128.0, 256.0], size=num_jobs),
-        np.exp(rng.uniform(math.log(1e3), math.log(1e5), size=num_jobs)),
-        rng.choice([1e8, 4.4e8, 5.5e8], size=num_jobs),
-    )
+    return synthetic_instance(rng, num_jobs, num_workers)
 
 
 def brute_force_avg_jct(inst: PlacementInstance) -> float:
