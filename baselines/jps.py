@@ -614,13 +614,26 @@ def solve_category(
     return best
 
 
-def _score_batch(times: np.ndarray, beta: float, equal: np.ndarray | None) -> np.ndarray:
-    """Scores of candidate JCT vectors ``times (N, S)``."""
-    avg = times.mean(axis=1)
+def _score_changed(
+    cur: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    new_a: np.ndarray,
+    new_b: np.ndarray,
+    beta: float,
+    equal: np.ndarray | None,
+) -> np.ndarray:
+    """Scores after jobs ``a`` and ``b`` (arrays of candidates) take JCTs ``new_a`` and ``new_b``."""
+    s = cur.size
+    total = cur.sum() - cur[a] - cur[b] + new_a + new_b
+    avg = total / s
     if beta >= 1.0 or equal is None:
         return avg
-    x = times / equal
-    jain = x.sum(axis=1) ** 2 / (x.shape[1] * (x * x).sum(axis=1))
+    x = cur / equal
+    xa, xb = new_a / equal[a], new_b / equal[b]
+    sx = x.sum() - x[a] - x[b] + xa + xb
+    sxx = (x * x).sum() - x[a] ** 2 - x[b] ** 2 + xa**2 + xb**2
+    jain = sx**2 / (s * sxx)
     return beta * avg + (1.0 - beta) * (1.0 - jain) * avg
 
 
@@ -656,10 +669,8 @@ def local_search(
             if not a_idx.size:
                 continue
             gained = x[b_idx] + eye[c_idx] * m[a_idx, c_idx][:, None]
-            new = np.repeat(cur_times[None, :], a_idx.size, axis=0)
-            new[np.arange(a_idx.size), a_idx] = a_times.reshape(s, c)[a_idx, c_idx]
-            new[np.arange(a_idx.size), b_idx] = times_of(inst, gained, b_idx)
-            scores = _score_batch(new, beta, times_equal)
+            new_a = a_times.reshape(s, c)[a_idx, c_idx]
+            scores = _score_changed(cur_times, a_idx, b_idx, new_a, times_of(inst, gained, b_idx), beta, times_equal)
             j = int(np.argmin(scores))
             if scores[j] < best_score:
                 best_score = float(scores[j])
@@ -674,10 +685,8 @@ def local_search(
         mask &= ~np.eye(c, dtype=bool)[None, None, :, :]
         a_idx, b_idx, c1, c2 = np.nonzero(mask)
         if a_idx.size:
-            new = np.repeat(cur_times[None, :], a_idx.size, axis=0)
-            new[np.arange(a_idx.size), a_idx] = t_swap[a_idx, c1, c2]
-            new[np.arange(a_idx.size), b_idx] = t_swap[b_idx, c2, c1]
-            scores = _score_batch(new, beta, times_equal)
+            new_a, new_b = t_swap[a_idx, c1, c2], t_swap[b_idx, c2, c1]
+            scores = _score_changed(cur_times, a_idx, b_idx, new_a, new_b, beta, times_equal)
             j = int(np.argmin(scores))
             if scores[j] < best_score:
                 best_score = float(scores[j])

@@ -180,6 +180,9 @@ def test_local_search_never_worsens_and_keeps_a_full_partition(seed: int) -> Non
     start = exact_optimum(inst, equal_category(12, 4))
     better = local_search(inst, start)
     assert times_of(inst, better).mean() <= times_of(inst, start).mean() + 1e-9
+    equal = times_of(inst, start) * rng.uniform(0.5, 2.0, size=4)  # any positive reference
+    fair = local_search(inst, start, beta=0.3, times_equal=equal)
+    assert score_of(times_of(inst, fair), 0.3, equal) <= score_of(times_of(inst, start), 0.3, equal) + 1e-9
     assert better.sum(axis=0).tolist() == inst.counts.tolist()
     assert better.sum(axis=1).min() >= 1
 
