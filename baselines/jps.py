@@ -396,11 +396,11 @@ def match_auction(
     """Ascending-price auction of the matching market (forward auction with epsilon-scaling).
 
     Job i takes part as ``K_i`` unit-demand bidders (the same slot replication as the Hungarian
-    matcher). Each round, every unassigned bidder bids on its best worker by payoff ``gamma - price``,
-    offering the price plus its margin over the second-best worker plus ``eps``
-    (``V_i - V_i^{-w} + eps``); each worker goes to its highest bidder, evicting the previous holder,
-    and its price rises to that bid. Prices only go up. The bid increment ``eps`` starts at
-    ``max |gamma| / scaling`` and is divided by ``scaling`` each phase down to
+    matcher). Each round, a job with ``m`` unassigned slots bids on its ``m`` best workers by payoff
+    ``gamma - price``, offering for each the price plus its margin over the job's ``(m + 1)``-th best
+    worker plus ``eps`` (the job's ``V_i - V_i^{-w} + eps``); each worker goes to its highest bidder,
+    evicting the previous holder, and its price rises to that bid. Prices only go up. The bid increment
+    ``eps`` starts at ``max |gamma| / scaling`` and is divided by ``scaling`` each phase down to
     ``min_increment * max |gamma|``; the final assignment is within ``K * eps`` of the maximum
     ``sum gamma`` (Bertsekas). The re-implementation's variant (recompute every job's top-``K_i``
     demand, raise one over-demanded worker) does not clear markets of identical workers: their prices
@@ -421,57 +421,54 @@ def match_auction(
     sizes_arr = np.asarray(sizes, dtype=np.int64)
     if int(sizes_arr.sum()) != k:
         raise ValueError(f"the auction needs sum(sizes) == K; got {int(sizes_arr.sum())} and {k}")
-    slot_job = _slots(sizes_arr)
-    values = gamma[slot_job]  # (K slots, K workers)
     scale = max(float(np.abs(gamma).max()), 1e-300)
     eps_min = min_increment * scale
     eps = max(scale / scaling, eps_min)
     price = np.zeros(k)
-    holder = np.full(k, -1, dtype=np.int64)  # slot holding each worker
+    owner = np.full(k, -1, dtype=np.int64)  # job holding each worker
     rounds = 0
     while True:
-        holder[:] = -1
-        assigned = np.full(k, -1, dtype=np.int64)  # worker of each slot
-        while rounds < max_iter:
-            free_slots = np.flatnonzero(assigned < 0)
-            if free_slots.size == 0:
-                break
+        owner[:] = -1
+        missing = sizes_arr.copy()  # unassigned slots per job
+        while rounds < max_iter and missing.any():
             rounds += 1
-            payoff = values[free_slots] - price
-            if k > 1:
-                top2 = np.argpartition(-payoff, 1, axis=1)[:, :2]
-                v = np.take_along_axis(payoff, top2, axis=1)
-                first = np.where(v[:, 0] >= v[:, 1], top2[:, 0], top2[:, 1])
-                margin = np.abs(v[:, 0] - v[:, 1])
-            else:
-                first = np.zeros(free_slots.size, dtype=np.int64)
-                margin = np.zeros(free_slots.size)
-            bids = price[first] + margin + eps
-            # Highest bid per worker wins (ties: the lowest slot).
-            order = np.lexsort((free_slots, -bids, first))
-            winners = order[np.r_[True, first[order][1:] != first[order][:-1]]]
-            for idx in winners.tolist():
-                w = int(first[idx])
-                if holder[w] >= 0:
-                    assigned[holder[w]] = -1
-                holder[w] = free_slots[idx]
-                assigned[free_slots[idx]] = w
-                price[w] = bids[idx]
+            bid_worker: list[np.ndarray] = []
+            bid_value: list[np.ndarray] = []
+            bid_job: list[np.ndarray] = []
+            for job in np.flatnonzero(missing).tolist():
+                m = int(missing[job])
+                payoff = gamma[job] - price
+                payoff[owner == job] = -np.inf  # workers it already holds are not bid for again
+                top = np.argpartition(-payoff, min(m, k - 1))[: m + 1] if m < k else np.arange(k)
+                top = top[np.argsort(-payoff[top], kind="stable")]
+                wanted = top[:m]
+                runner_up = payoff[top[m]] if top.size > m and np.isfinite(payoff[top[m]]) else payoff[wanted[-1]]
+                bid_worker.append(wanted)
+                bid_value.append(price[wanted] + (payoff[wanted] - runner_up) + eps)
+                bid_job.append(np.full(m, job))
+            workers = np.concatenate(bid_worker)
+            values = np.concatenate(bid_value)
+            jobs = np.concatenate(bid_job)
+            order = np.lexsort((jobs, -values, workers))  # per worker: highest bid first (ties: lowest job)
+            first = order[np.r_[True, workers[order][1:] != workers[order][:-1]]]
+            for idx in first.tolist():
+                w, winner = int(workers[idx]), int(jobs[idx])
+                if owner[w] >= 0:
+                    missing[owner[w]] += 1
+                owner[w] = winner
+                missing[winner] -= 1
+                price[w] = values[idx]
         if rounds >= max_iter or eps <= eps_min:
             break
         eps = max(eps / scaling, eps_min)
-    owner = np.full(k, -1, dtype=np.int64)
-    done = assigned >= 0
-    owner[assigned[done]] = slot_job[done]
-    converged = bool(done.all())
+    converged = not missing.any()
     if not converged:
         # Fallback: jobs in turn fill their missing slots with their best remaining workers.
         payoff = gamma - price
-        missing = sizes_arr - np.bincount(owner[owner >= 0], minlength=s)
-        for i in range(s):
+        for job in range(s):
             free = np.flatnonzero(owner < 0)
-            best = free[np.argsort(-payoff[i, free], kind="stable")[: missing[i]]]
-            owner[best] = i
+            best = free[np.argsort(-payoff[job, free], kind="stable")[: missing[job]]]
+            owner[best] = job
     return owner, converged
 
 
@@ -490,14 +487,15 @@ def _all_vectors(counts: np.ndarray) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
 
 
-def exact_optimum(inst: PlacementInstance, sizes: Sequence[int] | None = None, max_states: int = 200_000) -> np.ndarray:
+def exact_optimum(inst: PlacementInstance, sizes: Sequence[int] | None = None, max_states: int = 20_000) -> np.ndarray:
     """The assignment minimising the average JCT, exactly (dynamic programming over class counts).
 
     Args:
         inst: The instance.
         sizes: Restrict to this category (the exact within-category matching), or ``None`` for the
             optimum over all full partitions.
-        max_states: Refuse instances with more count vectors than this (``prod (n_c + 1)``).
+        max_states: Refuse instances with more count vectors than this (``prod (n_c + 1)``); the
+            work grows as ``S * states ** 2``.
 
     Returns:
         ``(S, C)`` per-class counts.
