@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation, validate_allocation
 from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
+from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
 from hetgym.sim.engine import SimulationResult, Simulator, run_policy
 from hetgym.sim.errors import (
@@ -40,6 +41,7 @@ __all__ = [
     "ClusterSpec",
     "ClusterState",
     "ClusterView",
+    "CommModel",
     "ExecutionMode",
     "HetgymError",
     "InvalidAllocationError",
@@ -64,6 +66,7 @@ __all__ = [
     "list_clusters",
     "list_policies",
     "make_policy",
+    "placement_rate",
     "policy_class",
     "register_cluster",
     "register_policy",

@@ -241,6 +241,11 @@ _inventory_preset(
     "Gavel's heterogeneous cluster: 36 V100 + 36 P100 + 36 K80 (servers of 4)",
 )
 _inventory_preset(
+    "a100-128",
+    {"a100": (16, 8)},
+    "128 A100 in 16 servers of 8 (300 GB/s NVLink, 12.5 GB/s NICs): A-SRPT's homogeneous multi-server setting",
+)
+_inventory_preset(
     "large",
     {"h100": (64, 8), "a100": (64, 8), "v100": (64, 8), "t4": (128, 4)},
     "2,048 GPUs: 512 each of H100, A100, V100 (servers of 8) and T4 (servers of 4)",

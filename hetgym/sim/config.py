@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from hetgym.sim.comm import CommModel
 from hetgym.sim.errors import HetgymError, UnknownNameError
 
 #: Per-model restart penalties measured by Sia (``get_restart_penalty``), keyed by this project's job
@@ -50,6 +51,10 @@ class SimConfig:
             still to arrive (a policy that can never run the remaining jobs).
         seed: Seed of the policy's random generator in :meth:`Simulator.run`.
         record_timeline: Record per-type GPU usage over time (for plots and utilisation curves).
+        comm: Multi-server communication model (:class:`~hetgym.sim.comm.CommModel`, or its kind
+            ``"measured"`` / ``"bandwidth"``, or a mapping of its fields). The default ``"measured"``
+            applies measured consolidation factors; ``"bandwidth"`` (opt-in) charges jobs that give
+            ``model_bytes`` for the bytes their placement sends between servers (see :mod:`hetgym.sim.comm`).
     """
 
     round_s: float | None = None
@@ -63,6 +68,7 @@ class SimConfig:
     stall_epochs: int = 100
     seed: int = 0
     record_timeline: bool = True
+    comm: CommModel | str | Mapping[str, Any] = field(default_factory=CommModel)
 
     def __post_init__(self) -> None:
         if self.round_s is not None and not self.round_s > 0:
@@ -74,6 +80,13 @@ class SimConfig:
         if self.stall_epochs < 1:
             raise HetgymError(f"SimConfig.stall_epochs is {self.stall_epochs}; it must be >= 1")
         object.__setattr__(self, "restart_penalty_by_type", MappingProxyType(dict(self.restart_penalty_by_type)))
+        object.__setattr__(self, "comm", CommModel.coerce(self.comm))
+
+    @property
+    def comm_model(self) -> CommModel:
+        """The communication model in force (``comm`` as a :class:`~hetgym.sim.comm.CommModel`)."""
+        assert isinstance(self.comm, CommModel)
+        return self.comm
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> SimConfig:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation
 from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
@@ -681,6 +682,9 @@ class Simulator:
         self._waiting_views = dict(items)
 
     def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
+        comm = self.config.comm_model
+        if comm.is_bandwidth and ja.mode != "fork" and spec.model_bytes is not None:
+            return placement_rate(self.throughput, self.cluster, comm, spec, groups, ja.mode)
         aggregation_s = 0.0
         if ja.mode == "fork" and self.config.fork_aggregation and spec.model_bytes and len(groups) > 1:
             nic = min(self.cluster.servers[g.server_id].nic_bw_gb_per_s for g in groups)

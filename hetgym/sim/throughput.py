@@ -315,6 +315,7 @@ def allocation_rate(
     aggregation_s: float = 0.0,
     round_s: float = 360.0,
     fork_efficiency: float = 1.0,
+    multi_server_factor: bool = True,
 ) -> float:
     """Iterations/s of a job placed on ``groups`` (server groups, possibly of several GPU types).
 
@@ -333,6 +334,9 @@ def allocation_rate(
         aggregation_s: Parameter-aggregation time per round for ``fork`` (e.g. model bytes / NIC bandwidth).
         round_s: Round length used to amortise ``aggregation_s``.
         fork_efficiency: Statistical efficiency of averaging copies, in (0, 1].
+        multi_server_factor: Apply the measured multi-server factor to ``sync`` and ``proportional``
+            jobs on several servers (``False``: the rate as if on one server, for the bandwidth model
+            of :mod:`hetgym.sim.comm`, which charges the cut traffic instead).
     """
     if not groups:
         return 0.0
@@ -353,7 +357,7 @@ def allocation_rate(
         value = sum(per_type[t] / total_gpus * rates[t] for t in per_type)
     else:
         raise ValueError(f"unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
-    if len(groups) > 1:
+    if multi_server_factor and len(groups) > 1:
         value *= model.consolidation_factor(job_type, batch_size, slowest, total_gpus)
     return value
 

@@ -12,6 +12,7 @@ from hetgym.workloads.deadlines import (
     make_deadline_model,
 )
 from hetgym.workloads.generators import Load, elasticflow, gavel_philly
+from hetgym.workloads.recurring import recurring
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
 from hetgym.workloads.schema import (
     REQUIRED_COLUMNS,
@@ -44,5 +45,6 @@ __all__ = [
     "jobs_to_frame",
     "make_deadline_model",
     "read_trace",
+    "recurring",
     "write_trace",
 ]

@@ -1,0 +1,865 @@
+"""A-SRPT: prediction-assisted, communication-aware online scheduling of mixed-parallel training jobs.
+
+Luo, Liu, Shroff and Lee, "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in
+GPU Clusters", IEEE INFOCOM 2025 (arXiv:2501.05563). Specification: POLICIES.md §4. The abstract fixes the
+ingredients; everything else here is a reconstruction [I], exposed as a knob:
+
+* **Job graph and its cost** under a placement: :mod:`hetgym.sim.comm` (TP pairs, PP stage boundaries,
+  DP rings; ``tau(pi) = c + sum of cut volumes / bandwidth``). The simulator charges the same cost when run
+  with ``SimConfig(comm="bandwidth")``.
+* **Communication-aware placement** (:func:`comm_aware_place`): best fit on one server when one has
+  room; otherwise the fewest servers, counting on each only whole atomic units (a pipeline replica
+  ``pp * tp`` when that does not need more servers, else a TP group ``tp``), so a TP group that fits a
+  server is never split and consecutive pipeline stages share a server; the ranks are then laid out
+  contiguously over the chosen servers (the simulator's layout). The optional Kernighan-Lin refinement
+  is not implemented: with contiguous layouts on whole units it has little left to gain.
+* **Iteration predictor** (:class:`RandomForestPredictor`): scikit-learn random forest on log iterations,
+  features of the job and statistics of earlier recurrences of its template and of its (user, model)
+  key, trained on a warm-up history and refit online every ``refit_every`` completions; unseen templates
+  fall back to the global median (or to the forest, ``unseen="rf"``). Also :class:`OraclePredictor` (the
+  SRPT upper bound, ``oracle_iters=True`` of the spec) and :class:`NoisyPredictor` (log-normal error).
+* **Virtual single machine** (:class:`VirtualSRPT`): speed 1, job size
+  ``v_j = g_j * n_hat_j * tau*_j / (total GPUs)`` with ``tau*_j`` the iteration time under the most
+  consolidated placement; preemptive SRPT (ties by release) gives virtual completion times. Predictions
+  refreshed by a refit, or raised when a running job overruns its prediction (to ``done * (1 +
+  overrun_margin)``), update the remaining virtual size ("adaptive"); a job that completes for real
+  leaves the virtual machine.
+* **Mode A** (``mode="guided"``, default): non-preemptive list scheduling in virtual-completion order
+  (virtually completed jobs by completion time, then the rest by remaining virtual size); with
+  ``early_release`` a job is eligible from its release, else from its virtual completion;
+  ``strict_order`` stops at the first job that does not fit (no backfilling).
+* **Mode B** (``mode="preemptive"``): at every epoch jobs are ranked by their own remaining virtual size
+  ``g * (n_hat - done) * tau* / (total GPUs)`` and served greedily in that order: a running job keeps its
+  servers while they are free, otherwise it (or a waiting job) is placed communication-aware, first
+  avoiding the GPUs of lower-ranked running jobs and only then preempting them; jobs that fit nowhere
+  wait (backfilling). A job that started less than ``min_run_s`` ago is served first (not preempted).
+
+The competitive ratio the paper proves was not retrieved; none is claimed here.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from sklearn.ensemble import RandomForestRegressor
+
+from baselines._common import TypeChoice, check_type_choice, greedy_fill
+from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.comm import CommModel, placement_rate
+from hetgym.sim.job import JobSpec
+from hetgym.sim.placement import place_count
+from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.throughput import ServerGroup, ThroughputModel
+from hetgym.sim.view import ClusterView, JobView
+
+Mode = Literal["guided", "preemptive"]
+Placement = Literal["comm_aware", "default", "random"]
+MODES: tuple[str, ...] = ("guided", "preemptive")
+PLACEMENTS: tuple[str, ...] = ("comm_aware", "default", "random")
+
+# ============================================================================================
+# Iteration predictors
+
+
+class IterationPredictor(ABC):
+    """Predicts a job's total iterations from what is known at submission; learns from completions."""
+
+    name: str = "predictor"
+
+    def reset(self, seed: int = 0) -> None:  # noqa: B027 - optional hook
+        """Forget everything learned online (warm-up history is re-applied by :meth:`fit`)."""
+
+    @abstractmethod
+    def predict(self, spec: JobSpec) -> float:
+        """Predicted total iterations of ``spec`` (must not read ``spec.total_iters`` unless an oracle)."""
+
+    def predict_many(self, specs: Sequence[JobSpec]) -> list[float]:
+        """Predictions for several jobs (one model call where the predictor supports it)."""
+        return [self.predict(s) for s in specs]
+
+    def observe(self, spec: JobSpec, iters: float) -> bool:
+        """Learn that ``spec`` ran ``iters`` iterations; return whether predictions may have changed."""
+        return False
+
+    def fit(self, history: Iterable[JobSpec]) -> None:  # noqa: B027 - optional hook
+        """Warm up on past jobs whose ``total_iters`` are known (in submission order)."""
+
+
+class OraclePredictor(IterationPredictor):
+    """The true iteration count (SRPT with perfect knowledge; the spec's ``oracle_iters=True``)."""
+
+    name = "oracle"
+
+    def predict(self, spec: JobSpec) -> float:
+        return float(spec.total_iters)
+
+
+class NoisyPredictor(IterationPredictor):
+    """The true count times ``exp(sigma * z)``, ``z ~ N(0, 1)`` drawn once per job (seeded by job id)."""
+
+    name = "noisy"
+
+    def __init__(self, sigma: float = 0.3, seed: int = 0) -> None:
+        if not sigma >= 0:
+            raise ValueError(f"noise sigma={sigma}; it must be >= 0")
+        self.sigma = float(sigma)
+        self.seed = int(seed)
+
+    def reset(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+
+    def predict(self, spec: JobSpec) -> float:
+        z = np.random.default_rng([self.seed, spec.job_id]).standard_normal()
+        return float(spec.total_iters * math.exp(self.sigma * z))
+
+
+@dataclass
+class _History:
+    count: int = 0
+    sum_log: float = 0.0
+    last_log: float = math.nan
+
+    def add(self, log_iters: float) -> None:
+        self.count += 1
+        self.sum_log += log_iters
+        self.last_log = log_iters
+
+    def stats(self) -> tuple[float, float, float]:
+        if self.count == 0:
+            return (0.0, math.nan, math.nan)
+        return (float(self.count), self.sum_log / self.count, self.last_log)
+
+
+_STATIC_FIELDS = ("job_type", "user", "log_batch", "num_gpus", "dp", "pp", "tp", "log_model_bytes")
+_HISTORY_FIELDS = ("tpl_count", "tpl_mean", "tpl_last", "key_count", "key_mean", "key_last")
+
+
+class RandomForestPredictor(IterationPredictor):
+    """Random-forest regression of log iterations for recurring jobs (A-SRPT's predictor, §4.4).
+
+    Features: job type, user, log batch size, GPUs, (dp, pp, tp), log model bytes, every entry of
+    ``spec.features`` (numbers as they are, strings as category codes), and the count, mean and last log
+    iterations of earlier completed recurrences of the job's template (``template_id``) and of its
+    (user, job type) key. Missing values are NaN (scikit-learn's forests split on them).
+
+    Args:
+        n_estimators: Trees (default 100, the spec's value).
+        min_samples_leaf: Smallest leaf (default 2, the spec's value).
+        refit_every: Refit after this many new completions (reconstruction; default 25).
+        min_train: Completions needed before the first fit (reconstruction; default 20).
+        unseen: For a job whose template (or, without one, whose (user, type) key) was never seen:
+            ``"median"`` predicts the global median of completed jobs (the spec's fallback), ``"rf"`` asks
+            the forest anyway (it then relies on the static features).
+        prior_iters: Prediction when nothing at all has completed yet (reconstruction; default 1000).
+        max_train: Keep the most recent this many completions for training.
+        target: ``"log"`` (default, the spec): the forest learns log iterations; ``"residual"``: it learns
+            log iterations less a base (the template's mean log iterations, else the (user, type) key's,
+            else the global median), which spares the trees from approximating the identity on the
+            history features.
+        seed: Seed of the forest.
+    """
+
+    name = "rf"
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        min_samples_leaf: int = 2,
+        refit_every: int = 25,
+        min_train: int = 20,
+        unseen: Literal["median", "rf"] = "median",
+        prior_iters: float = 1000.0,
+        max_train: int = 5000,
+        target: Literal["log", "residual"] = "log",
+        seed: int = 0,
+    ) -> None:
+        if unseen not in ("median", "rf"):
+            raise ValueError(f"unseen={unseen!r}; use 'median' or 'rf'")
+        if target not in ("log", "residual"):
+            raise ValueError(f"target={target!r}; use 'log' or 'residual'")
+        if n_estimators < 1 or min_samples_leaf < 1 or refit_every < 1 or min_train < 1 or max_train < 1:
+            raise ValueError("n_estimators, min_samples_leaf, refit_every, min_train and max_train must be >= 1")
+        if not prior_iters > 0:
+            raise ValueError(f"prior_iters={prior_iters}; it must be > 0")
+        self.n_estimators = n_estimators
+        self.min_samples_leaf = min_samples_leaf
+        self.refit_every = refit_every
+        self.min_train = min_train
+        self.unseen = unseen
+        self.prior_iters = float(prior_iters)
+        self.max_train = max_train
+        self.target = target
+        self.seed = seed
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.seed = int(seed)
+        self._examples: list[tuple[JobSpec, tuple[float, ...], float]] = []
+        self._by_template: dict[str, _History] = {}
+        self._by_key: dict[tuple[str | None, str], _History] = {}
+        self._model: RandomForestRegressor | None = None
+        self._codes: dict[str, dict[str, int]] = {}
+        self._feature_keys: tuple[str, ...] = ()
+        self._since_fit = 0
+        self._base_log = 0.0
+        self.num_fits = 0
+
+    # ---------------------------------------------------------------------------------------
+    def _history_stats(self, spec: JobSpec) -> tuple[float, ...]:
+        tpl = self._by_template.get(spec.template_id) if spec.template_id is not None else None
+        key = self._by_key.get((spec.user, spec.job_type))
+        return (tpl or _History()).stats() + (key or _History()).stats()
+
+    def _seen(self, spec: JobSpec) -> bool:
+        if spec.template_id is not None:
+            return spec.template_id in self._by_template
+        return (spec.user, spec.job_type) in self._by_key
+
+    def _code(self, field: str, value: Any, grow: bool) -> float:
+        if value is None:
+            return math.nan
+        table = self._codes.setdefault(field, {})
+        key = str(value)
+        if key not in table:
+            if not grow:
+                return math.nan
+            table[key] = len(table)
+        return float(table[key])
+
+    def _row(self, spec: JobSpec, history: tuple[float, ...], grow: bool) -> list[float]:
+        dp, pp, tp = spec.parallelism or (spec.num_gpus, 1, 1)
+        row = [
+            self._code("job_type", spec.job_type, grow),
+            self._code("user", spec.user, grow),
+            math.log(spec.batch_size),
+            float(spec.num_gpus),
+            float(dp),
+            float(pp),
+            float(tp),
+            math.log(spec.model_bytes) if spec.model_bytes else math.nan,
+        ]
+        for key in self._feature_keys:
+            value = spec.features.get(key)
+            if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+                row.append(float(value))
+            else:
+                row.append(self._code("feat:" + key, value, grow))
+        row.extend(history)
+        return row
+
+    def _base(self, history: tuple[float, ...]) -> float:
+        """The residual target's base: template mean, else (user, type) mean, else the global median."""
+        if self.target == "log":
+            return 0.0
+        tpl_count, tpl_mean, _, key_count, key_mean, _ = history
+        if tpl_count > 0:
+            return tpl_mean
+        return key_mean if key_count > 0 else self._base_log
+
+    def _refit(self) -> None:
+        examples = self._examples[-self.max_train :]
+        self._codes = {}
+        self._feature_keys = tuple(sorted({k for spec, _, _ in examples for k in spec.features}))
+        self._base_log = float(np.median([t for _, _, t in examples]))
+        x = np.array([self._row(spec, hist, grow=True) for spec, hist, _ in examples], dtype=float)
+        y = np.array([target - self._base(hist) for _, hist, target in examples])
+        model = RandomForestRegressor(
+            n_estimators=self.n_estimators,
+            min_samples_leaf=self.min_samples_leaf,
+            random_state=self.seed,
+            n_jobs=1,
+        )
+        model.fit(x, y)
+        self._model = model
+        self._since_fit = 0
+        self.num_fits += 1
+
+    def _add(self, spec: JobSpec, iters: float) -> None:
+        log_iters = math.log(max(iters, 1e-9))
+        self._examples.append((spec, self._history_stats(spec), log_iters))
+        if len(self._examples) > 2 * self.max_train:
+            del self._examples[: -self.max_train]
+        if spec.template_id is not None:
+            self._by_template.setdefault(spec.template_id, _History()).add(log_iters)
+        self._by_key.setdefault((spec.user, spec.job_type), _History()).add(log_iters)
+        self._since_fit += 1
+
+    # ---------------------------------------------------------------------------------------
+    def fit(self, history: Iterable[JobSpec]) -> None:
+        for spec in sorted(history, key=lambda s: (s.submit_s, s.job_id)):
+            self._add(spec, spec.total_iters)
+        if len(self._examples) >= self.min_train:
+            self._refit()
+
+    def observe(self, spec: JobSpec, iters: float) -> bool:
+        self._add(spec, iters)
+        if len(self._examples) >= self.min_train and (self._model is None or self._since_fit >= self.refit_every):
+            self._refit()
+            return True
+        return self._model is None  # before the first fit the fallbacks change with every completion
+
+    def median_iters(self) -> float:
+        """Median of the iterations of the completed jobs seen (``prior_iters`` before any)."""
+        if not self._examples:
+            return self.prior_iters
+        return float(math.exp(np.median([t for _, _, t in self._examples[-self.max_train :]])))
+
+    def _fallback(self, spec: JobSpec) -> float | None:
+        """The prediction without the forest, or ``None`` when the forest should answer."""
+        seen = self._seen(spec)
+        if self._model is not None and (seen or self.unseen == "rf"):
+            return None
+        if seen:
+            count, mean, _, _, key_mean, _ = self._history_stats(spec)
+            return float(math.exp(mean if count > 0 else key_mean))
+        return self.median_iters()
+
+    def _forest(self, rows: list[list[float]]) -> np.ndarray:
+        # The trees' own predict: the same numbers as RandomForestRegressor.predict (the mean over
+        # trees, NaN routed as fitted) without its per-call validation and job dispatch.
+        assert self._model is not None
+        x = np.ascontiguousarray(rows, dtype=np.float32)
+        return np.mean([est.tree_.predict(x).reshape(len(rows)) for est in self._model.estimators_], axis=0)
+
+    def predict(self, spec: JobSpec) -> float:
+        return self.predict_many([spec])[0]
+
+    def predict_many(self, specs: Sequence[JobSpec]) -> list[float]:
+        out: list[float | None] = [self._fallback(s) for s in specs]
+        ask = [i for i, v in enumerate(out) if v is None]
+        if ask:
+            hists = [self._history_stats(specs[i]) for i in ask]
+            rows = [self._row(specs[i], h, grow=False) for i, h in zip(ask, hists, strict=True)]
+            for i, h, value in zip(ask, hists, self._forest(rows).tolist(), strict=True):
+                out[i] = math.exp(value + self._base(h))
+        return [float(v) for v in out if v is not None]
+
+
+PREDICTORS: dict[str, type[IterationPredictor]] = {
+    "rf": RandomForestPredictor,
+    "oracle": OraclePredictor,
+    "noisy": NoisyPredictor,
+}
+
+
+def make_predictor(spec: str | IterationPredictor, **kwargs: Any) -> IterationPredictor:
+    """A predictor by name (``rf``, ``oracle``, ``noisy``) with its knobs, or ``spec`` itself."""
+    if isinstance(spec, IterationPredictor):
+        return spec
+    if spec not in PREDICTORS:
+        raise ValueError(f"unknown predictor {spec!r}; use one of {list(PREDICTORS)} or an IterationPredictor")
+    return PREDICTORS[spec](**kwargs)
+
+
+# ============================================================================================
+# The virtual single machine
+
+
+class VirtualSRPT:
+    """A speed-1 machine running preemptive SRPT online on virtual sizes (ties by release, then id)."""
+
+    def __init__(self) -> None:
+        self.time_s = 0.0
+        self.remaining: dict[int, float] = {}
+        self.size: dict[int, float] = {}
+        self.release_s: dict[int, float] = {}
+        self.completed_at: dict[int, float] = {}
+
+    def advance(self, now_s: float) -> None:
+        """Process jobs up to ``now_s``, recording virtual completion times."""
+        rem = self.remaining
+        while rem and self.time_s < now_s:
+            jid = min(rem, key=lambda j: (rem[j], self.release_s[j], j))
+            dt = min(rem[jid], now_s - self.time_s)
+            rem[jid] -= dt
+            self.time_s += dt
+            if rem[jid] <= 1e-9 * max(1.0, self.size[jid]):
+                self.completed_at[jid] = self.time_s
+                del rem[jid]
+        self.time_s = max(self.time_s, now_s)
+
+    def add(self, job_id: int, size: float, release_s: float) -> None:
+        """Release a job of virtual size ``size`` (call :meth:`advance` to ``release_s`` first)."""
+        self.size[job_id] = size
+        self.release_s[job_id] = release_s
+        if size > 0:
+            self.remaining[job_id] = size
+        else:
+            self.completed_at[job_id] = release_s
+
+    def resize(self, job_id: int, size: float) -> None:
+        """Update a job's total virtual size (work already done is kept); finished jobs are unaffected."""
+        if job_id not in self.remaining:
+            return
+        done = self.size[job_id] - self.remaining[job_id]
+        self.size[job_id] = size
+        left = size - done
+        if left <= 1e-9 * max(1.0, size):
+            self.completed_at[job_id] = self.time_s
+            del self.remaining[job_id]
+        else:
+            self.remaining[job_id] = left
+
+    def remove(self, job_id: int) -> None:
+        """Forget a job (it completed for real)."""
+        for table in (self.remaining, self.size, self.release_s, self.completed_at):
+            table.pop(job_id, None)
+
+    def guide_key(self, job_id: int) -> tuple[int, float, float, int]:
+        """Virtual-completion order: completed jobs by completion time, then by remaining size."""
+        if job_id in self.completed_at:
+            return (0, self.completed_at[job_id], self.release_s.get(job_id, 0.0), job_id)
+        return (1, self.remaining.get(job_id, math.inf), self.release_s.get(job_id, 0.0), job_id)
+
+
+# ============================================================================================
+# Placement
+
+
+def placement_units(spec: JobSpec, server_gpus: int) -> tuple[int, ...]:
+    """Atomic unit sizes to try, largest first: a pipeline replica ``pp * tp``, then a TP group ``tp``.
+
+    A unit larger than a server cannot be kept whole and is skipped; a TP group larger than a server
+    leaves single GPUs as the unit.
+    """
+    _, pp, tp = spec.parallelism or (spec.num_gpus, 1, 1)
+    units = [u for u in (pp * tp, tp) if u <= server_gpus]
+    if tp > server_gpus:
+        units.append(1)
+    return tuple(dict.fromkeys(units))
+
+
+def _fewest_servers(free: np.ndarray, ids: Sequence[int], num_gpus: int, unit: int) -> list[tuple[int, int]] | None:
+    usable = {s: (int(free[s]) // unit) * unit for s in ids}
+    if sum(usable.values()) < num_gpus:
+        return None
+    order = sorted((s for s in ids if usable[s] > 0), key=lambda s: (-usable[s], s))
+    chosen: list[tuple[int, int]] = []
+    left = num_gpus
+    for pos, s in enumerate(order):
+        if usable[s] >= left:
+            # The last piece goes to the best-fitting remaining server, keeping large holes for later jobs.
+            rest = [t for t in order[pos:] if usable[t] >= left]
+            best = min(rest, key=lambda t: (usable[t], t))
+            chosen.append((best, left))
+            return chosen
+        chosen.append((s, usable[s]))
+        left -= usable[s]
+    return None
+
+
+def comm_aware_place(
+    spec: JobSpec, free: np.ndarray, cluster: ClusterSpec, gpu_types: Sequence[str]
+) -> list[ServerGroup] | None:
+    """COMM_AWARE_PLACE of A-SRPT (§4.6) on the free GPUs ``free`` (per server id; not modified).
+
+    For each GPU type in ``gpu_types`` (preference order): best fit on one server if one has room;
+    otherwise the fewest servers counting only whole units (pipeline replicas if that needs no more
+    servers than TP groups, else TP groups). A job larger than every type's capacity pools the types'
+    servers. Returns the groups in server-id order (the rank layout), or ``None`` when the job does not
+    fit now.
+    """
+    g = spec.num_gpus
+    for gpu_type in gpu_types:
+        ids = cluster.servers_by_type[gpu_type]
+        fits = [s for s in ids if free[s] >= g]
+        if fits:
+            best = min(fits, key=lambda s: (int(free[s]), s))
+            return [ServerGroup(best, gpu_type, g)]
+        max_server = cluster.max_gpus_per_server[gpu_type]
+        best_plan: list[tuple[int, int]] | None = None
+        for unit in placement_units(spec, max_server):
+            plan = _fewest_servers(free, ids, g, unit)
+            if plan is not None and (best_plan is None or len(plan) < len(best_plan)):
+                best_plan = plan
+        if best_plan is not None:
+            return [ServerGroup(s, gpu_type, n) for s, n in sorted(best_plan)]
+    if gpu_types and all(cluster.capacity[t] < g for t in gpu_types):
+        # No single type can ever hold the job: pool the types' servers (the job runs in sync mode).
+        pooled = [s for t in gpu_types for s in cluster.servers_by_type[t]]
+        max_server = max(cluster.max_gpus_per_server[t] for t in gpu_types)
+        for unit in placement_units(spec, max_server):
+            plan = _fewest_servers(free, pooled, g, unit)
+            if plan is not None:
+                return [ServerGroup(s, cluster.servers[s].gpu_type, n) for s, n in sorted(plan)]
+    return None
+
+
+def random_place(
+    spec: JobSpec, free: np.ndarray, cluster: ClusterSpec, gpu_types: Sequence[str], rng: np.random.Generator
+) -> list[ServerGroup] | None:
+    """A communication-unaware placement: free GPUs taken from servers in a random order."""
+    g = spec.num_gpus
+    for gpu_type in gpu_types:
+        ids = [s for s in cluster.servers_by_type[gpu_type] if free[s] > 0]
+        if sum(int(free[s]) for s in ids) < g:
+            continue
+        out: dict[int, int] = {}
+        left = g
+        for s in rng.permutation(ids).tolist():
+            take = min(left, int(free[s]))
+            out[s] = take
+            left -= take
+            if left == 0:
+                return [ServerGroup(s, gpu_type, n) for s, n in sorted(out.items())]
+    return None
+
+
+def consolidated_groups(spec: JobSpec, cluster: ClusterSpec, gpu_type: str) -> list[ServerGroup] | None:
+    """The most consolidated placement of ``spec`` on an empty cluster of ``gpu_type`` (for ``tau*``)."""
+    empty = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+    if cluster.capacity[gpu_type] < spec.num_gpus:
+        return None
+    return comm_aware_place(spec, empty, cluster, [gpu_type])
+
+
+# ============================================================================================
+# Shared prediction bookkeeping
+
+
+@dataclass
+class _JobInfo:
+    spec: JobSpec
+    pred_iters: float
+    tau_star_s: float
+    gpu_type: str | None
+
+
+class _PredictionTracker:
+    """Arrivals, completions, refits and overruns shared by the prediction-assisted policies."""
+
+    def __init__(self, predictor: IterationPredictor, history: Sequence[JobSpec] | None, overrun_margin: float):
+        self.predictor = predictor
+        self.history = tuple(history or ())
+        self.overrun_margin = overrun_margin
+        self.info: dict[int, _JobInfo] = {}
+        self.at_arrival: dict[int, float] = {}
+        self.refreshed = False
+
+    def reset(self, seed: int) -> None:
+        self.predictor.reset(seed)
+        if self.history:
+            self.predictor.fit(self.history)
+        self.info = {}
+        self.at_arrival = {}
+
+    def predicted(self, spec: JobSpec) -> float:
+        return max(1.0, float(self.predictor.predict(spec)))
+
+    def update(self, view: ClusterView, tau_star: Any) -> tuple[list[int], list[int]]:
+        """Record completions and arrivals; return (new job ids, completed job ids)."""
+        self.refreshed = False
+        completed: list[int] = []
+        for jid in view.completed:
+            info = self.info.pop(jid, None)
+            if info is not None:
+                completed.append(jid)
+                if self.predictor.observe(info.spec, info.spec.total_iters):
+                    self.refreshed = True
+        active = view.job_index
+        for jid in [j for j in self.info if j not in active]:
+            del self.info[jid]  # rejected, or ended outside a completion
+        new: list[int] = []
+        for job in view.jobs:
+            if job.job_id not in self.info:
+                gpu_type, tau = tau_star(job.spec)
+                pred = self.predicted(job.spec)
+                self.info[job.job_id] = _JobInfo(job.spec, pred, tau, gpu_type)
+                self.at_arrival[job.job_id] = pred
+                new.append(job.job_id)
+        if self.refreshed:
+            old = [jid for jid in self.info if jid not in new]
+            preds = self.predictor.predict_many([self.info[j].spec for j in old])
+            for jid, pred in zip(old, preds, strict=True):
+                self.info[jid].pred_iters = max(1.0, float(pred))
+        for job in view.jobs:
+            info = self.info[job.job_id]
+            if job.done_iters >= info.pred_iters:
+                info.pred_iters = max(info.pred_iters, job.done_iters * (1.0 + self.overrun_margin), 1.0)
+        return new, completed
+
+    def remaining_iters(self, job: JobView) -> float:
+        return max(self.info[job.job_id].pred_iters - job.done_iters, 0.0)
+
+
+def _tau_star(
+    spec: JobSpec,
+    cluster: ClusterSpec,
+    throughput: ThroughputModel,
+    comm: CommModel,
+    gpu_types: Sequence[str],
+) -> tuple[str | None, float]:
+    """The best type and the iteration time under the most consolidated placement on it."""
+    best: tuple[str | None, float] = (None, math.inf)
+    for t in gpu_types:
+        groups = consolidated_groups(spec, cluster, t)
+        if groups is None:
+            continue
+        rate = placement_rate(throughput, cluster, comm, spec, groups)
+        if rate > 0 and 1.0 / rate < best[1]:
+            best = (t, 1.0 / rate)
+    return best
+
+
+# ============================================================================================
+# Policies
+
+
+@register_policy()
+class ASRPT(Policy):
+    """A-SRPT (Luo et al., "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in GPU
+    Clusters", IEEE INFOCOM 2025, arXiv:2501.05563): virtual single-machine SRPT on predicted sizes
+    guiding a communication-aware cluster schedule.
+
+    Implemented (see the module docstring for each part and its provenance): the job graph and its
+    cut cost, the communication-aware placement, the random-forest iteration predictor with oracle and
+    noisy alternatives, the virtual preemptive SRPT machine, guided non-preemptive list scheduling (mode
+    A) and the preemptive variant (mode B). Reconstructions [I]: the virtual size, both modes' details,
+    the predictor's features and schedule, the overrun rule and every default below. Run it with
+    ``SimConfig(comm="bandwidth")`` (and jobs carrying ``model_bytes``) for placement-dependent progress.
+
+    Args:
+        mode: ``"guided"`` (mode A, default) or ``"preemptive"`` (mode B).
+        predictor: ``"rf"`` (default), ``"oracle"``, ``"noisy"`` or an :class:`IterationPredictor`.
+        predictor_params: Knobs of a predictor given by name (e.g. ``{"sigma": 0.5}`` for ``noisy``,
+            ``{"refit_every": 20}`` for ``rf``).
+        history: Past jobs with known iterations to warm the predictor up (e.g. a trace prefix).
+        early_release: Mode A: a job is eligible at release (default ``True``, work-conserving) rather
+            than at its virtual completion.
+        strict_order: Mode A: no backfilling past a job that does not fit (default ``False``).
+        placement: ``"comm_aware"`` (default), ``"default"`` (the simulator's placer, GPU-granular best fit
+            then fewest servers) or ``"random"`` (servers in random order; communication-unaware).
+        overrun_margin: A job that has run past its prediction is predicted ``done * (1 + margin)``
+            (reconstruction; default 0.2).
+        min_run_s: Mode B: a job is not preempted within this many seconds of its start (default 300).
+        type_choice: GPU type preference in heterogeneous clusters: ``"fastest"`` (default) or ``"order"``.
+    """
+
+    name = "asrpt"
+    round_s = 60.0
+
+    def __init__(
+        self,
+        mode: Mode = "guided",
+        predictor: str | IterationPredictor = "rf",
+        predictor_params: Mapping[str, Any] | None = None,
+        history: Sequence[JobSpec] | None = None,
+        early_release: bool = True,
+        strict_order: bool = False,
+        placement: Placement = "comm_aware",
+        overrun_margin: float = 0.2,
+        min_run_s: float = 300.0,
+        type_choice: TypeChoice = "fastest",
+    ) -> None:
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r}; use 'guided' (mode A) or 'preemptive' (mode B)")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement={placement!r}; use one of {list(PLACEMENTS)}")
+        if not overrun_margin >= 0 or not min_run_s >= 0:
+            raise ValueError("overrun_margin and min_run_s must be >= 0")
+        self.mode = mode
+        self.predictor = predictor
+        self.predictor_params = dict(predictor_params or {})
+        self.history = history
+        self.early_release = early_release
+        self.strict_order = strict_order
+        self.placement = placement
+        self.overrun_margin = overrun_margin
+        self.min_run_s = min_run_s
+        self.type_choice = check_type_choice(type_choice)
+        self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+
+    def _reset(self) -> None:
+        self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
+        self.vm = VirtualSRPT()
+
+    # ---------------------------------------------------------------------------------------
+    def _types(self, view: ClusterView, job: JobView | JobSpec) -> list[str]:
+        spec = job.spec if isinstance(job, JobView) else job
+        types = [t for t in view.cluster.gpu_types if spec.gpu_types is None or t in spec.gpu_types]
+        if self.type_choice == "fastest":
+            types.sort(key=lambda t: -view.rate(spec, t, spec.num_gpus))
+        return [t for t in types if view.rate(spec, t, spec.num_gpus) > 0]
+
+    def _virtual_size(self, view: ClusterView, info: _JobInfo, iters: float) -> float:
+        return info.spec.num_gpus * iters * info.tau_star_s / view.cluster.total_gpus
+
+    def _place(self, view: ClusterView, job: JobView, free: np.ndarray) -> list[ServerGroup] | None:
+        types = self._types(view, job)
+        if self.placement == "random":
+            return random_place(job.spec, free, view.cluster, types, self.rng)
+        if self.placement == "default":
+            # Only the type and count are chosen; the simulator places them (best fit, fewest servers).
+            for t in types:
+                ids = view.cluster.servers_by_type[t]
+                if sum(int(free[s]) for s in ids) >= job.num_gpus:
+                    return _take_default(view.cluster, free, t, job.num_gpus)
+            return None
+        return comm_aware_place(job.spec, free, view.cluster, types)
+
+    def _assign(self, builder: AllocationBuilder, job: JobView, groups: list[ServerGroup], free: np.ndarray) -> None:
+        counts: dict[str, int] = {}
+        for g in groups:
+            counts[g.gpu_type] = counts.get(g.gpu_type, 0) + g.num_gpus
+            free[g.server_id] -= g.num_gpus
+        servers = None if self.placement == "default" else {g.server_id: g.num_gpus for g in groups}
+        builder.assign(job.job_id, JobAllocation(counts, servers=servers))
+
+    # ---------------------------------------------------------------------------------------
+    def schedule(self, view: ClusterView) -> Allocation:
+        comm = view.config.comm_model
+        tracker = self._tracker
+        self.vm.advance(view.now_s)
+
+        def tau(spec: JobSpec) -> tuple[str | None, float]:
+            return _tau_star(spec, view.cluster, view.throughput, comm, self._types(view, spec))
+
+        before = {jid: info.pred_iters for jid, info in tracker.info.items()}
+        new, completed = tracker.update(view, tau)
+        for jid in completed:
+            self.vm.remove(jid)
+        for jid, info in tracker.info.items():
+            if jid in new:
+                self.vm.add(jid, self._virtual_size(view, info, info.pred_iters), view.job(jid).submit_s)
+            elif info.pred_iters != before.get(jid):
+                self.vm.resize(jid, self._virtual_size(view, info, info.pred_iters))
+        if self.mode == "guided":
+            return self._guided(view)
+        return self._preemptive(view)
+
+    def _guided(self, view: ClusterView) -> Allocation:
+        builder = AllocationBuilder(view)
+        for job in view.running:
+            builder.keep(job)
+        free = np.array(view.free_by_server, dtype=np.int64)
+        queue = [j for j in view.waiting if self.early_release or j.job_id in self.vm.completed_at]
+        queue.sort(key=lambda j: self.vm.guide_key(j.job_id))
+        for job in queue:
+            groups = self._place(view, job, free)
+            if groups is None:
+                if self.strict_order:
+                    break
+                continue
+            self._assign(builder, job, groups, free)
+        return builder.build()
+
+    def _preemptive(self, view: ClusterView) -> Allocation:
+        tracker = self._tracker
+
+        def rank(job: JobView) -> tuple[float, float, int]:
+            info = tracker.info[job.job_id]
+            return (self._virtual_size(view, info, tracker.remaining_iters(job)), job.submit_s, job.job_id)
+
+        pinned = [
+            j for j in view.running if j.last_change_s is not None and view.now_s - j.last_change_s < self.min_run_s
+        ]
+        pinned_ids = {j.job_id for j in pinned}
+        ordered = pinned + sorted((j for j in view.jobs if j.job_id not in pinned_ids), key=rank)
+        builder = AllocationBuilder(view)
+        free = np.array([s.num_gpus for s in view.cluster.servers], dtype=np.int64)
+        # GPUs of running jobs not yet visited: a new job avoids them when it can, so a lower-priority
+        # job is preempted only when the higher-priority one fits nowhere else.
+        held = np.zeros_like(free)
+        for job in view.running:
+            for g in job.groups:
+                held[g.server_id] += g.num_gpus
+        for job in ordered:
+            if job.is_running:
+                for g in job.groups:
+                    held[g.server_id] -= g.num_gpus
+                if all(free[g.server_id] >= g.num_gpus for g in job.groups):
+                    builder.keep(job)
+                    for g in job.groups:
+                        free[g.server_id] -= g.num_gpus
+                    continue
+            groups = self._place(view, job, np.maximum(free - held, 0))
+            if groups is None:
+                groups = self._place(view, job, free)
+            if groups is not None:
+                self._assign(builder, job, groups, free)
+        return builder.build()
+
+    # ---------------------------------------------------------------------------------------
+    def predicted_iters(self, job_id: int) -> float:
+        """The current prediction for an active job (for inspection and tests)."""
+        return self._tracker.info[job_id].pred_iters
+
+    @property
+    def arrival_predictions(self) -> dict[int, float]:
+        """Every job's predicted iterations at its arrival in the current run (for error reports)."""
+        return dict(self._tracker.at_arrival)
+
+
+def _take_default(cluster: ClusterSpec, free: np.ndarray, gpu_type: str, num_gpus: int) -> list[ServerGroup]:
+    """Where the default placer would put ``num_gpus`` of ``gpu_type`` (``free`` is not modified)."""
+    return place_count(cluster, free.copy(), gpu_type, num_gpus)
+
+
+@register_policy()
+class PredictedSRTF(Policy):
+    """Preemptive SRTF on predicted remaining time: the prediction-assisted SRTF baseline of A-SRPT's study.
+
+    Jobs are ranked by ``(n_hat - done) / best rate`` with the same predictors as :class:`ASRPT`
+    (``predictor="oracle"`` is the classic ``srtf``) and given their requested GPUs greedily with the
+    simulator's default placement. Knobs as in :class:`ASRPT`.
+    """
+
+    name = "srtf-pred"
+
+    def __init__(
+        self,
+        predictor: str | IterationPredictor = "rf",
+        predictor_params: Mapping[str, Any] | None = None,
+        history: Sequence[JobSpec] | None = None,
+        overrun_margin: float = 0.2,
+        type_choice: TypeChoice = "fastest",
+    ) -> None:
+        super().__init__()
+        self.predictor = predictor
+        self.predictor_params = dict(predictor_params or {})
+        self.history = history
+        self.overrun_margin = overrun_margin
+        self.type_choice = check_type_choice(type_choice)
+        self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+
+    def _reset(self) -> None:
+        self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
+
+    @property
+    def arrival_predictions(self) -> dict[int, float]:
+        """Every job's predicted iterations at its arrival in the current run."""
+        return dict(self._tracker.at_arrival)
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        self._tracker.update(view, lambda spec: (None, math.nan))
+
+        def remaining_s(job: JobView) -> float:
+            rate = max((view.rate(job, t, job.num_gpus) for t in view.allowed_types(job)), default=0.0)
+            return self._tracker.remaining_iters(job) / rate if rate > 0 else math.inf
+
+        ordered = sorted(view.jobs, key=lambda j: (remaining_s(j), j.submit_s, j.job_id))
+        return greedy_fill(view, ordered, type_choice=self.type_choice)
+
+
+__all__ = [
+    "ASRPT",
+    "IterationPredictor",
+    "NoisyPredictor",
+    "OraclePredictor",
+    "PredictedSRTF",
+    "RandomForestPredictor",
+    "VirtualSRPT",
+    "comm_aware_place",
+    "consolidated_groups",
+    "make_predictor",
+    "placement_units",
+    "random_place",
+]
