@@ -813,6 +813,7 @@ class PredictedSRTF(Policy):
     """
 
     name = "srtf-pred"
+    in_default_comparison = False  # a baseline for A-SRPT studies: name it in --policies
 
     def __init__(
         self,

@@ -43,6 +43,7 @@ class FIFOBackfill(FIFO):
     """FIFO with backfilling: later jobs that fit may start while the head job waits."""
 
     name = "fifo-backfill"
+    in_default_comparison = False  # a variant: name it in --policies to compare it
 
     def __init__(self, type_choice: TypeChoice = "order", strict: bool = False) -> None:
         super().__init__(type_choice, strict)
@@ -53,6 +54,7 @@ class FIFOFastest(FIFO):
     """Heterogeneity-aware FIFO: each job takes the fastest GPU type with room (backfilling)."""
 
     name = "fifo-fastest"
+    in_default_comparison = False  # a variant: name it in --policies to compare it
 
     def __init__(self, type_choice: TypeChoice = "fastest", strict: bool = False) -> None:
         super().__init__(type_choice, strict)

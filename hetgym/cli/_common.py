@@ -11,7 +11,15 @@ from rich.console import Console
 from hetgym.sim.config import SimConfig
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
 
-console = Console()
+
+def _console() -> Console:
+    """Rich console; when output is not a terminal (a file, CI), wide enough for the result tables."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+console = _console()
 
 
 def add_scenario_args(parser: argparse.ArgumentParser) -> None:

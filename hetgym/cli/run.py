@@ -129,9 +129,9 @@ def print_comparison(comparison: Comparison) -> None:
     """The aggregate table: mean (± standard deviation over seeds) per policy."""
     agg = comparison.aggregate()
     table = Table(title=f"scenario '{comparison.scenario.name}', seeds {comparison.seeds} (mean ± sd over seeds)")
-    table.add_column("policy")
+    table.add_column("policy", no_wrap=True)
     for _, label, _, _ in HEADLINE_METRICS:
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", no_wrap=True)
     best_dsr = agg["dsr"].max() if "dsr" in agg and agg["dsr"].notna().any() else None
     for policy, row in agg.iterrows():
         cells = []

@@ -11,6 +11,10 @@ Both recipes come from public generator code (POLICIES.md §7):
   0.83/0.03/0.03/0.10/0.01; model uniform over ElasticFlow's six with a batch size of its A100 table;
   work = duration x the A100 rate; deadline ``submit + U(0.5, 1.5) x duration``.
 
+Durations refer to the recipe's GPU (V100, A100). On a cluster without it they refer to the cluster's
+fastest type instead (:func:`reference_gpu`), so that deadlines drawn from them stay reachable; the
+workload's metadata records the reference used.
+
 Arrivals are Poisson. The load is given either as an arrival rate (jobs per hour) or as a target
 utilisation ``u`` of a cluster: the rate is then ``u x GPUs / mean GPU-seconds per job``, where a job's
 GPU-seconds are its GPU count times its run time at the capacity-weighted mean rate over the cluster's
@@ -85,6 +89,15 @@ def _draw_scale(rng: np.random.Generator, table: Sequence[tuple[int, float]], si
     bounds = np.array([b for _, b in table])
     idx = np.searchsorted(bounds, r, side="right")
     return np.array([v for v, _ in table])[np.minimum(idx, len(table) - 1)]
+
+
+def reference_gpu(cluster: ClusterSpec, throughput: ThroughputModel, preferred: str) -> str:
+    """The GPU type a recipe's durations refer to: its own (``preferred``) when the cluster has it,
+    else the cluster's fastest type by speed index, so that deadlines drawn from durations stay
+    reachable on clusters without the recipe's GPU."""
+    if preferred in cluster.capacity:
+        return preferred
+    return max(cluster.gpu_types, key=lambda t: (throughput.speed_index.get(t, 0.0), t))
 
 
 def mean_rate(
@@ -192,6 +205,7 @@ def gavel_philly(
     throughput = throughput or ThroughputModel.default()
     load = load or Load(target_utilisation=0.8)
     ddl: DeadlineModel = deadline or NoDeadline()
+    ref = reference_gpu(cluster, throughput, "v100")
     rng_tpl, rng_scale, rng_dur, rng_long, rng_arr, rng_ddl = _streams(seed, 6)
     tpl_idx = rng_tpl.integers(0, len(GAVEL_TEMPLATES), size=num_jobs)
     scale = _draw_scale(rng_scale, PHILLY_SCALE, num_jobs)
@@ -210,14 +224,14 @@ def gavel_philly(
         gpus[i] = sf
         batch[i] = per_gpu_bs * sf
     iters = np.array(
-        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), "v100", int(gpus[i])) for i in range(num_jobs)]
+        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), ref, int(gpus[i])) for i in range(num_jobs)]
     )
     params = {
         "num_jobs": num_jobs,
         "seed": seed,
         "load": load.__dict__,
         "max_gpus_per_job": max_gpus_per_job,
-        "reference_gpu": "v100",
+        "reference_gpu": ref,
     }
     return _finish(
         "gavel-philly",
@@ -263,6 +277,7 @@ def elasticflow(
     throughput = throughput or ThroughputModel.default()
     load = load or Load(target_utilisation=0.8)
     ddl: DeadlineModel = deadline or ElasticFlowDeadline()
+    ref = reference_gpu(cluster, throughput, "a100")
     rng_model, rng_scale, rng_dur, rng_long, rng_arr, rng_ddl = _streams(seed, 6)
     model_idx = rng_model.integers(0, len(ELASTICFLOW_MODELS), size=num_jobs)
     scale = _draw_scale(rng_scale, ITP_SCALE, num_jobs)
@@ -275,14 +290,14 @@ def elasticflow(
     batches = {m: throughput.batch_sizes(m, "a100") for m in ELASTICFLOW_MODELS}
     batch = np.array([batches[jt][int(rng_model.integers(0, len(batches[jt])))] for jt in job_types], dtype=np.int64)
     iters = np.array(
-        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), "a100", int(scale[i])) for i in range(num_jobs)]
+        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), ref, int(scale[i])) for i in range(num_jobs)]
     )
     params = {
         "num_jobs": num_jobs,
         "seed": seed,
         "load": load.__dict__,
         "max_gpus_per_job": max_gpus_per_job,
-        "reference_gpu": "a100",
+        "reference_gpu": ref,
     }
     return _finish(
         "elasticflow",

@@ -131,3 +131,15 @@ def test_scenario_overrides() -> None:
     assert sc.cluster == "tiny" and sc.workload.num_jobs == 5 and sc.sim.round_s == 60.0
     with pytest.raises(KeyError, match="did you mean 'round_s'"):
         get_scenario("default").with_overrides(sim={"round": 60.0})
+
+
+def test_durations_refer_to_the_recipes_gpu_or_the_clusters_fastest() -> None:
+    model = ThroughputModel.default()
+    on_default = elasticflow(20, seed=0, cluster="default")
+    assert on_default.metadata["params"]["reference_gpu"] == "a100"
+    on_tiny = elasticflow(20, seed=0, cluster="tiny")  # no A100: durations refer to its V100s
+    assert on_tiny.metadata["params"]["reference_gpu"] == "v100"
+    for j in on_tiny:
+        assert j.total_iters == pytest.approx(j.duration_s * model.rate(j.job_type, j.batch_size, "v100", j.num_gpus))
+    assert gavel_philly(5, seed=0, cluster="large").metadata["params"]["reference_gpu"] == "v100"
+    assert gavel_philly(5, seed=0, cluster="tiny").metadata["params"]["reference_gpu"] == "v100"
