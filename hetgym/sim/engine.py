@@ -30,7 +30,7 @@ from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
-from hetgym.sim.placement import place_jobs
+from hetgym.sim.placement import plan_placement
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
@@ -207,6 +207,7 @@ class Simulator:
         self._round_s = self.config.round_s or DEFAULT_ROUND_S
         self._started = False
         self._latencies_s: list[float] = []
+        self._ended_log: list[tuple[int, float, JobStatus]] = []
 
     def _check_jobs(self, specs: list[JobSpec]) -> None:
         seen: set[int] = set()
@@ -251,6 +252,16 @@ class Simulator:
         """Whether the simulation has ended."""
         return self._done
 
+    def ended_log(self, start: int = 0) -> list[tuple[int, float, JobStatus]]:
+        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on.
+
+        Completions and rejections are recorded as they happen; jobs still active when the simulation
+        stops are recorded as ``UNFINISHED`` at the stop time. Step-by-step callers (the Gym env) keep
+        a cursor to see what ended between two epochs, including a last completion that leaves the
+        cluster idle and so opens no epoch of its own.
+        """
+        return self._ended_log[start:]
+
     def reset(self, round_s: float | None = None) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
@@ -277,6 +288,7 @@ class Simulator:
         self._stalled = False
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
+        self._ended_log = []
         self._latencies_s = []
         self._started = True
         self._wall_start = time.perf_counter()
@@ -401,6 +413,7 @@ class Simulator:
             job.view = None
             del self._active[jid]
             self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.COMPLETED))
             self._events += 1
             done.append(jid)
         if done:
@@ -473,30 +486,11 @@ class Simulator:
             job.version += 1
             job.view = None
             self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.REJECTED))
 
         new = allocation.jobs
         # Placement starts from an empty cluster: the allocation is the complete new state.
-        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
-        final: dict[int, tuple[ServerGroup, ...]] = {}
-        servers = self.cluster.servers
-        for jid, ja in new.items():
-            if ja.servers is not None:
-                final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
-                for s, n in ja.servers:
-                    free[s] -= n
-        pending: dict[int, dict[str, int]] = {}
-        for jid, ja in new.items():
-            if ja.servers is not None:
-                continue
-            job = active[jid]
-            if ja.same_resources(job.alloc) and all(free[g.server_id] >= g.num_gpus for g in job.groups):
-                for g in job.groups:
-                    free[g.server_id] -= g.num_gpus
-                final[jid] = job.groups
-            else:
-                pending[jid] = ja.as_dict()
-        if pending:
-            final.update(place_jobs(self.cluster, free, pending, {jid: active[jid].groups for jid in pending}))
+        final, free = plan_placement(self.cluster, new, {jid: (active[jid].alloc, active[jid].groups) for jid in new})
 
         changed = False
         for jid, job in active.items():
@@ -585,6 +579,7 @@ class Simulator:
                 if job.status == JobStatus.RUNNING:
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED
+                self._ended_log.append((job.spec.job_id, self._now, JobStatus.UNFINISHED))
             self._wall_s = time.perf_counter() - self._wall_start
         return None
 
