@@ -39,7 +39,7 @@ from hetgym.envs.codecs import Encoding, SequentialCodec
 from hetgym.envs.env import HetClusterEnv
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
-from hetgym.sim.policy import Policy, PolicyProtocol, make_policy
+from hetgym.sim.policy import PolicyProtocol, make_policy
 
 
 def _make(policy: PolicyProtocol | str, policy_kwargs: dict[str, Any]) -> PolicyProtocol:
@@ -254,6 +254,20 @@ class ExpertLabelWrapper(gym.Wrapper[dict[str, np.ndarray], Any, dict[str, np.nd
         info["expert_reasons"] = list(enc.reasons) if (enc is not None and live) else []
 
 
+def labelled_env(
+    env_id: str = "hetgym:HetCluster-v0",
+    policy: str = "edf",
+    policy_kwargs: dict[str, Any] | None = None,
+    **env_kwargs: Any,
+) -> ExpertLabelWrapper:
+    """``gym.make(env_id, **env_kwargs)`` wrapped in :class:`ExpertLabelWrapper` (a picklable factory).
+
+    Use it to build vector envs whose workers label their own observations, e.g.
+    ``SubprocVecEnv([functools.partial(labelled_env, "hetgym:HetCluster-Tiny-v0", "srtf")] * 4)``.
+    """
+    return ExpertLabelWrapper(gym.make(env_id, **env_kwargs), policy, **(policy_kwargs or {}))
+
+
 def _local_envs(env: Any) -> list[Any] | None:
     """The sub-envs of an in-process env or vector env, or ``None`` for worker processes."""
     if isinstance(env, gym.Env):
@@ -284,4 +298,4 @@ def _is_batched(observation: Any, space: gym.Space[Any] | None) -> bool:
     return arr.ndim > 1
 
 
-__all__ = ["ExpertAgent", "ExpertLabelWrapper", "ExpertTracker", "Policy", "expert_env_kwargs"]
+__all__ = ["ExpertAgent", "ExpertLabelWrapper", "ExpertTracker", "expert_env_kwargs", "labelled_env"]

@@ -161,7 +161,7 @@ class ActionCodec(ABC):
         expressed: Allocation,
         notes: list[str],
     ) -> Encoding:
-        reasons = explain_gap(self, state, expressed, target) + notes
+        reasons = ([] if expressed == target else explain_gap(self, state, expressed, target)) + notes
         return Encoding(actions, expressed, not reasons, tuple(reasons))
 
 
@@ -319,42 +319,54 @@ class SequentialCodec(ActionCodec):
         expressed (a count off the levels is rounded down, a job outside the window is left alone, a
         job already rejected in the draft stays rejected) are skipped.
         """
+        return self._plan(state, target)[0]
+
+    def _plan(self, state: DecisionState, target: Allocation) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`plan`, plus the draft, modes and rejections it leads to."""
         want, reject, mode, has_gpus = self._target_rows(state, target)
         draft = state.draft.copy()
         free = state.free.copy()
-        rejected = state.rejected
-        used = state.used
+        rejected = state.rejected.copy()
         levels_idx = self.floor_index
         actions: list[int] = []
         n = len(state.jobs)
+        num_types = self.num_types
         for k in range(n):
             if reject[k] and not rejected[k]:
                 actions.append(self.reject_offset + k)
                 free += draft[k]
                 draft[k] = 0
-        live = used & ~rejected & ~reject
+                rejected[k] = True
+        live = (state.used & ~rejected).tolist()
+        want_l = want.tolist()
+        draft_l = draft.tolist()
+        free_l = free.tolist()
         for k in range(n):
             if not live[k]:
                 continue
-            for t in range(self.num_types):
-                if want[k, t] < draft[k, t]:
-                    actions.append(self.set_action(k, t, int(levels_idx[want[k, t]])))
-                    free[t] += draft[k, t] - want[k, t]
-                    draft[k, t] = want[k, t]
+            row, cur = want_l[k], draft_l[k]
+            for t in range(num_types):
+                if row[t] < cur[t]:
+                    actions.append(self.set_action(k, t, int(levels_idx[row[t]])))
+                    free_l[t] += cur[t] - row[t]
+                    cur[t] = row[t]
+        new_mode = state.draft_mode.copy()
         if self.num_mode:
             for k in range(n):
-                if live[k] and has_gpus[k] and mode[k] != state.draft_mode[k]:
+                if live[k] and has_gpus[k] and mode[k] != new_mode[k]:
                     actions.append(self.mode_action(k, int(mode[k])))
+                    new_mode[k] = mode[k]
         for k in range(n):
             if not live[k]:
                 continue
-            for t in range(self.num_types):
-                extra = want[k, t] - draft[k, t]
-                if extra > 0 and extra <= free[t]:
-                    actions.append(self.set_action(k, t, int(levels_idx[want[k, t]])))
-                    free[t] -= extra
-                    draft[k, t] = want[k, t]
-        return actions
+            row, cur = want_l[k], draft_l[k]
+            for t in range(num_types):
+                extra = row[t] - cur[t]
+                if 0 < extra <= free_l[t]:
+                    actions.append(self.set_action(k, t, int(levels_idx[row[t]])))
+                    free_l[t] -= extra
+                    cur[t] = row[t]
+        return actions, np.asarray(draft_l, dtype=np.int64).reshape(draft.shape), new_mode, rejected
 
     def encode_next(self, state: DecisionState, target: Allocation) -> int:
         """The next action towards ``target`` from the current draft (the commit when there is none)."""
@@ -362,8 +374,12 @@ class SequentialCodec(ActionCodec):
         return actions[0] if actions else self.commit
 
     def encode(self, state: DecisionState, target: Allocation) -> Encoding:
-        actions = self.plan(state, target)
+        actions, draft, mode, rejected = self._plan(state, target)
         budget = self.max_actions - state.num_actions
+        if len(actions) < budget:
+            expressed = state.allocation_of(draft, mode, rejected)
+            return self._finish_encoding(state, target, (*actions, self.commit), expressed, [])
+        # The cap cuts the plan short (or its last action commits): replay what fits to see what is left.
         notes: list[str] = []
         if len(actions) > budget:
             notes.append(
@@ -387,8 +403,7 @@ class SequentialCodec(ActionCodec):
             self._buf[:] = saved_mask
             self._live_allowed = saved_live
             self._buf_key = (id(state), state.version)
-        full = tuple(actions) if len(actions) == budget else (*actions, self.commit)
-        return self._finish_encoding(state, target, full, expressed, notes)
+        return self._finish_encoding(state, target, tuple(actions), expressed, notes)
 
 
 class OneShotCodec(ActionCodec):

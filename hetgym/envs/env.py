@@ -205,7 +205,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._replay_options = options
         self._replay_actions = []
         self._start_episode(options)
-        return self.encoder.observe(self.state), self._info(RewardComponents(), committed=False, invalid=False)
+        info = self._info(RewardComponents(), committed=False, invalid=False)
+        info["workload_seed"] = self.workload_seed
+        return self.encoder.observe(self.state), info
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one action (see the class docstring); commits advance the simulator."""
@@ -447,6 +449,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self._done:
             info["stop_reason"] = self._stop_reason
             info["metrics"] = self._final_metrics()
+            info["workload_seed"] = self.workload_seed
         return info
 
     def _final_metrics(self) -> dict[str, float]:

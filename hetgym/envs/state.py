@@ -159,6 +159,10 @@ class DecisionState:
         self.num_actions = 0
         #: Bumped by every change, so codecs can tell whether a cached mask is still current.
         self.version = 0
+        #: Bumped by every load (a new epoch), part of the allocation cache key.
+        self.version_of_load = 0
+        self._alloc: Allocation | None = None
+        self._alloc_key: tuple[object, ...] = ()
 
     # ----------------------------------------------------------------------------------------
     def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str) -> None:
@@ -166,6 +170,7 @@ class DecisionState:
         self.view = view
         self.num_actions = 0
         self.version += 1
+        self.version_of_load += 1
         self.used[:] = False
         self.ids[:] = -1
         self.allowed[:] = False
@@ -247,26 +252,42 @@ class DecisionState:
         A window job whose counts and mode are unchanged keeps its current :class:`JobAllocation`
         (servers included), as does every job outside the window.
         """
+        return self.allocation_of(self.draft, self.draft_mode, self.rejected)
+
+    def allocation_of(self, draft: np.ndarray, draft_mode: np.ndarray, rejected: np.ndarray) -> Allocation:
+        """The allocation a draft given as arrays (same shapes as the state's) would commit.
+
+        The latest result is cached by content, so the commit that follows an expert's encoding reuses it.
+        """
+        key = (id(self.view), self.version_of_load, draft.tobytes(), draft_mode.tobytes(), rejected.tobytes())
+        if key == self._alloc_key and self._alloc is not None:
+            return self._alloc
+        out = self._build_allocation(draft, draft_mode, rejected)
+        self._alloc, self._alloc_key = out, key
+        return out
+
+    def _build_allocation(self, draft: np.ndarray, draft_mode: np.ndarray, rejected: np.ndarray) -> Allocation:
         jobs: dict[int, JobAllocation] = {}
         reject: list[int] = []
         types = self.types
         modes = self.modes
-        draft = self.draft
-        current = self.current
+        rows = draft.tolist()
+        current = self.current.tolist()
+        mode_idx = draft_mode.tolist()
+        rejected_list = rejected.tolist()
         for slot, job in enumerate(self.jobs):
-            if self.rejected[slot]:
+            if rejected_list[slot]:
                 reject.append(job.job_id)
                 continue
-            row = draft[slot]
-            if not row.any():
+            row = rows[slot]
+            if not any(row):
                 continue
             ja = job.allocation
-            mode = modes[int(self.draft_mode[slot])]
-            if ja is not None and ja.mode == mode and np.array_equal(row, current[slot]):
+            mode = modes[mode_idx[slot]]
+            if ja is not None and ja.mode == mode and row == current[slot]:
                 jobs[job.job_id] = ja
             else:
-                counts = {types[t]: int(n) for t, n in enumerate(row.tolist()) if n}
-                jobs[job.job_id] = JobAllocation(counts, mode=mode)
+                jobs[job.job_id] = JobAllocation({types[t]: n for t, n in enumerate(row) if n}, mode=mode)
         for job in self.outside:
             if job.allocation:
                 jobs[job.job_id] = job.allocation
