@@ -17,11 +17,11 @@ action codec maps such an allocation to the actions an agent would take
   processes (``SubprocVecEnv``, ``AsyncVectorEnv``), where only observations and infos cross the pipe.
 
 When a codec cannot express the expert's allocation exactly (a count off the count levels, an
-execution mode or an explicit placement the codec does not offer, a job outside the window), the
-actions express the nearest allocation it can (counts rounded down to a level, the default placement,
-the codec's first mode, out-of-window jobs left alone); ``info["expert_exact"]`` is then ``False`` and
-``info["expert_reasons"]`` says why, and the environment's own steps of that epoch report
-``info["target_exact"]``/``info["target_reasons"]`` likewise.
+execution mode the codec does not offer, an explicit server placement other than keeping a job where it
+is, a job outside the window), the actions express the nearest allocation it can (counts rounded down to
+a level, the simulator's default placement, the job's current mode, out-of-window jobs left alone);
+``info["expert_exact"]`` is then ``False`` and ``info["expert_reasons"]`` says why, and the environment's
+own steps of that epoch report ``info["target_exact"]``/``info["target_reasons"]`` likewise.
 
 The expert only matches its run on the raw simulator when both use the same round length: make the
 environment with ``sim={"round_s": policy.round_s}`` for a policy that has one (:func:`expert_env_kwargs`).

@@ -14,7 +14,8 @@ Two codecs, chosen by the ``codec`` option (both act on the K-slot window of
 Both provide the inverse map :meth:`ActionCodec.encode` from a target :class:`~hetgym.sim.Allocation`
 (an expert's decision) to the actions that express it, with an :class:`Encoding` saying whether the
 expression is exact, i.e. whether committing it leaves the simulator in the same state as the target
-would (same jobs rejected, same GPUs per type, same servers, same execution mode), and if not, why.
+would (same jobs rejected, same GPUs per type, same execution mode, no job moved by an explicit server
+placement), and if not, why.
 The sequential codec also has :meth:`SequentialCodec.encode_next`, the next action towards the target
 from the current draft (a DAgger label).
 """
@@ -32,7 +33,6 @@ from gymnasium import spaces
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.errors import UnknownNameError
-from hetgym.sim.placement import plan_placement
 
 
 @dataclass(frozen=True)
@@ -593,10 +593,12 @@ def _describe(ja: JobAllocation | None) -> str:
 def explain_gap(codec: ActionCodec, state: DecisionState, expressed: Allocation, target: Allocation) -> list[str]:
     """Why committing ``expressed`` would not leave the simulator as ``target`` would (empty if it would).
 
-    Two allocations are equivalent when they reject the same jobs and every job ends on the same
-    servers with the same GPU counts and, when it holds GPUs, the same execution mode; servers are
-    compared after the simulator's own placement (:func:`hetgym.sim.placement.plan_placement`), so an
-    explicit placement equal to the default one is not a difference.
+    Two allocations are equivalent when they reject the same jobs and give every job the same GPU
+    counts per type and, when it holds GPUs, the same execution mode, and when neither moves a job
+    between servers on its own account: the codecs set counts and leave placement to the simulator, so
+    a target's explicit server placement is expressible only when it keeps a job exactly where it is
+    (what ``AllocationBuilder.keep`` produces). The simulator keeps a job whose counts and mode are
+    unchanged on its servers whether or not they are spelled out, so that case is no difference.
     """
     view = state.view
     if view is None:
@@ -613,7 +615,7 @@ def explain_gap(codec: ActionCodec, state: DecisionState, expressed: Allocation,
                     f"job {jid}: the actions reject it but the target does not (rejected earlier in the draft)"
                 )
     t_jobs, e_jobs = target.jobs, expressed.jobs
-    placement_only: list[int] = []
+    active = view.job_index
     for jid in sorted(set(t_jobs) | set(e_jobs)):
         if jid in target.reject or jid in expressed.reject:
             continue
@@ -622,23 +624,22 @@ def explain_gap(codec: ActionCodec, state: DecisionState, expressed: Allocation,
         if t_ja == e_ja:
             continue
         if t_ja is not None and e_ja is not None and t_ja.counts == e_ja.counts and t_ja.mode == e_ja.mode:
-            placement_only.append(jid)  # same GPUs, other servers: decided by the placement below
+            current = active[jid].allocation if jid in active else None
+            if (
+                current is not None
+                and current.counts == t_ja.counts
+                and current.mode == t_ja.mode
+                and (t_ja.servers is None or t_ja.servers == current.servers)
+            ):
+                continue  # an unchanged job stays where it is either way
+            reasons.append(
+                f"job {jid}: target {_describe(t_ja)}, expressible {_describe(e_ja)} (explicit server placements "
+                "are not expressible: the codecs set counts and the simulator places them, keeping only an "
+                "unchanged job where it is)"
+            )
             continue
         why = _why_not(codec, state, window, jid, target)
         reasons.append(f"job {jid}: target {_describe(t_ja)}, expressible {_describe(e_ja)} ({why})")
-    if placement_only:
-        current = {j.job_id: (j.allocation, j.groups) for j in view.jobs}
-        groups_t, _ = plan_placement(view.cluster, t_jobs, current)
-        groups_e, _ = plan_placement(view.cluster, e_jobs, current)
-        for jid in sorted(set(groups_t) | set(groups_e)):
-            if groups_t.get(jid, ()) != groups_e.get(jid, ()):
-                t_ja, e_ja = t_jobs.get(jid), e_jobs.get(jid)
-                reasons.append(
-                    f"job {jid}: target {_describe(t_ja)}, expressible {_describe(e_ja)} ends on servers "
-                    f"{[g.server_id for g in groups_e.get(jid, ())]} instead of "
-                    f"{[g.server_id for g in groups_t.get(jid, ())]} (explicit placements are not expressible; "
-                    "the simulator's default placement applies)"
-                )
     return reasons
 
 
@@ -663,5 +664,5 @@ def _why_not(codec: ActionCodec, state: DecisionState, window: dict[int, int], j
         if bad:
             return f"type(s) {bad} are not allowed for the job"
         if ja.servers is not None:
-            return "its explicit servers differ from the simulator's default placement of the same counts"
+            return "explicit server placements are not expressible"
     return "the GPUs it needs are held by jobs outside the window, or the per-epoch action cap was reached"

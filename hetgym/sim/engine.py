@@ -30,7 +30,7 @@ from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
-from hetgym.sim.placement import plan_placement
+from hetgym.sim.placement import place_jobs
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
@@ -490,7 +490,27 @@ class Simulator:
 
         new = allocation.jobs
         # Placement starts from an empty cluster: the allocation is the complete new state.
-        final, free = plan_placement(self.cluster, new, {jid: (active[jid].alloc, active[jid].groups) for jid in new})
+        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
+        final: dict[int, tuple[ServerGroup, ...]] = {}
+        servers = self.cluster.servers
+        for jid, ja in new.items():
+            if ja.servers is not None:
+                final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
+                for s, n in ja.servers:
+                    free[s] -= n
+        pending: dict[int, dict[str, int]] = {}
+        for jid, ja in new.items():
+            if ja.servers is not None:
+                continue
+            job = active[jid]
+            if ja.same_resources(job.alloc) and all(free[g.server_id] >= g.num_gpus for g in job.groups):
+                for g in job.groups:
+                    free[g.server_id] -= g.num_gpus
+                final[jid] = job.groups
+            else:
+                pending[jid] = ja.as_dict()
+        if pending:
+            final.update(place_jobs(self.cluster, free, pending, {jid: active[jid].groups for jid in pending}))
 
         changed = False
         for jid, job in active.items():

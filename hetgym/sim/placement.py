@@ -16,15 +16,11 @@ Jobs are placed in decreasing GPU count (ties by job id), so large jobs get whol
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.throughput import ServerGroup
-
-if TYPE_CHECKING:
-    from hetgym.sim.allocation import JobAllocation
 
 
 def place_count(
@@ -94,49 +90,3 @@ def place_jobs(
     for jid, t, n in items:
         out[jid].extend(place_count(cluster, free, t, n, previous.get(jid, ())))
     return {jid: tuple(sorted(groups, key=lambda g: g.server_id)) for jid, groups in out.items()}
-
-
-def plan_placement(
-    cluster: ClusterSpec,
-    jobs: Mapping[int, JobAllocation],
-    current: Mapping[int, tuple[JobAllocation | None, tuple[ServerGroup, ...]]],
-) -> tuple[dict[int, tuple[ServerGroup, ...]], np.ndarray]:
-    """The servers every job of a (validated) allocation ends up on, exactly as the simulator applies it.
-
-    Explicit placements are taken first; then a job whose counts and mode are unchanged keeps its
-    servers (sticky); the remaining jobs go through :func:`place_jobs`. Nothing is mutated, so callers
-    outside the engine (the Gym environment's action codecs) can predict the outcome of an allocation.
-
-    Args:
-        cluster: The cluster.
-        jobs: ``{job_id: JobAllocation}`` of the allocation (placement starts from an empty cluster).
-        current: ``{job_id: (current JobAllocation or None, current server groups)}`` for the jobs
-            named in ``jobs`` (missing ids count as holding nothing).
-
-    Returns:
-        ``({job_id: server groups}, free GPUs per server afterwards)``.
-    """
-    servers = cluster.servers
-    free = np.array([s.num_gpus for s in servers], dtype=np.int64)
-    final: dict[int, tuple[ServerGroup, ...]] = {}
-    for jid, ja in jobs.items():
-        if ja.servers is not None:
-            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
-            for s, n in ja.servers:
-                free[s] -= n
-    pending: dict[int, dict[str, int]] = {}
-    previous: dict[int, tuple[ServerGroup, ...]] = {}
-    for jid, ja in jobs.items():
-        if ja.servers is not None:
-            continue
-        alloc, groups = current.get(jid, (None, ()))
-        if ja.same_resources(alloc) and all(free[g.server_id] >= g.num_gpus for g in groups):
-            for g in groups:
-                free[g.server_id] -= g.num_gpus
-            final[jid] = groups
-        else:
-            pending[jid] = ja.as_dict()
-            previous[jid] = groups
-    if pending:
-        final.update(place_jobs(cluster, free, pending, previous))
-    return final, free

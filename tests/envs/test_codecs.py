@@ -207,15 +207,25 @@ def test_execution_mode_needs_the_modes_option(codec: str) -> None:
 
 
 @pytest.mark.parametrize("codec", ["sequential", "multidiscrete"])
-def test_explicit_servers_are_exact_only_when_the_default_placement_agrees(codec: str) -> None:
-    env = tiny_at_first_epoch(codec=codec)
-    jid = env.view.jobs[0].job_id
-    v100_servers = env.cluster.servers_by_type["v100"]
-    # The default placer puts 1 GPU on the best-fitting (first) V100 server; the second differs.
-    same = env.encode(Allocation({jid: JobAllocation({"v100": 1}, servers={v100_servers[0]: 1})}))
-    other = env.encode(Allocation({jid: JobAllocation({"v100": 1}, servers={v100_servers[1]: 1})}))
-    assert same.exact
-    assert not other.exact and "servers" in other.reasons[0]
+def test_explicit_servers_are_exact_only_when_they_keep_a_job_in_place(codec: str) -> None:
+    env = HetClusterEnv(scenario="tiny", codec=codec)
+    env.reset(seed=0)
+    tracker = ExpertTracker("fifo")
+    while env.view is not None and not any(j.num_servers == 1 for j in env.view.running):
+        env.step(tracker.label(env))
+    job = next(j for j in env.view.running if j.num_servers == 1)
+    here = job.allocation
+    assert here is not None and here.servers is not None
+    # Keeping it (servers spelled out, as AllocationBuilder.keep does, or left to the simulator) is exact.
+    kept = {j.job_id: j.allocation for j in env.view.running}
+    assert env.encode(Allocation(kept)).exact
+    assert env.encode(Allocation({**kept, job.job_id: JobAllocation(here.counts)})).exact
+    # Moving it to other servers of the same type is not expressible.
+    (gpu_type, n), *_ = here.counts
+    others = [s for s in env.cluster.servers_by_type[gpu_type] if s not in dict(here.servers)]
+    moved = Allocation({**kept, job.job_id: JobAllocation(here.counts, servers={others[0]: n})})
+    enc = env.encode(moved)
+    assert not enc.exact and "explicit server placements" in enc.reasons[0]
 
 
 def test_jobs_outside_the_window_are_flagged() -> None:
