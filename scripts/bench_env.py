@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     with os.fdopen(fd, "w") as fh:
         json.dump(payload, fh, indent=2)
         fh.write("\n")
+    os.chmod(tmp, 0o644)
     os.replace(tmp, args.out)
     print(f"wrote {args.out}")
     return 0

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".png")
     os.close(fd)
     plt.imsave(tmp, frame)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, args.out)
     print(
         f"wrote {args.out} ({frame.shape[1]}x{frame.shape[0]}): {args.policy} on {args.env_id} seed {args.seed}, "

@@ -17,7 +17,10 @@ from gymnasium.wrappers import FlattenObservation
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3 import PPO
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from hetgym.experts import ExpertAgent, ExpertLabelWrapper
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +63,30 @@ def test_ppo_learns_on_flattened_observations(codec: str) -> None:
         obs, _, term, trunc, _ = env.step(action)
         if term or trunc:
             break
+
+
+@pytest.mark.slow
+def test_maskable_ppo_and_expert_labels_in_spawned_subprocess_workers() -> None:
+    venv = make_vec_env(
+        "hetgym:HetCluster-Tiny-v0",
+        n_envs=2,
+        seed=0,
+        vec_env_cls=SubprocVecEnv,
+        vec_env_kwargs={"start_method": "spawn"},
+        env_kwargs={"reward": "jct"},
+        wrapper_class=ExpertLabelWrapper,
+        wrapper_kwargs={"policy": "srtf"},
+    )
+    try:
+        model = MaskablePPO("MultiInputPolicy", venv, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.learn(total_timesteps=512)  # masks come from the workers through env_method("action_masks")
+        agent = ExpertAgent("srtf", venv)  # reads the labels the workers computed
+        obs = venv.reset()
+        for _ in range(30):
+            actions, _ = agent.predict(obs)
+            masks = get_action_masks(venv)
+            assert all(masks[i][actions[i]] for i in range(2))
+            obs, _, _, infos = venv.step(actions)
+            assert all(info["expert_exact"] for info in infos)
+    finally:
+        venv.close()
