@@ -114,9 +114,9 @@ class ActionCodec(ABC):
     def encode(self, state: DecisionState, target: Allocation) -> Encoding:
         """The actions that express ``target`` from the current draft (the inverse map)."""
 
+    @abstractmethod
     def noop(self, state: DecisionState) -> Any:
         """An action that leaves every allocation as it is and commits."""
-        raise NotImplementedError
 
     # ----------------------------------------------------------------------------------------
     def level_floor(self, num_gpus: int) -> int:

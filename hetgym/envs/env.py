@@ -179,7 +179,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._penalised: set[int] = set()
         self._now_s = 0.0
         self._epoch = 0
-        self._decisions = 0
         self._replay_rng_state: Any = None
         self._replay_options: dict[str, Any] = {}
         self._replay_actions: list[Any] = []
@@ -327,7 +326,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._ended_at = {}
         self._ended_cursor = 0
         self._penalised = set()
-        self._decisions = 0
         self._now_s = 0.0
         self._epoch = 0
         view = self.sim.reset()
@@ -352,7 +350,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         t0 = view.now_s
         next_view = self.sim.step(allocation)
         t1 = next_view.now_s if next_view is not None else self.sim.now_s
-        self._decisions += 1
         ended = self.sim.ended_log(self._ended_cursor)
         self._ended_cursor += len(ended)
         ended_at = self._ended_at
