@@ -103,7 +103,10 @@ class HetClusterConfig:
         count_levels: GPU counts an action can give a job on one type (``"pow2"``, ``"all"`` or a list).
         modes: Execution modes an action can choose for a job spanning types (the first is the
             default; with one mode there is no mode choice).
-        allow_reject: Whether actions can reject (refuse for good) a job.
+        allow_reject: Whether actions can reject (refuse for good) a job. ``None`` (default): only with the
+            ``deadline`` reward, where a rejection counts as a lost deadline. Under the time-based rewards
+            a rejected job would leave the system at no cost (an agent learns to reject everything), so
+            ``True`` with them is refused.
         max_actions_per_epoch: Cap on sequential actions in one decision epoch; the action that reaches
             it also commits. ``None``: ``K * (T + 2) + 1``, enough for any allocation of the window.
         window_order: Which active jobs fill the K slots and in what order: ``slack`` (least deadline
@@ -126,7 +129,7 @@ class HetClusterConfig:
     codec: str = "sequential"
     count_levels: str | tuple[int, ...] = "pow2"
     modes: tuple[str, ...] = ("sync",)
-    allow_reject: bool = True
+    allow_reject: bool | None = None
     max_actions_per_epoch: int | None = None
     window_order: str = "slack"
     observation: str = "window"
@@ -152,6 +155,14 @@ class HetClusterConfig:
             raise UnknownNameError("window order", self.window_order, WINDOW_ORDERS)
         if self.observation not in OBSERVATION_NAMES:
             raise UnknownNameError("observation encoder", self.observation, OBSERVATION_NAMES)
+        if self.allow_reject is None:
+            object.__setattr__(self, "allow_reject", self.reward == "deadline")
+        elif self.allow_reject and self.reward != "deadline":
+            raise EnvConfigError(
+                f"allow_reject=True with reward={self.reward!r}: a rejected job would leave the system at no cost "
+                "under this reward, so an agent learns to reject every job; use reward='deadline' (a rejection "
+                "counts as a lost deadline) or leave allow_reject unset"
+            )
         if not self.modes:
             raise EnvConfigError("modes=(): give at least one execution mode, e.g. ('sync',)")
         for mode in self.modes:

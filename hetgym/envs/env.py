@@ -54,9 +54,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes):
 
     * ``"sequential"`` (default): ``Discrete(K*T*C [+ K] [+ K*M] + 1)``. Action ``(k*T + t)*C + c``
-      sets slot k's count on type t to level c; the next K actions (with ``allow_reject``) reject slot
-      k's job; the next K*M (when M > 1) set slot k's execution mode; the last action commits. Only
-      the commit advances the simulator; edits before it change the draft shown in the observation.
+      sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
+      under the ``deadline`` reward only) reject slot k's job; the next K*M (when M > 1) set slot k's
+      execution mode; the last action commits. Only the commit advances the simulator; edits before it
+      change the draft shown in the observation.
       ``action_masks()`` and ``info["action_mask"]`` give the valid actions (sb3-contrib's
       MaskablePPO reads the former). A masked-out action is ignored (``info["invalid_action"]``).
       At most ``max_actions_per_epoch`` actions per epoch (default ``K*(T+2)+1``): the action that
@@ -146,12 +147,12 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.total_gpus = int(self.cluster.total_gpus)
         self.state = DecisionState(self.cluster, config.queue_slots, config.modes)
         self.codec: ActionCodec = make_codec(
-            config.codec, self.state, self.levels, config.allow_reject, self.max_actions
+            config.codec, self.state, self.levels, bool(config.allow_reject), self.max_actions
         )
         self.encoder = ENCODERS[config.observation](
             self.state,
             time_scale_s=config.time_scale_s,
-            allow_reject=config.allow_reject,
+            allow_reject=bool(config.allow_reject),
             max_actions=self.max_actions,
         )
         self.action_space = self.codec.space

@@ -271,11 +271,21 @@ def test_unknown_keys_name_the_nearest_valid_one(kwargs: dict[str, Any], needle:
         ({"trace": "/no/such/file.csv"}, "no such file"),
         ({"workload": 3}, "mapping"),
         ({"time_scale_s": -1.0}, "time_scale_s"),
+        ({"reward": "jct", "allow_reject": True}, "reject every job"),
     ],
 )
 def test_bad_values_are_explained(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         gym.make("HetCluster-v0", **kwargs)
+
+
+def test_rejection_is_offered_with_the_deadline_reward_only() -> None:
+    assert gym.make("HetCluster-Tiny-v0").unwrapped.config.allow_reject is True
+    for reward in ("jct", "makespan", "utilisation"):
+        env = gym.make("HetCluster-Tiny-v0", reward=reward)
+        assert env.unwrapped.config.allow_reject is False
+        assert "job_rejected" not in env.observation_space.spaces
+        assert env.action_space.n == 16 * 2 * 4 + 1  # K*T*C + commit, no reject actions
 
 
 def test_config_is_a_frozen_preset_with_a_round_trip() -> None:
