@@ -24,6 +24,8 @@ from hetgym.sim.view import ClusterView
 #: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
 WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
 RESET_OPTIONS = ("workload_seed", "jobs")
+#: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
+TERMINAL_REASONS = ("done", "stalled")
 _DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
 
 
@@ -97,11 +99,13 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Episode End
 
-    Terminated when every job has completed or been rejected. Truncated when the simulator stops first:
-    at ``max_time_s`` of simulated time, after ``max_decisions`` decision epochs, or when no job can make
-    progress for ``sim.stall_epochs`` epochs with none left to arrive (``info["stop_reason"]``:
-    ``done``, ``max_time``, ``max_decisions`` or ``stalled``). The final ``info`` carries the run's
-    metrics (DSR, JCT statistics, makespan, utilisation, ...; :mod:`hetgym.sim.metrics`).
+    Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``), or when
+    the simulator gives up because no job can make progress for ``sim.stall_epochs`` epochs with none
+    left to arrive (``"stalled"``, e.g. an agent that never allocates: the run cannot continue).
+    Truncated at ``max_time_s`` of simulated time (``"max_time"``) or after ``max_decisions`` decision
+    epochs (``"max_decisions"``). Jobs left unfinished are charged on the last step (see Rewards). The
+    final ``info`` carries the run's metrics (DSR, JCT statistics, makespan, utilisation, ...;
+    :mod:`hetgym.sim.metrics`).
 
     ## Arguments
 
@@ -228,7 +232,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
         if not isinstance(self.codec, SequentialCodec):
             info["repaired"] = outcome.repaired
-        terminated = self._done and self._stop_reason == "done"
+        terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
         return obs, float(reward), terminated, truncated, info
 
@@ -404,7 +408,28 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._now_s = t1
         if next_view is None:
             self._end_episode()
+            self._charge_unfinished(comps)
         self._load(next_view)
+
+    def _charge_unfinished(self, comps: RewardComponents) -> None:
+        """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
+
+        Remaining iterations at each job's best rate with its requested count, alone on the cluster.
+        Without this charge, stopping early (an agent that never allocates ends the run by stalling)
+        would look cheap under the time-based rewards.
+        """
+        assert self._result is not None
+        frame = self._result.jobs
+        left = frame[frame["status"] == "unfinished"]
+        if left.empty:
+            return
+        share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
+        need_s = left["ideal_s"].to_numpy(dtype=float) * share
+        gpus = left["num_gpus"].to_numpy(dtype=float)
+        ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
+        comps.unfinished_s = float(need_s[ok].sum())
+        comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
+        comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
 
     def _end_episode(self) -> None:
         assert self.sim is not None

@@ -16,6 +16,14 @@ Rewards (``reward=...``; their sums over an episode are given for a run that end
 * ``makespan``: ``-(t1 - t0) / time_scale_s``; sum = -(time of the last completion) / time_scale_s.
 * ``utilisation``: ``-(idle GPU-seconds) / (cluster GPUs x time_scale_s)``; sum =
   -(1 - utilisation) x makespan / time_scale_s, so both idle GPUs and a long schedule cost.
+
+When the run stops with jobs unfinished (stalled, or a cap), the last step also charges what they
+still needed at the least: each one's remaining iterations at its best rate with its requested count,
+alone on the cluster (``unfinished_s``, summed; ``unfinished_max_s``, the longest;
+``unfinished_gpu_s``, times its GPUs). ``jct`` adds ``unfinished_s``, ``makespan`` adds
+``unfinished_max_s``, ``utilisation`` adds the least idle time that finishing them implies,
+``max(0, GPUs x unfinished_max_s - unfinished_gpu_s)``. Without it, ending the run early (an agent that
+never allocates makes the simulator give up) would look cheap.
 """
 
 from __future__ import annotations
@@ -36,9 +44,25 @@ class RewardComponents:
         completed: Jobs completed.
         rejected: Jobs rejected.
         invalid: 1 if the action was masked out (sequential) or repaired (one-shot), else 0.
+        unfinished_s: At the stop, the least time the unfinished jobs still needed, summed.
+        unfinished_max_s: The longest of those times.
+        unfinished_gpu_s: Those times multiplied by each job's requested GPUs, summed.
     """
 
-    __slots__ = ("busy_gpu_s", "completed", "dt_s", "idle_gpu_s", "invalid", "job_s", "met", "missed", "rejected")
+    __slots__ = (
+        "busy_gpu_s",
+        "completed",
+        "dt_s",
+        "idle_gpu_s",
+        "invalid",
+        "job_s",
+        "met",
+        "missed",
+        "rejected",
+        "unfinished_gpu_s",
+        "unfinished_max_s",
+        "unfinished_s",
+    )
 
     def __init__(self, invalid: int = 0) -> None:
         self.dt_s = 0.0
@@ -50,6 +74,9 @@ class RewardComponents:
         self.completed = 0
         self.rejected = 0
         self.invalid = invalid
+        self.unfinished_s = 0.0
+        self.unfinished_max_s = 0.0
+        self.unfinished_gpu_s = 0.0
 
     def as_dict(self) -> dict[str, float]:
         """A fresh plain dict (for ``info``)."""
@@ -63,6 +90,9 @@ class RewardComponents:
             "completed": float(self.completed),
             "rejected": float(self.rejected),
             "invalid": float(self.invalid),
+            "unfinished_s": float(self.unfinished_s),
+            "unfinished_max_s": float(self.unfinished_max_s),
+            "unfinished_gpu_s": float(self.unfinished_gpu_s),
         }
 
 
@@ -75,18 +105,19 @@ def deadline_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -
 
 
 def jct_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
-    """Minus the job-time spent in the system, in units of ``time_scale_s``."""
-    return -c.job_s / time_scale_s
+    """Minus the job-time spent in the system (and still needed at the stop), in ``time_scale_s`` units."""
+    return -(c.job_s + c.unfinished_s) / time_scale_s
 
 
 def makespan_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
-    """Minus the simulated time elapsed, in units of ``time_scale_s``."""
-    return -c.dt_s / time_scale_s
+    """Minus the simulated time elapsed (and still needed at the stop), in ``time_scale_s`` units."""
+    return -(c.dt_s + c.unfinished_max_s) / time_scale_s
 
 
 def utilisation_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
-    """Minus the idle GPU-time per cluster GPU, in units of ``time_scale_s``."""
-    return -c.idle_gpu_s / (total_gpus * time_scale_s)
+    """Minus the idle GPU-time per cluster GPU (and the least still implied at the stop), in ``time_scale_s``."""
+    left_idle = max(0.0, total_gpus * c.unfinished_max_s - c.unfinished_gpu_s)
+    return -(c.idle_gpu_s + left_idle) / (total_gpus * time_scale_s)
 
 
 #: Reward functions by configuration name.

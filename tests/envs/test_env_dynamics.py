@@ -170,20 +170,31 @@ def test_caps_truncate(kwargs: dict[str, Any], reason: str) -> None:
     last = infos[-1]
     assert last["stop_reason"] == reason
     assert last["metrics"]["num_unfinished"] + last["metrics"]["num_not_arrived"] > 0
+    assert (last["reward_components"]["unfinished_s"] > 0) == (last["metrics"]["num_unfinished"] > 0)
     if reason == "max_decisions":
         assert last["metrics"]["num_decisions"] == 25
 
 
-def test_an_agent_that_never_allocates_is_truncated_as_stalled() -> None:
-    env = gym.make("HetCluster-Tiny-v0", sim={"stall_epochs": 5})
+def test_an_agent_that_never_allocates_ends_stalled_and_pays_for_it() -> None:
+    env = gym.make("HetCluster-Tiny-v0", reward="jct", sim={"stall_epochs": 5})
     _, info = env.reset(seed=0)
     commit = env.action_space.n - 1
+    total, infos = 0.0, []
     for _ in range(10_000):
-        _obs, _reward, terminated, truncated, info = env.step(commit)
+        _, reward, terminated, truncated, info = env.step(commit)
+        total += float(reward)
+        infos.append(info)
         if terminated or truncated:
             break
-    assert truncated and not terminated and info["stop_reason"] == "stalled"
+    assert terminated and not truncated and info["stop_reason"] == "stalled"
     assert info["metrics"]["num_unfinished"] == 12
+    comps = info["reward_components"]
+    assert comps["unfinished_s"] > 0 and comps["unfinished_max_s"] <= comps["unfinished_s"]
+    job_s = sum(i["reward_components"]["job_s"] for i in infos)
+    assert total == pytest.approx(-(job_s + comps["unfinished_s"]) / 3600.0)
+    # Doing nothing costs more than a plain scheduler on the same workload.
+    srtf_rewards, _ = run_expert(gym.make("HetCluster-Tiny-v0", reward="jct"), "srtf", seed=0)
+    assert total < sum(srtf_rewards)
 
 
 def test_render_modes() -> None:
