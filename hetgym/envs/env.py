@@ -85,9 +85,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ``reward="deadline"`` (default): +1 when a job meets its deadline, -1 when one is lost;
     ``"jct"``: minus job-hours in the system; ``"makespan"``: minus elapsed hours; ``"utilisation"``:
-    minus idle GPU-hours per GPU (hours = ``time_scale_s``). Non-committing steps earn 0 (less
-    ``invalid_action_penalty`` for an ignored action). ``info["reward_components"]`` always has every
-    component (:class:`~hetgym.envs.rewards.RewardComponents`).
+    minus idle GPU-hours per GPU (hours = ``time_scale_s``). When the run stops with jobs unfinished,
+    the last step also charges the least time they still needed (:mod:`hetgym.envs.rewards`).
+    Non-committing steps earn 0 (less ``invalid_action_penalty`` for an ignored action).
+    ``info["reward_components"]`` always has every component
+    (:class:`~hetgym.envs.rewards.RewardComponents`).
 
     ## Starting State
 
