@@ -8,6 +8,9 @@ by name with :func:`hetgym.make_policy`.
 
 from __future__ import annotations
 
+import contextlib
+
+from hetgym.envs.registration import register_envs as _register_envs
 from hetgym.sim import (
     Allocation,
     ClusterSpec,
@@ -27,6 +30,11 @@ from hetgym.sim import (
 )
 
 __version__ = "0.1.0"
+
+# Register the Gym ids (a light import: the environment module loads when an env is made). The
+# simulator and the baselines keep working when gymnasium is not installed.
+with contextlib.suppress(ImportError):
+    _register_envs()
 
 __all__ = [
     "Allocation",

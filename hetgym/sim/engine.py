@@ -255,6 +255,7 @@ class Simulator:
         self._round_s = self.config.round_s or DEFAULT_ROUND_S
         self._started = False
         self._latencies_s: list[float] = []
+        self._ended_log: list[tuple[int, float, JobStatus]] = []
 
     def _check_jobs(self, specs: list[JobSpec]) -> None:
         seen: set[int] = set()
@@ -299,6 +300,16 @@ class Simulator:
         """Whether the simulation has ended."""
         return self._done
 
+    def ended_log(self, start: int = 0) -> list[tuple[int, float, JobStatus]]:
+        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on.
+
+        Completions and rejections are recorded as they happen; jobs still active when the simulation
+        stops are recorded as ``UNFINISHED`` at the stop time. Step-by-step callers (the Gym env) keep
+        a cursor to see what ended between two epochs, including a last completion that leaves the
+        cluster idle and so opens no epoch of its own.
+        """
+        return self._ended_log[start:]
+
     def reset(self, round_s: float | None = None, *, ticks: bool = True) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
@@ -337,6 +348,7 @@ class Simulator:
         self._stalled = False
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
+        self._ended_log = []
         self._latencies_s = []
         self._started = True
         self._wall_start = time.perf_counter()
@@ -358,15 +370,19 @@ class Simulator:
         self._apply(allocation)
         return self._advance()
 
-    def run(self, policy: PolicyProtocol, *, progress: bool = False) -> SimulationResult:
+    def run(self, policy: PolicyProtocol, *, progress: bool = False, ticks: bool | None = None) -> SimulationResult:
         """Run ``policy`` over the whole workload and return the results.
 
         Args:
             policy: Any object following the policy protocol.
             progress: Show a progress bar over jobs.
+            ticks: Whether round ticks are decision epochs; ``None`` (default) asks the policy
+                (``uses_ticks``). The Gym environment always has ticks, so compare with ``ticks=True``.
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
-        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=getattr(policy, "uses_ticks", True))
+        if ticks is None:
+            ticks = getattr(policy, "uses_ticks", True)
+        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -470,6 +486,7 @@ class Simulator:
             del self._active[jid]
             del self._running[jid]
             self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.COMPLETED))
             self._events += 1
             done.append(jid)
         if done:
@@ -541,6 +558,7 @@ class Simulator:
             job.version += 1
             job.view = None
             self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.REJECTED))
 
         new = allocation.jobs
         changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
@@ -723,6 +741,7 @@ class Simulator:
                 if job.status == JobStatus.RUNNING:
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED
+                self._ended_log.append((job.spec.job_id, self._now, JobStatus.UNFINISHED))
             self._wall_s = time.perf_counter() - self._wall_start
         return None
 

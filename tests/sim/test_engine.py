@@ -18,6 +18,7 @@ from hetgym.sim import (
     SimConfig,
     Simulator,
     ThroughputModel,
+    make_policy,
 )
 
 NO_PENALTY = SimConfig(restart_penalty_s=0.0)
@@ -240,3 +241,19 @@ def test_jobs_without_deadlines_are_excluded_from_dsr(two_by_two: ClusterSpec, t
     jobs = [JobSpec(0, 0.0, "a", 1, 10.0, 1), JobSpec(1, 0.0, "a", 1, 10.0, 1, deadline_s=5.0, best_effort=True)]
     r = Simulator(two_by_two, jobs, config=NO_PENALTY, throughput=toy).run(give({0: {"v100": 1}, 1: {"v100": 1}}))
     assert r.metrics["num_with_deadline"] == 0 and math.isnan(r.metrics["dsr"])
+
+
+def test_policies_without_ticks_schedule_the_same_with_ticks() -> None:
+    """Every registered policy that declares ``uses_ticks = False`` gives the same schedule either way."""
+    from hetgym.sim import list_policies, policy_class
+    from hetgym.workloads import get_scenario
+
+    scenario = get_scenario("tiny")
+    jobs = scenario.workload.build(scenario.cluster, seed=1)
+    tickless = [name for name in list_policies() if not policy_class(name).uses_ticks]
+    assert {"fifo", "srtf", "edf"} <= set(tickless)
+    for name in tickless:
+        runs = [Simulator(scenario.cluster, jobs).run(make_policy(name), ticks=t) for t in (False, True)]
+        cols = ["job_id", "status", "start_s", "finish_s", "num_reconfigs", "attained_gpu_s"]
+        assert runs[0].jobs[cols].equals(runs[1].jobs[cols]), name
+        assert runs[0].num_epochs < runs[1].num_epochs

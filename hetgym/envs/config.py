@@ -1,0 +1,274 @@
+"""The environment's configuration: a frozen dataclass resolved from a scenario preset plus overrides.
+
+``gym.make("HetCluster-v0", **overrides)`` passes plain, JSON-friendly keyword arguments; they are
+checked strictly (an unknown key names the nearest valid one) and merged onto the scenario preset:
+
+* ``scenario``: an embedded scenario (:data:`hetgym.workloads.SCENARIOS`): cluster, workload recipe
+  and simulator knobs; ``default`` and ``tiny`` back the registered ids;
+* ``cluster``: another cluster preset (the workload's load is then expressed on that cluster);
+* ``workload={...}``: fields of :class:`~hetgym.workloads.WorkloadConfig` merged onto the scenario's;
+* ``trace="path.csv"``: replay a canonical trace file every episode instead of drawing a workload;
+* ``sim={...}``: fields of :class:`~hetgym.sim.SimConfig` merged onto the scenario's;
+* the environment's own knobs (window size, codec, reward, ...), the remaining fields of
+  :class:`HetClusterConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.config import SimConfig, config_from_dict
+from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.job import JobSpec
+from hetgym.sim.throughput import EXECUTION_MODES
+from hetgym.workloads.scenario import WorkloadConfig, get_scenario
+from hetgym.workloads.schema import read_trace
+
+CODEC_NAMES: tuple[str, ...] = ("sequential", "multidiscrete")
+REWARD_NAMES: tuple[str, ...] = ("deadline", "jct", "makespan", "utilisation")
+WINDOW_ORDERS: tuple[str, ...] = ("slack", "deadline", "arrival")
+OBSERVATION_NAMES: tuple[str, ...] = ("window",)
+LEVEL_PRESETS: tuple[str, ...] = ("pow2", "all")
+
+
+class EnvConfigError(HetgymError, ValueError):
+    """An environment option has a bad value (the message names the option and the fix)."""
+
+
+def _mapping_to_dict(value: Any) -> Any:
+    """Plain, JSON-friendly copies of nested mappings and sequences (for kwargs and pickling)."""
+    if isinstance(value, Mapping):
+        return {str(k): _mapping_to_dict(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_mapping_to_dict(v) for v in value]
+    return value
+
+
+def dataclass_to_dict(obj: Any) -> dict[str, Any]:
+    """The init fields of a config dataclass as plain values (mappings become dicts)."""
+    return {f.name: _mapping_to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+
+
+def count_levels_for(spec: str | Sequence[int], cluster: ClusterSpec) -> tuple[int, ...]:
+    """Resolve a ``count_levels`` option to an ascending tuple starting at 0.
+
+    ``"pow2"``: 0 and the powers of two up to the largest per-type capacity; ``"all"``: every count
+    from 0 to the largest per-type capacity; or an explicit list of distinct counts including 0.
+    """
+    max_cap = max(cluster.capacity.values())
+    if isinstance(spec, str):
+        if spec == "pow2":
+            levels = [0]
+            n = 1
+            while n <= max_cap:
+                levels.append(n)
+                n *= 2
+            return tuple(levels)
+        if spec == "all":
+            return tuple(range(max_cap + 1))
+        raise UnknownNameError(
+            "count_levels preset", spec, LEVEL_PRESETS, "Or give a list of GPU counts such as [0, 1, 2, 4]."
+        )
+    levels = [int(v) for v in spec]
+    if any(int(v) != v or v < 0 for v in spec) or len(set(levels)) != len(levels) or 0 not in levels:
+        raise EnvConfigError(
+            f"count_levels={list(spec)}: give distinct non-negative integer GPU counts including 0, e.g. [0, 1, 2, 4]"
+        )
+    if len(levels) < 2:
+        raise EnvConfigError("count_levels=[0] leaves no way to give a job GPUs; add at least one positive count")
+    return tuple(sorted(levels))
+
+
+@dataclass(frozen=True)
+class HetClusterConfig:
+    """Everything that defines a :class:`~hetgym.envs.HetClusterEnv` (resolved, immutable).
+
+    Build one with :meth:`make` (a scenario preset plus overrides, as ``gym.make`` does) or
+    :meth:`preset`.
+
+    Attributes:
+        scenario: Name of the scenario preset the other fields were resolved from.
+        cluster: Cluster preset name.
+        workload: The workload recipe drawn at every reset (or the trace replayed).
+        sim: Simulator knobs (round length, restart penalty, caps, policy seed).
+        trace: Path of the trace replayed every episode, or ``None`` to draw from ``workload``.
+        queue_slots: K, the number of job slots in the observation window and the action space.
+        codec: Action codec: ``sequential`` (masked ``Discrete``) or ``multidiscrete`` (one-shot).
+        count_levels: GPU counts an action can give a job on one type (``"pow2"``, ``"all"`` or a list).
+        modes: Execution modes an action can choose for a job spanning types (the first is the
+            default; with one mode there is no mode choice).
+        allow_reject: Whether actions can reject (refuse for good) a job. ``None`` (default): only with the
+            ``deadline`` reward, where a rejection counts as a lost deadline. Under the time-based rewards
+            a rejected job would leave the system at no cost (an agent learns to reject everything), so
+            ``True`` with them is refused.
+        max_actions_per_epoch: Cap on sequential actions in one decision epoch; the action that reaches
+            it also commits. ``None``: ``K * (T + 2) + 1``, enough for any allocation of the window.
+        window_order: Which active jobs fill the K slots and in what order: ``slack`` (least deadline
+            slack first), ``deadline`` (earliest deadline first) or ``arrival``.
+        observation: Observation encoder name (``window``).
+        reward: ``deadline``, ``jct``, ``makespan`` or ``utilisation``.
+        time_scale_s: Time unit of the squashed time features and of the time-based rewards.
+        invalid_action_penalty: Subtracted from the reward of a masked-out (ignored) sequential action
+            or of a one-shot action that needed repair.
+        max_time_s: Truncate the episode at this simulated time (``None``: the scenario's ``sim``).
+        max_decisions: Truncate after this many decision epochs (``None``: the scenario's ``sim``).
+    """
+
+    scenario: str = "default"
+    cluster: str = "default"
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
+    trace: str | None = None
+    queue_slots: int = 16
+    codec: str = "sequential"
+    count_levels: str | tuple[int, ...] = "pow2"
+    modes: tuple[str, ...] = ("sync",)
+    allow_reject: bool | None = None
+    max_actions_per_epoch: int | None = None
+    window_order: str = "slack"
+    observation: str = "window"
+    reward: str = "deadline"
+    time_scale_s: float = 3600.0
+    invalid_action_penalty: float = 0.0
+    max_time_s: float | None = None
+    max_decisions: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count_levels, list):
+            object.__setattr__(self, "count_levels", tuple(self.count_levels))
+        if isinstance(self.modes, str):
+            object.__setattr__(self, "modes", (self.modes,))
+        object.__setattr__(self, "modes", tuple(self.modes))
+        if isinstance(self.queue_slots, bool) or int(self.queue_slots) != self.queue_slots or self.queue_slots < 1:
+            raise EnvConfigError(f"queue_slots={self.queue_slots!r}: give a positive integer number of job slots")
+        if self.codec not in CODEC_NAMES:
+            raise UnknownNameError("action codec", self.codec, CODEC_NAMES)
+        if self.reward not in REWARD_NAMES:
+            raise UnknownNameError("reward", self.reward, REWARD_NAMES)
+        if self.window_order not in WINDOW_ORDERS:
+            raise UnknownNameError("window order", self.window_order, WINDOW_ORDERS)
+        if self.observation not in OBSERVATION_NAMES:
+            raise UnknownNameError("observation encoder", self.observation, OBSERVATION_NAMES)
+        if self.allow_reject is None:
+            object.__setattr__(self, "allow_reject", self.reward == "deadline")
+        elif self.allow_reject and self.reward != "deadline":
+            raise EnvConfigError(
+                f"allow_reject=True with reward={self.reward!r}: a rejected job would leave the system at no cost "
+                "under this reward, so an agent learns to reject every job; use reward='deadline' (a rejection "
+                "counts as a lost deadline) or leave allow_reject unset"
+            )
+        if not self.modes:
+            raise EnvConfigError("modes=(): give at least one execution mode, e.g. ('sync',)")
+        for mode in self.modes:
+            if mode not in EXECUTION_MODES:
+                raise UnknownNameError("execution mode", mode, EXECUTION_MODES)
+        if len(set(self.modes)) != len(self.modes):
+            raise EnvConfigError(f"modes={self.modes}: each mode may appear once")
+        if self.max_actions_per_epoch is not None and self.max_actions_per_epoch < 1:
+            raise EnvConfigError(f"max_actions_per_epoch={self.max_actions_per_epoch}: it must be >= 1 (or None)")
+        if not (self.time_scale_s > 0 and math.isfinite(self.time_scale_s)):
+            raise EnvConfigError(f"time_scale_s={self.time_scale_s}: give a positive number of seconds")
+        if not (self.invalid_action_penalty >= 0 and math.isfinite(self.invalid_action_penalty)):
+            raise EnvConfigError(f"invalid_action_penalty={self.invalid_action_penalty}: it must be >= 0")
+        if self.max_time_s is not None and not self.max_time_s > 0:
+            raise EnvConfigError(f"max_time_s={self.max_time_s}: it must be > 0 (or None)")
+        if self.max_decisions is not None and self.max_decisions < 1:
+            raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
+        cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
+        count_levels_for(self.count_levels, cluster)
+
+    # ----------------------------------------------------------------------------------------
+    @classmethod
+    def make(cls, scenario: str = "default", **overrides: Any) -> HetClusterConfig:
+        """Resolve a scenario preset plus ``gym.make``-style overrides (see the module docstring).
+
+        Raises:
+            UnknownNameError: An unknown key (here, in ``workload`` or in ``sim``), scenario, cluster,
+                codec or reward, naming the nearest valid one.
+            EnvConfigError: A value out of range.
+        """
+        valid = [f.name for f in dataclasses.fields(cls) if f.init]
+        for key in overrides:
+            if key not in valid:
+                raise UnknownNameError("environment option", key, valid, "See HetClusterConfig for each option.")
+        sc = get_scenario(scenario)
+        cluster = overrides.pop("cluster", None) or sc.cluster
+        get_cluster(cluster)
+        workload_changes = overrides.pop("workload", None)
+        workload = _merge(sc.workload, workload_changes, WorkloadConfig, "workload")
+        sim = _merge(sc.sim, overrides.pop("sim", None), SimConfig, "sim")
+        trace = overrides.pop("trace", None)
+        if trace is not None:
+            trace = str(trace)
+            if not Path(trace).is_file():
+                raise EnvConfigError(
+                    f"trace={trace!r}: no such file; give the path of a canonical trace (CSV or parquet)"
+                )
+            # A trace is replayed whole unless the caller also sets workload={"num_jobs": n}.
+            explicit = isinstance(workload_changes, Mapping) and "num_jobs" in workload_changes
+            num_jobs = workload.num_jobs if explicit else len(read_trace(Path(trace)))
+            workload = dataclasses.replace(workload, trace=trace, num_jobs=num_jobs)
+        max_time_s = overrides.get("max_time_s")
+        max_decisions = overrides.get("max_decisions")
+        if max_time_s is not None or max_decisions is not None:
+            sim = dataclasses.replace(
+                sim,
+                max_time_s=float(max_time_s) if max_time_s is not None else sim.max_time_s,
+                max_epochs=int(max_decisions) if max_decisions is not None else sim.max_epochs,
+            )
+        return cls(scenario=sc.name, cluster=cluster, workload=workload, sim=sim, trace=trace, **overrides)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> HetClusterConfig:
+        """The configuration of scenario ``name`` (``default``, ``tiny``, ...) with ``overrides``."""
+        return cls.make(scenario=name, **overrides)
+
+    def to_kwargs(self) -> dict[str, Any]:
+        """Plain keyword arguments that :meth:`make` turns back into an equal configuration."""
+        out = dataclass_to_dict(self)
+        out["workload"] = dataclass_to_dict(self.workload)
+        out["sim"] = dataclass_to_dict(self.sim)
+        if self.trace is None:
+            out.pop("trace")
+        return out
+
+    # ----------------------------------------------------------------------------------------
+    def cluster_spec(self) -> ClusterSpec:
+        """The cluster."""
+        return get_cluster(self.cluster)
+
+    def levels(self) -> tuple[int, ...]:
+        """The resolved GPU count levels."""
+        return count_levels_for(self.count_levels, self.cluster_spec())
+
+    def actions_cap(self) -> int:
+        """The resolved per-epoch cap on sequential actions."""
+        if self.max_actions_per_epoch is not None:
+            return int(self.max_actions_per_epoch)
+        num_types = len(self.cluster_spec().gpu_types)
+        return self.queue_slots * (num_types + 2) + 1
+
+    def draw_jobs(self, seed: int) -> tuple[JobSpec, ...]:
+        """The workload of one episode: drawn from the recipe with ``seed``, or the trace's jobs."""
+        return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
+
+
+def _merge(base: Any, changes: Any, cls: type[Any], what: str) -> Any:
+    if changes is None:
+        return base
+    if isinstance(changes, cls):
+        return changes
+    if not isinstance(changes, Mapping):
+        raise EnvConfigError(f"{what}={changes!r}: give a mapping of {cls.__name__} fields, e.g. {what}={{...}}")
+    return config_from_dict(cls, {**dataclass_to_dict_shallow(base), **changes}, what=f"{what} config")
+
+
+def dataclass_to_dict_shallow(obj: Any) -> dict[str, Any]:
+    """Init fields of a dataclass, values untouched."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}

@@ -1,0 +1,534 @@
+"""``HetClusterEnv``: the Gymnasium environment around the discrete-event simulator."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from hetgym.envs.codecs import ActionCodec, Encoding, SequentialCodec, make_codec
+from hetgym.envs.config import HetClusterConfig
+from hetgym.envs.observations import ENCODERS
+from hetgym.envs.render import Segment, render_ansi, render_rgb
+from hetgym.envs.rewards import REWARDS, RewardComponents
+from hetgym.envs.state import DecisionState, JobStaticsCache
+from hetgym.sim.allocation import Allocation
+from hetgym.sim.engine import SimulationResult, Simulator
+from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.view import ClusterView
+
+#: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
+WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
+RESET_OPTIONS = ("workload_seed", "jobs")
+#: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
+TERMINAL_REASONS = ("done", "stalled")
+_DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
+
+
+class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
+    """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
+    how many GPUs of which type.
+
+    ## Description
+
+    Deep-learning training jobs arrive online at a cluster of servers, each holding GPUs of one type
+    (the ``default`` preset: 2x8 A100, 2x8 V100, 4x4 P100 and 4x4 K80; ``tiny``: 2x2 V100 and 2x2
+    K80). Each job has a model, a batch size, an amount of work in iterations, a requested GPU count
+    and usually a deadline; it runs faster or slower depending on the GPU type (measured throughput
+    tables) and slower when spread over servers, and pays a restart penalty whenever its GPUs change.
+    The discrete-event simulator (:class:`hetgym.sim.Simulator`) jumps between *decision epochs*
+    (arrivals, completions and round ticks every ``round_s`` seconds while jobs are active). At each
+    epoch the agent builds a complete allocation for the active jobs; committing it lets simulated time
+    run to the next epoch. Every episode draws a fresh workload from the scenario's recipe (the
+    ElasticFlow deadline recipe for both registered ids) with a seed taken from the env's
+    ``np_random``, so ``reset(seed=s)`` fixes the whole episode.
+
+    Up to K active jobs (``queue_slots``, default 16) fill the *window* that the observation shows and
+    actions address, most urgent first (``window_order``: least deadline slack by default); jobs beyond
+    K keep their GPUs and appear as aggregates.
+
+    ## Action Space
+
+    Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes):
+
+    * ``"sequential"`` (default): ``Discrete(K*T*C [+ K] [+ K*M] + 1)``. Action ``(k*T + t)*C + c``
+      sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
+      under the ``deadline`` reward only) reject slot k's job; the next K*M (when M > 1) set slot k's
+      execution mode; the last action commits. Only the commit advances the simulator; edits before it
+      change the draft shown in the observation.
+      ``action_masks()`` and ``info["action_mask"]`` give the valid actions (sb3-contrib's
+      MaskablePPO reads the former). A masked-out action is ignored (``info["invalid_action"]``).
+      At most ``max_actions_per_epoch`` actions per epoch (default ``K*(T+2)+1``): the action that
+      reaches the cap also commits.
+    * ``"multidiscrete"``: ``MultiDiscrete([C]*K*T [+ [2]*K] [+ [M]*K])``: a count level per slot and
+      type, a reject flag per slot, a mode per slot; every step commits, after repairing infeasible
+      parts in a documented order (:class:`~hetgym.envs.codecs.OneShotCodec`).
+
+    Count levels (``count_levels``): ``"pow2"`` (0, 1, 2, 4, ... up to the largest type's capacity,
+    default), ``"all"`` (every count), or a list.
+
+    ## Observation Space
+
+    A flat ``Dict`` of float32 ``Box`` es, every feature in ``[0, 1]`` or ``[-1, 1]``; see
+    :class:`~hetgym.envs.observations.WindowObservation` for the full table. Per slot: whether it is
+    used, the job's relative speed on each type, requested GPUs, remaining time at its best rate,
+    progress, deadline slack and time to deadline, age, waiting time, whether it runs, its current rate,
+    its GPUs per type before the decision and in the draft, rejection and mode in the draft. Per type:
+    capacity, free GPUs under the draft, GPUs held outside the window. The clock, and aggregates of
+    the out-of-window jobs. Wrap with ``gymnasium.wrappers.FlattenObservation`` for an ``MlpPolicy``.
+
+    ## Rewards
+
+    ``reward="deadline"`` (default): +1 when a job meets its deadline, -1 when one is lost;
+    ``"jct"``: minus job-hours in the system; ``"makespan"``: minus elapsed hours; ``"utilisation"``:
+    minus idle GPU-hours per GPU (hours = ``time_scale_s``). When the run stops with jobs unfinished,
+    the last step also charges the least time they still needed (:mod:`hetgym.envs.rewards`).
+    Non-committing steps earn 0 (less ``invalid_action_penalty`` for an ignored action).
+    ``info["reward_components"]`` always has every component
+    (:class:`~hetgym.envs.rewards.RewardComponents`).
+
+    ## Starting State
+
+    ``reset(seed=...)`` draws the workload with a seed taken from ``np_random``, starts the simulator
+    and returns the first decision epoch (the first arrival at time 0, the cluster empty).
+    ``options={"workload_seed": n}`` uses the workload that ``scenario.workload.build(cluster, seed=n)``
+    gives instead (the env's random stream advances as usual); ``options={"jobs": [JobSpec, ...]}``
+    runs a given workload. With ``trace=...`` every episode replays the trace.
+
+    ## Episode End
+
+    Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``), or when
+    the simulator gives up because no job can make progress for ``sim.stall_epochs`` epochs with none
+    left to arrive (``"stalled"``, e.g. an agent that never allocates: the run cannot continue).
+    Truncated at ``max_time_s`` of simulated time (``"max_time"``) or after ``max_decisions`` decision
+    epochs (``"max_decisions"``). Jobs left unfinished are charged on the last step (see Rewards). The
+    final ``info`` carries the run's metrics (DSR, JCT statistics, makespan, utilisation, ...;
+    :mod:`hetgym.sim.metrics`).
+
+    ## Arguments
+
+    ``gym.make("HetCluster-v0", **overrides)`` (or ``"hetgym:HetCluster-v0"``), overrides being fields of
+    :class:`~hetgym.envs.config.HetClusterConfig`: ``scenario``, ``cluster``, ``workload={...}``,
+    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``count_levels``, ``modes``, ``allow_reject``,
+    ``max_actions_per_epoch``, ``window_order``, ``observation``, ``reward``, ``time_scale_s``,
+    ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``; and ``render_mode`` (``"ansi"`` or
+    ``"rgb_array"``). An unknown key raises an error naming the nearest valid one.
+    ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
+
+    For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
+    target allocation to actions (:mod:`hetgym.experts` builds on it).
+
+    ## Version History
+
+    * v0: Initial version.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        *,
+        config: HetClusterConfig | None = None,
+        **overrides: Any,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
+        if config is not None and overrides:
+            raise HetgymError("give either config=HetClusterConfig(...) or keyword overrides, not both")
+        if config is None:
+            config = HetClusterConfig.make(**overrides)
+        self._init_kwargs = dict(overrides) if overrides else config.to_kwargs()
+        self.render_mode = render_mode
+        self.config = config
+        self.cluster = config.cluster_spec()
+        self.throughput = ThroughputModel.default()
+        self.sim_config = config.sim
+        self.levels = config.levels()
+        self.max_actions = config.actions_cap()
+        self.total_gpus = int(self.cluster.total_gpus)
+        self.state = DecisionState(self.cluster, config.queue_slots, config.modes)
+        self.codec: ActionCodec = make_codec(
+            config.codec, self.state, self.levels, bool(config.allow_reject), self.max_actions
+        )
+        self.encoder = ENCODERS[config.observation](
+            self.state,
+            time_scale_s=config.time_scale_s,
+            allow_reject=bool(config.allow_reject),
+            max_actions=self.max_actions,
+        )
+        self.action_space = self.codec.space
+        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        self._reward_fn = REWARDS[config.reward]
+        self._statics = JobStaticsCache(self.cluster, self.throughput)
+        self._trace_jobs: tuple[JobSpec, ...] | None = None
+        if config.trace is not None:
+            self._trace_jobs = config.draw_jobs(0)
+            Simulator(self.cluster, self._trace_jobs, config=self.sim_config, throughput=self.throughput)
+        self.sim: Simulator | None = None
+        self.jobs: tuple[JobSpec, ...] = ()
+        self.workload_seed: int | None = None
+        self.episode_id = 0
+        self._spec_by_id: dict[int, JobSpec] = {}
+        self._mask = self.codec.mask(self.state)
+        self._done = True
+        self._started = False
+        self._stop_reason = ""
+        self._result: SimulationResult | None = None
+        self._target_note: tuple[bool, tuple[str, ...]] | None = None
+        self._history: list[Segment] = []
+        self._ended_at: dict[int, float] = {}
+        self._ended_cursor = 0
+        self._penalised: set[int] = set()
+        self._now_s = 0.0
+        self._epoch = 0
+        self._replay_rng_state: Any = None
+        self._replay_options: dict[str, Any] = {}
+        self._replay_actions: list[Any] = []
+
+    # ----------------------------------------------------------------------------------------
+    # Gymnasium API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start an episode: draw the workload from ``np_random`` and advance to the first epoch.
+
+        Args:
+            seed: Seeds ``np_random`` (and so the workload) as in every Gymnasium env.
+            options: ``{"workload_seed": int}`` or ``{"jobs": [JobSpec, ...]}`` (see the class docstring).
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        for key in options:
+            if key not in RESET_OPTIONS:
+                raise UnknownNameError("reset option", key, RESET_OPTIONS)
+        self._replay_rng_state = copy.deepcopy(self.np_random.bit_generator.state)
+        self._replay_options = options
+        self._replay_actions = []
+        self._start_episode(options)
+        info = self._info(RewardComponents(), committed=False, invalid=False)
+        info["workload_seed"] = self.workload_seed
+        return self.encoder.observe(self.state), info
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Apply one action (see the class docstring); commits advance the simulator."""
+        if not self._started:
+            raise HetgymError("call reset() before step()")
+        if self._done:
+            raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
+        note = self._target_note
+        outcome = self.codec.apply(self.state, action, self._mask)
+        self._replay_actions.append(np.array(action, copy=True) if isinstance(action, np.ndarray) else action)
+        comps = RewardComponents(invalid=int(outcome.invalid))
+        if outcome.commit:
+            self._commit(comps)  # loads the next epoch and recomputes the mask
+        reward = self._reward_fn(comps, self.config.time_scale_s, self.total_gpus)
+        if outcome.invalid:
+            reward -= self.config.invalid_action_penalty
+        obs = self.encoder.observe(self.state)
+        info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
+        if not isinstance(self.codec, SequentialCodec):
+            info["repaired"] = outcome.repaired
+        terminated = self._done and self._stop_reason in TERMINAL_REASONS
+        truncated = self._done and not terminated
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> str | np.ndarray | None:
+        """The ``ansi`` table or the ``rgb_array`` picture (see :mod:`hetgym.envs.render`)."""
+        if self.render_mode is None:
+            return None
+        if self.render_mode == "ansi":
+            if not self._started:
+                return "(reset the environment to start an episode)\n"
+            view = self.state.view
+            pending = view.num_pending if view is not None else 0
+            ended = view.num_ended if view is not None else len(self._ended_at)
+            return render_ansi(self.state, self._now_s, self._epoch, pending, ended)
+        return render_rgb(self._history, self._ended_at, self._now_s, self.state.capacity.tolist())
+
+    def close(self) -> None:
+        """Nothing to release (the simulator holds no external resources)."""
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now (bool; for ``multidiscrete`` the per-dimension masks concatenated)."""
+        return self._mask.copy()
+
+    # ----------------------------------------------------------------------------------------
+    # What experts and tools need
+
+    @property
+    def view(self) -> ClusterView | None:
+        """The current decision epoch's snapshot (``None`` before reset and after the episode ended)."""
+        return self.state.view
+
+    @property
+    def decision_key(self) -> tuple[int, int]:
+        """``(episode_id, epoch)`` of the current decision; changes exactly when a new one starts."""
+        return self.episode_id, self._epoch
+
+    def encode(self, target: Allocation) -> Encoding:
+        """Express ``target`` (an allocation for the current epoch) in the codec's actions.
+
+        Also notes whether the expression is exact: the steps of this epoch then report
+        ``info["target_exact"]`` and ``info["target_reasons"]``.
+        """
+        if self.state.view is None:
+            raise HetgymError("no decision is pending (reset the environment, or the episode has ended)")
+        enc = self.codec.encode(self.state, target)
+        self._target_note = (enc.exact, enc.reasons)
+        return enc
+
+    def encode_next(self, target: Allocation) -> Any:
+        """The next action towards ``target`` from the current draft (what an expert would do now)."""
+        if self.state.view is None:
+            return self.codec.noop(self.state)
+        if isinstance(self.codec, SequentialCodec):
+            return self.codec.encode_next(self.state, target)
+        return self.codec.encode(self.state, target).actions[0]
+
+    def noop_action(self) -> Any:
+        """An action that keeps every allocation and commits."""
+        return self.codec.noop(self.state)
+
+    def draft_allocation(self) -> Allocation:
+        """The allocation a commit would apply now."""
+        return self.state.allocation()
+
+    def result(self) -> SimulationResult:
+        """The simulator's result for the current episode (complete once it has ended)."""
+        if self.sim is None:
+            raise HetgymError("call reset() first")
+        return self._result if self._result is not None else self.sim.result("env")
+
+    # ----------------------------------------------------------------------------------------
+    # Internals
+
+    def _start_episode(self, options: dict[str, Any]) -> None:
+        drawn = int(self.np_random.integers(0, 2**31 - 1))
+        if "jobs" in options:
+            jobs = tuple(options["jobs"])
+            self.workload_seed = None
+        elif self._trace_jobs is not None:
+            jobs = self._trace_jobs
+            self.workload_seed = None
+        else:
+            seed = int(options.get("workload_seed", drawn))
+            jobs = self.config.draw_jobs(seed)
+            self.workload_seed = seed
+        self.jobs = jobs
+        self._spec_by_id = {j.job_id: j for j in jobs}
+        self.sim = Simulator(self.cluster, jobs, config=self.sim_config, throughput=self.throughput)
+        self._statics.clear()
+        self.episode_id += 1
+        self._started = True
+        self._done = False
+        self._stop_reason = ""
+        self._result = None
+        self._history = []
+        self._ended_at = {}
+        self._ended_cursor = 0
+        self._penalised = set()
+        self._now_s = 0.0
+        self._epoch = 0
+        view = self.sim.reset()
+        if view is None:
+            self._end_episode()
+        self._load(view)
+
+    def _load(self, view: ClusterView | None) -> None:
+        self._target_note = None
+        if view is not None:
+            self._now_s = view.now_s
+            self._epoch = view.epoch
+        self.state.load(view, self._statics, self.config.window_order)
+        self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
+        self._mask = self.codec.mask(self.state)
+
+    def _commit(self, comps: RewardComponents) -> None:
+        state = self.state
+        view = state.view
+        assert view is not None and self.sim is not None
+        allocation = state.allocation()
+        t0 = view.now_s
+        next_view = self.sim.step(allocation)
+        t1 = next_view.now_s if next_view is not None else self.sim.now_s
+        ended = self.sim.ended_log(self._ended_cursor)
+        self._ended_cursor += len(ended)
+        ended_at = self._ended_at
+        for jid, t, _ in ended:
+            ended_at[jid] = t
+        # Interval accounting: every job active at t0 and not rejected stays until min(end, t1).
+        rejected = allocation.reject
+        dt = t1 - t0
+        job_s = 0.0
+        for job in view.jobs:
+            if job.job_id not in rejected:
+                job_s += min(ended_at.get(job.job_id, t1), t1) - t0
+        busy = 0.0
+        rows: list[tuple[int, int, int]] = []
+        type_index = state.type_index
+        for jid, ja in allocation.jobs.items():
+            busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
+            rows.extend((jid, type_index[t], n) for t, n in ja.counts)
+        comps.dt_s = dt
+        comps.job_s = job_s
+        comps.busy_gpu_s = busy
+        comps.idle_gpu_s = max(0.0, self.total_gpus * dt - busy)
+        specs = self._spec_by_id
+        penalised = self._penalised
+        for jid, t, status in ended:
+            spec = specs[jid]
+            if status == JobStatus.COMPLETED:
+                comps.completed += 1
+                if spec.has_deadline and jid not in penalised:
+                    if t <= spec.deadline_s + _DEADLINE_TOL_S:
+                        comps.met += 1
+                    else:
+                        comps.missed += 1
+                        penalised.add(jid)
+            else:
+                if status == JobStatus.REJECTED:
+                    comps.rejected += 1
+                if spec.has_deadline and jid not in penalised:
+                    comps.missed += 1
+                    penalised.add(jid)
+        if next_view is not None:
+            for job in next_view.jobs:
+                spec = job.spec
+                if spec.has_deadline and t1 > spec.deadline_s + _DEADLINE_TOL_S and job.job_id not in penalised:
+                    comps.missed += 1
+                    penalised.add(job.job_id)
+        rows.sort()
+        segment = tuple(rows)
+        if not self._history or self._history[-1][1] != segment:
+            self._history.append((t0, segment))
+        self._now_s = t1
+        if next_view is None:
+            self._end_episode()
+            self._charge_unfinished(comps)
+        self._load(next_view)
+
+    def _charge_unfinished(self, comps: RewardComponents) -> None:
+        """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
+
+        Remaining iterations at each job's best rate with its requested count, alone on the cluster.
+        Without this charge, stopping early (an agent that never allocates ends the run by stalling)
+        would look cheap under the time-based rewards.
+        """
+        assert self._result is not None
+        frame = self._result.jobs
+        left = frame[frame["status"] == "unfinished"]
+        if left.empty:
+            return
+        share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
+        need_s = left["ideal_s"].to_numpy(dtype=float) * share
+        gpus = left["num_gpus"].to_numpy(dtype=float)
+        ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
+        comps.unfinished_s = float(need_s[ok].sum())
+        comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
+        comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
+
+    def _end_episode(self) -> None:
+        assert self.sim is not None
+        self._done = True
+        result = self.sim.result("env")
+        self._result = result
+        m = result.metrics
+        cfg = self.sim_config
+        if m["num_unfinished"] == 0 and m["num_not_arrived"] == 0:
+            reason = "done"
+        elif result.stalled:
+            reason = "stalled"
+        elif self.sim.now_s >= cfg.max_time_s:
+            reason = "max_time"
+        else:
+            reason = "max_decisions"
+        self._stop_reason = reason
+
+    def _info(
+        self,
+        comps: RewardComponents,
+        *,
+        committed: bool,
+        invalid: bool,
+        note: tuple[bool, tuple[str, ...]] | None = None,
+    ) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "action_mask": self._mask.copy(),
+            "epoch": self._epoch,
+            "now_s": self._now_s,
+            "num_actions": self.state.num_actions,
+            "committed": committed,
+            "invalid_action": invalid,
+            "reward_components": comps.as_dict(),
+            "window": self.state.ids.copy(),
+        }
+        if note is not None:
+            info["target_exact"] = note[0]
+            info["target_reasons"] = list(note[1])
+        if self._done:
+            info["stop_reason"] = self._stop_reason
+            info["metrics"] = self._final_metrics()
+            info["workload_seed"] = self.workload_seed
+        return info
+
+    def _final_metrics(self) -> dict[str, float]:
+        assert self._result is not None
+        metrics = {k: float(v) for k, v in self._result.metrics.items() if k not in WALL_CLOCK_METRICS}
+        metrics["num_decisions"] = float(self._result.num_epochs)
+        return metrics
+
+    # ----------------------------------------------------------------------------------------
+    # Pickling: the simulator's frozen records hold read-only mappings that cannot be pickled, so an
+    # env pickles as its configuration plus the episode's seed state and actions, and unpickling
+    # replays them (the simulator is deterministic, so the replay lands in the same state).
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "kwargs": self._init_kwargs,
+            "render_mode": self.render_mode,
+            "spec": self.spec,
+            "np_random_state": copy.deepcopy(self._np_random.bit_generator.state) if self._np_random else None,
+            "np_random_seed": self._np_random_seed,
+            "episode_id": self.episode_id,
+            "replay_rng_state": self._replay_rng_state,
+            "replay_options": self._replay_options,
+            "replay_actions": list(self._replay_actions),
+            "started": self._started,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["render_mode"], **state["kwargs"])  # type: ignore[misc]
+        self.spec = state["spec"]
+        if state["started"] and state["replay_rng_state"] is not None:
+            self._np_random = _generator_from_state(state["replay_rng_state"])
+            self._replay_rng_state = state["replay_rng_state"]
+            self._replay_options = state["replay_options"]
+            self._start_episode(state["replay_options"])
+            for action in state["replay_actions"]:
+                self.step(action)
+            self.episode_id = state["episode_id"]
+        if state["np_random_state"] is not None:
+            self._np_random = _generator_from_state(state["np_random_state"])
+        self._np_random_seed = state["np_random_seed"]
+
+
+def _generator_from_state(bit_state: dict[str, Any]) -> np.random.Generator:
+    bit_generator = getattr(np.random, bit_state["bit_generator"])()
+    bit_generator.state = bit_state
+    return np.random.Generator(bit_generator)
+
+
+def episode_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """The final metrics of an episode from its last ``info`` (raises if the episode has not ended)."""
+    if "metrics" not in info:
+        raise KeyError("info has no 'metrics': it is only set on the step that ends the episode")
+    return dict(info["metrics"])
+
+
+__all__ = ["HetClusterEnv", "episode_metrics"]

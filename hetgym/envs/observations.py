@@ -1,0 +1,277 @@
+"""Observation encoders: the decision state as a flat ``Dict`` of bounded, one-dimensional float32 ``Box`` es.
+
+The default :class:`WindowObservation` (``observation="window"``) shows the K-slot job window (see
+:mod:`hetgym.envs.state` for which jobs fill it), the cluster per GPU type, the clock, and aggregates
+of the active jobs that did not fit in the window. Every feature is scaled to ``[0, 1]`` or
+``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
+``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
+index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
+``gymnasium.wrappers.FlattenObservation`` turns into one vector for an ``MlpPolicy``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from hetgym.envs.state import DecisionState, JobStaticsCache, slack_s
+from hetgym.sim.job import JobStatus
+
+#: Per-slot scalar features, in the order ``begin_epoch`` fills them; each is a key of shape (K,).
+SLOT_FEATURES: tuple[str, ...] = (
+    "slot_used",
+    "job_request",
+    "job_remaining",
+    "job_progress",
+    "job_slack",
+    "job_time_to_deadline",
+    "job_has_deadline",
+    "job_age",
+    "job_waiting",
+    "job_running",
+    "job_rate",
+)
+#: Per-slot-and-type features, each a key of shape (K*T,), slot-major.
+SLOT_TYPE_FEATURES: tuple[str, ...] = ("job_speed", "job_current", "job_alloc")
+#: Per-type features, each a key of shape (T,).
+TYPE_FEATURES: tuple[str, ...] = ("cluster_capacity", "cluster_free", "cluster_outside", "cluster_used")
+#: Entries of the ``clock`` vector.
+CLOCK_FEATURES: tuple[str, ...] = ("time", "tick", "actions_used", "arrived")
+#: Entries of the ``queue`` vector (aggregates of the active jobs outside the window).
+QUEUE_FEATURES: tuple[str, ...] = (
+    "active",
+    "outside_share",
+    "outside_demand",
+    "outside_held",
+    "outside_slack",
+    "ended",
+)
+
+
+def squash(x: float) -> float:
+    """``x / (1 + x)`` for ``x >= 0`` (1 for infinity): a bounded, monotone time scale."""
+    if x <= 0:
+        return 0.0
+    if math.isinf(x):
+        return 1.0
+    return x / (1.0 + x)
+
+
+def _signed(slack: float, scale: float) -> float:
+    if math.isfinite(slack):
+        return math.tanh(slack / scale)
+    return 1.0 if slack > 0 else -1.0
+
+
+class ObservationEncoder(ABC):
+    """Base class of observation encoders (pluggable: register subclasses in :data:`ENCODERS`)."""
+
+    name: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def space(self) -> spaces.Dict:
+        """The observation space (fixed at construction)."""
+
+    @abstractmethod
+    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
+        """Compute what stays fixed during a decision epoch (called after ``state.load``)."""
+
+    @abstractmethod
+    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
+        """The observation of the current draft (fresh arrays on every call)."""
+
+
+class WindowObservation(ObservationEncoder):
+    """The padded K-slot window plus cluster state, clock and out-of-window aggregates.
+
+    Keys (K slots in window order, T GPU types in the cluster's order, M modes); all float32, 1-D;
+    empty slots are 0 everywhere:
+
+    =========================  =======  ========  ===================================================
+    key                        shape    range     meaning
+    =========================  =======  ========  ===================================================
+    ``slot_used``              (K,)     {0, 1}    the slot holds a job
+    ``job_request``            (K,)     [0, 1]    log(1 + requested GPUs) / log(1 + cluster GPUs)
+    ``job_remaining``          (K,)     [0, 1]    squash(remaining time at its best rate / time scale)
+    ``job_progress``           (K,)     [0, 1]    fraction of its iterations done
+    ``job_slack``              (K,)     [-1, 1]   tanh(deadline slack / time scale); 1 without deadline
+    ``job_time_to_deadline``   (K,)     [0, 1]    squash(max(0, deadline - now) / time scale); 1 none
+    ``job_has_deadline``       (K,)     {0, 1}    the job counts towards the deadline satisfactory ratio
+    ``job_age``                (K,)     [0, 1]    squash((now - submit) / time scale)
+    ``job_waiting``            (K,)     [0, 1]    squash(time since it last stopped or arrived / time
+                                                  scale); 0 while it runs
+    ``job_running``            (K,)     {0, 1}    it holds GPUs before this decision
+    ``job_rate``               (K,)     [0, 1]    squash(current rate / best rate at its request)
+    ``job_rejected``           (K,)     {0, 1}    rejected in the draft (only with ``allow_reject``)
+    ``job_speed``              (K*T,)   [0, 1]    rate on each type at the requested count / best rate
+                                                  (0: type not allowed or infeasible)
+    ``job_current``            (K*T,)   [0, 1]    GPUs held on each type before this decision / capacity
+    ``job_alloc``              (K*T,)   [0, 1]    GPUs on each type in the draft / type capacity
+    ``job_mode``               (K*M,)   {0, 1}    one-hot execution mode in the draft (only when M > 1)
+    ``cluster_capacity``       (T,)     [0, 1]    type capacity / cluster GPUs
+    ``cluster_free``           (T,)     [0, 1]    GPUs free under the draft / type capacity
+    ``cluster_outside``        (T,)     [0, 1]    GPUs held by out-of-window jobs / type capacity
+    ``cluster_used``           (T,)     [0, 1]    GPUs in use before this decision / type capacity
+    ``clock``                  (4,)     [0, 1]    squash(now / (24 x time scale)); round tick on this
+                                                  epoch; actions taken this epoch / per-epoch cap;
+                                                  jobs arrived / all jobs
+    ``queue``                  (6,)     [-1, 1]   squash(active jobs / K); share of the active jobs
+                                                  outside the window; their requested GPUs (waiting
+                                                  ones) / cluster GPUs; their held GPUs / cluster
+                                                  GPUs; tanh(their least slack / time scale), 1 if
+                                                  none; jobs ended / all jobs
+    =========================  =======  ========  ===================================================
+
+    A job's best rate is its highest rate over its allowed types with its requested GPU count on one
+    server; its slack is deadline - now - remaining iterations / best rate. Keys with (K*T,) shape are
+    slot-major: entry ``k * T + t`` is slot k, type t.
+    """
+
+    name = "window"
+
+    def __init__(
+        self,
+        state: DecisionState,
+        *,
+        time_scale_s: float,
+        allow_reject: bool,
+        max_actions: int,
+    ) -> None:
+        k, t, m = state.num_slots, len(state.types), len(state.modes)
+        self.num_slots, self.num_types = k, t
+        self.time_scale_s = float(time_scale_s)
+        self.max_actions = max_actions
+        self.capacity = state.capacity.astype(np.float64)
+        self.total_gpus = float(state.capacity.sum())
+        self.allow_reject = allow_reject
+        self.num_modes = m
+        sizes: dict[str, int] = dict.fromkeys(SLOT_FEATURES, k)
+        if allow_reject:
+            sizes["job_rejected"] = k
+        sizes.update(dict.fromkeys(SLOT_TYPE_FEATURES, k * t))
+        if m > 1:
+            sizes["job_mode"] = k * m
+        sizes.update(dict.fromkeys(TYPE_FEATURES, t))
+        sizes["clock"] = len(CLOCK_FEATURES)
+        sizes["queue"] = len(QUEUE_FEATURES)
+        # One contiguous float32 buffer holds every key; the per-slot scalars come first, feature-major,
+        # so begin_epoch fills them with a single assignment.
+        self._slices: dict[str, slice] = {}
+        offset = 0
+        for key, size in sizes.items():
+            self._slices[key] = slice(offset, offset + size)
+            offset += size
+        self._buf = np.zeros(offset, dtype=np.float32)
+        self._view = {key: self._buf[sl] for key, sl in self._slices.items()}
+        self._slot_block = self._buf[: len(SLOT_FEATURES) * k].reshape(len(SLOT_FEATURES), k)
+        space_map: dict[str, spaces.Space[np.ndarray]] = {}
+        for key, size in sizes.items():
+            low = np.zeros(size, dtype=np.float32)
+            if key == "job_slack":
+                low[:] = -1.0
+            elif key == "queue":
+                low[QUEUE_FEATURES.index("outside_slack")] = -1.0
+            space_map[key] = spaces.Box(low, np.ones(size, dtype=np.float32), dtype=np.float32)
+        self._space = spaces.Dict(space_map)
+        self._keys = list(self._space.spaces)
+        self._capacity_share = (self.capacity / self.total_gpus).astype(np.float32)
+        self._view["cluster_capacity"][:] = self._capacity_share
+        self._log_total = math.log1p(self.total_gpus)
+        self._mode_rows = np.arange(k) * m
+
+    @property
+    def space(self) -> spaces.Dict:
+        return self._space
+
+    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
+        v = self._view
+        self._buf[:] = 0.0
+        v["cluster_capacity"][:] = self._capacity_share
+        queue, clock = v["queue"], v["clock"]
+        view = state.view
+        if view is None:
+            clock[3] = 1.0
+            queue[4] = 1.0
+            queue[5] = 1.0
+            return
+        now = view.now_s
+        scale = self.time_scale_s
+        inv_scale = 1.0 / scale
+        t = self.num_types
+        speed = v["job_speed"]
+        columns = []
+        for slot, job in enumerate(state.jobs):
+            st = statics.get(job)
+            best = st.best_rate
+            speed[slot * t : (slot + 1) * t] = st.speed
+            remaining_s = job.remaining_iters / best if best > 0 else math.inf
+            deadline = job.deadline_s
+            running = job.status == JobStatus.RUNNING
+            if running:
+                waiting = 0.0
+                rate = squash(job.rate_iters_per_s / best) if best > 0 else 0.0
+            else:
+                since = job.last_change_s if job.last_change_s is not None else job.submit_s
+                waiting = squash((now - since) * inv_scale)
+                rate = 0.0
+            columns.append(
+                (
+                    1.0,
+                    min(1.0, math.log1p(job.num_gpus) / self._log_total),
+                    squash(remaining_s * inv_scale),
+                    min(1.0, max(0.0, 1.0 - job.remaining_iters / job.total_iters)),
+                    _signed(state.slacks_s[slot], scale),
+                    squash(max(0.0, deadline - now) * inv_scale) if math.isfinite(deadline) else 1.0,
+                    1.0 if job.spec.has_deadline else 0.0,
+                    squash((now - job.submit_s) * inv_scale),
+                    waiting,
+                    1.0 if running else 0.0,
+                    rate,
+                )
+            )
+        if columns:
+            self._slot_block[:, : len(columns)] = np.array(columns, dtype=np.float64).T
+        v["job_current"][:] = (state.current / self.capacity).reshape(-1)
+        v["cluster_outside"][:] = state.outside_held / self.capacity
+        v["cluster_used"][:] = (state.current.sum(axis=0) + state.outside_held) / self.capacity
+        outside = state.outside
+        n_active = len(state.jobs) + len(outside)
+        n_all = max(1, num_jobs)
+        queue[0] = squash(n_active / state.num_slots)
+        queue[1] = len(outside) / n_active if n_active else 0.0
+        if outside:
+            demand = sum(j.num_gpus for j in outside if j.status != JobStatus.RUNNING)
+            queue[2] = min(1.0, demand / self.total_gpus)
+            queue[3] = min(1.0, float(state.outside_held.sum()) / self.total_gpus)
+            least = min(slack_s(j, statics.get(j).best_rate, now) for j in outside)
+            queue[4] = _signed(least, scale)
+        else:
+            queue[4] = 1.0
+        queue[5] = min(1.0, view.num_ended / n_all)
+        clock[0] = squash(now / (24.0 * scale))
+        clock[1] = 1.0 if view.is_tick else 0.0
+        clock[3] = min(1.0, (n_all - view.num_pending) / n_all)
+
+    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
+        buf = self._buf.copy()  # one copy per call: observations never share memory across steps
+        sl = self._slices
+        obs = {key: buf[sl[key]] for key in self._keys}
+        if state.view is not None:
+            obs["job_alloc"][:] = (state.draft / self.capacity).reshape(-1)
+            obs["cluster_free"][:] = state.free / self.capacity
+            obs["clock"][2] = min(1.0, state.num_actions / self.max_actions)
+            if self.allow_reject:
+                obs["job_rejected"][:] = state.rejected
+            if self.num_modes > 1:
+                n = len(state.jobs)
+                obs["job_mode"][self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
+        return obs
+
+
+#: Observation encoder classes by configuration name.
+ENCODERS: dict[str, type[WindowObservation]] = {WindowObservation.name: WindowObservation}

@@ -1,0 +1,29 @@
+"""Registration of the environment ids with Gymnasium (run on ``import hetgym``; idempotent).
+
+Only the entry point string is registered, so importing :mod:`hetgym` stays light and the
+environment module is imported when an env is first made. Because registration happens on
+``import hetgym``, ``gym.make("hetgym:HetCluster-v0")`` works in any fresh process, including
+spawned ``SubprocVecEnv`` / ``AsyncVectorEnv`` workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ENTRY_POINT = "hetgym.envs.env:HetClusterEnv"
+
+#: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses).
+ENV_IDS: dict[str, dict[str, Any]] = {
+    "HetCluster-v0": {"scenario": "default"},
+    "HetCluster-Tiny-v0": {"scenario": "tiny"},
+}
+
+
+def register_envs() -> list[str]:
+    """Register every id in :data:`ENV_IDS` that is not registered yet; return the ids now registered."""
+    import gymnasium
+
+    for env_id, kwargs in ENV_IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=ENTRY_POINT, kwargs=dict(kwargs))
+    return list(ENV_IDS)

@@ -1,0 +1,294 @@
+"""The decision being built at one epoch: the job window and the draft allocation.
+
+At every decision epoch the environment picks up to K active jobs for the window (the observation's
+slots and the action space's targets) and starts a *draft*: every job's current GPU counts, execution
+mode, and no rejections. Actions edit the draft; committing turns it into the
+:class:`~hetgym.sim.Allocation` the simulator applies. Jobs outside the window keep their current
+allocation (they remain visible to the agent as aggregates only).
+
+Window order (``window_order``), most urgent first:
+
+* ``slack``: least deadline slack first, where slack = deadline - now - remaining time at the job's
+  best rate over its allowed types with its requested GPU count (jobs without a deadline last, by
+  arrival);
+* ``deadline``: earliest absolute deadline first (jobs without one last, by arrival);
+* ``arrival``: submission order.
+
+Ties go by submission time, then job id, so the window is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.throughput import ExecutionMode, ThroughputModel
+from hetgym.sim.view import ClusterView, JobView
+
+
+class JobStatics:
+    """Per-job figures that never change during an episode, computed once per job and cached.
+
+    Attributes:
+        speed: Rate on each type at the requested count, divided by the best such rate (0 where the
+            type is not allowed or the configuration is infeasible), float32 ``(T,)``.
+        allowed: Whether the job may use each type, bool ``(T,)``.
+        best_rate: The best rate over allowed types at the requested count (iterations/s).
+    """
+
+    __slots__ = ("allowed", "best_rate", "speed")
+
+    def __init__(self, speed: np.ndarray, allowed: np.ndarray, best_rate: float) -> None:
+        self.speed = speed
+        self.allowed = allowed
+        self.best_rate = best_rate
+
+
+class JobStaticsCache:
+    """Builds and caches :class:`JobStatics` by job id (reset at every episode)."""
+
+    def __init__(self, cluster: ClusterSpec, throughput: ThroughputModel) -> None:
+        self.types = cluster.gpu_types
+        self.throughput = throughput
+        self._cache: dict[int, JobStatics] = {}
+
+    def clear(self, throughput: ThroughputModel | None = None) -> None:
+        """Forget every job (new episode)."""
+        self._cache.clear()
+        if throughput is not None:
+            self.throughput = throughput
+
+    def get(self, job: JobView) -> JobStatics:
+        """The statics of ``job``."""
+        hit = self._cache.get(job.job_id)
+        if hit is not None:
+            return hit
+        spec = job.spec
+        allowed = np.array(
+            [spec.gpu_types is None or t in spec.gpu_types for t in self.types],
+            dtype=bool,
+        )
+        rates = np.array(
+            [
+                self.throughput.rate(job.job_type, job.batch_size, t, job.num_gpus) if ok else 0.0
+                for t, ok in zip(self.types, allowed, strict=True)
+            ],
+            dtype=np.float64,
+        )
+        best = float(rates.max()) if rates.size else 0.0
+        speed = (rates / best if best > 0 else np.zeros_like(rates)).astype(np.float32)
+        out = JobStatics(speed, allowed, best)
+        self._cache[job.job_id] = out
+        return out
+
+
+def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
+    """Deadline slack: deadline - now - remaining time at ``best_rate`` (``inf`` without a deadline)."""
+    if not math.isfinite(job.deadline_s):
+        return math.inf
+    remaining_s = job.remaining_iters / best_rate if best_rate > 0 else math.inf
+    return job.deadline_s - now_s - remaining_s
+
+
+def order_window(view: ClusterView, statics: JobStaticsCache, order: str) -> tuple[list[JobView], list[float]]:
+    """Active jobs sorted most urgent first (see the module docstring), with each job's slack."""
+    now = view.now_s
+    jobs = list(view.jobs)
+    slacks = [slack_s(j, statics.get(j).best_rate, now) for j in jobs]
+    if order == "slack":
+        keys = [(s, j.submit_s, j.job_id) for s, j in zip(slacks, jobs, strict=True)]
+    elif order == "deadline":
+        keys = [(j.deadline_s, j.submit_s, j.job_id) for j in jobs]
+    else:
+        keys = [(0.0, j.submit_s, j.job_id) for j in jobs]
+    idx = sorted(range(len(jobs)), key=keys.__getitem__)
+    return [jobs[i] for i in idx], [slacks[i] for i in idx]
+
+
+class DecisionState:
+    """The window and the draft allocation of the current decision epoch (mutable, env-internal).
+
+    Array shapes use K slots, T GPU types (cluster order) and M modes.
+
+    Attributes:
+        view: The epoch's :class:`ClusterView` (``None`` after the episode ended).
+        jobs: The window's jobs, slot order (at most K).
+        slacks_s: Each window job's deadline slack.
+        outside: Active jobs not in the window.
+        used: Slot holds a job, bool ``(K,)``.
+        ids: Job id per slot (-1 when empty), int64 ``(K,)``.
+        allowed: Job may use type, bool ``(K, T)``.
+        current: GPUs per slot and type before the decision, int64 ``(K, T)``.
+        current_mode: Mode index per slot before the decision (-1 when the mode is not one of the
+            configured modes), int64 ``(K,)``.
+        draft: GPUs per slot and type in the draft, int64 ``(K, T)``.
+        draft_mode: Mode index per slot in the draft, int64 ``(K,)``.
+        rejected: Slot rejected in the draft, bool ``(K,)``.
+        outside_held: GPUs per type held by jobs outside the window, int64 ``(T,)``.
+        free: GPUs per type free under the draft, int64 ``(T,)``.
+        num_actions: Actions taken in this epoch.
+    """
+
+    def __init__(self, cluster: ClusterSpec, num_slots: int, modes: Sequence[str]) -> None:
+        self.cluster = cluster
+        self.types = cluster.gpu_types
+        self.type_index = {t: i for i, t in enumerate(self.types)}
+        self.num_slots = num_slots
+        self.modes: tuple[ExecutionMode, ...] = tuple(modes)  # type: ignore[arg-type]
+        self.mode_index = {m: i for i, m in enumerate(self.modes)}
+        self.capacity = np.array([cluster.capacity[t] for t in self.types], dtype=np.int64)
+        k, t = num_slots, len(self.types)
+        self.view: ClusterView | None = None
+        self.jobs: list[JobView] = []
+        self.slacks_s: list[float] = []
+        self.outside: list[JobView] = []
+        self.used = np.zeros(k, dtype=bool)
+        self.ids = np.full(k, -1, dtype=np.int64)
+        self.allowed = np.zeros((k, t), dtype=bool)
+        self.current = np.zeros((k, t), dtype=np.int64)
+        self.current_mode = np.zeros(k, dtype=np.int64)
+        self.draft = np.zeros((k, t), dtype=np.int64)
+        self.draft_mode = np.zeros(k, dtype=np.int64)
+        self.rejected = np.zeros(k, dtype=bool)
+        self.outside_held = np.zeros(t, dtype=np.int64)
+        self.free = self.capacity.copy()
+        self.num_actions = 0
+        #: Bumped by every change, so codecs can tell whether a cached mask is still current.
+        self.version = 0
+        #: Bumped by every load (a new epoch), part of the allocation cache key.
+        self.version_of_load = 0
+        self._alloc: Allocation | None = None
+        self._alloc_key: tuple[object, ...] = ()
+
+    # ----------------------------------------------------------------------------------------
+    def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str) -> None:
+        """Start the decision of a new epoch (``view=None``: the episode has ended)."""
+        self.view = view
+        self.num_actions = 0
+        self.version += 1
+        self.version_of_load += 1
+        self.used[:] = False
+        self.ids[:] = -1
+        self.allowed[:] = False
+        self.current[:] = 0
+        self.current_mode[:] = 0
+        self.rejected[:] = False
+        self.outside_held[:] = 0
+        if view is None:
+            self.jobs, self.slacks_s, self.outside = [], [], []
+            self.draft[:] = 0
+            self.draft_mode[:] = 0
+            self.free[:] = self.capacity
+            return
+        ordered, slacks = order_window(view, statics, order)
+        k = self.num_slots
+        self.jobs, self.slacks_s, self.outside = ordered[:k], slacks[:k], ordered[k:]
+        n = len(self.jobs)
+        self.used[:n] = True
+        type_index = self.type_index
+        if n:
+            self.ids[:n] = [job.job_id for job in self.jobs]
+            self.allowed[:n] = [statics.get(job).allowed for job in self.jobs]
+        current = self.current
+        for slot, job in enumerate(self.jobs):
+            ja = job.allocation
+            if ja is not None:
+                for t, c in ja.counts:
+                    current[slot, type_index[t]] = c
+                self.current_mode[slot] = self.mode_index.get(ja.mode, -1)
+        for job in self.outside:
+            ja = job.allocation
+            if ja is not None:
+                for t, c in ja.counts:
+                    self.outside_held[type_index[t]] += c
+        self.draft[:] = self.current
+        self.draft_mode[:] = np.maximum(self.current_mode, 0)
+        self.free[:] = self.capacity - self.outside_held - self.current.sum(axis=0)
+
+    # ----------------------------------------------------------------------------------------
+    # Draft edits (the codecs check validity before calling these)
+
+    def set_count(self, slot: int, type_idx: int, num_gpus: int) -> None:
+        """Give slot ``slot`` ``num_gpus`` GPUs of type ``type_idx`` in the draft."""
+        old = int(self.draft[slot, type_idx])
+        self.draft[slot, type_idx] = num_gpus
+        self.free[type_idx] += old - num_gpus
+        self.version += 1
+
+    def reject(self, slot: int) -> None:
+        """Reject the slot's job in the draft (its GPUs are released)."""
+        self.free += self.draft[slot]
+        self.draft[slot] = 0
+        self.rejected[slot] = True
+        self.version += 1
+
+    def set_mode(self, slot: int, mode_idx: int) -> None:
+        """Set the slot's execution mode in the draft."""
+        self.draft_mode[slot] = mode_idx
+        self.version += 1
+
+    def copy_draft(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """A snapshot of the draft (to try actions and roll back)."""
+        return self.draft.copy(), self.draft_mode.copy(), self.rejected.copy(), self.free.copy(), self.num_actions
+
+    def restore_draft(self, snap: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+        """Undo edits back to a :meth:`copy_draft` snapshot."""
+        draft, mode, rejected, free, num_actions = snap
+        self.draft[:] = draft
+        self.draft_mode[:] = mode
+        self.rejected[:] = rejected
+        self.free[:] = free
+        self.num_actions = num_actions
+        self.version += 1
+
+    # ----------------------------------------------------------------------------------------
+    def allocation(self) -> Allocation:
+        """The draft as the complete :class:`Allocation` the simulator applies on commit.
+
+        A window job whose counts and mode are unchanged keeps its current :class:`JobAllocation`
+        (servers included), as does every job outside the window.
+        """
+        return self.allocation_of(self.draft, self.draft_mode, self.rejected)
+
+    def allocation_of(self, draft: np.ndarray, draft_mode: np.ndarray, rejected: np.ndarray) -> Allocation:
+        """The allocation a draft given as arrays (same shapes as the state's) would commit.
+
+        The latest result is cached by content, so the commit that follows an expert's encoding reuses it.
+        """
+        key = (id(self.view), self.version_of_load, draft.tobytes(), draft_mode.tobytes(), rejected.tobytes())
+        if key == self._alloc_key and self._alloc is not None:
+            return self._alloc
+        out = self._build_allocation(draft, draft_mode, rejected)
+        self._alloc, self._alloc_key = out, key
+        return out
+
+    def _build_allocation(self, draft: np.ndarray, draft_mode: np.ndarray, rejected: np.ndarray) -> Allocation:
+        jobs: dict[int, JobAllocation] = {}
+        reject: list[int] = []
+        types = self.types
+        modes = self.modes
+        rows = draft.tolist()
+        current = self.current.tolist()
+        mode_idx = draft_mode.tolist()
+        rejected_list = rejected.tolist()
+        for slot, job in enumerate(self.jobs):
+            if rejected_list[slot]:
+                reject.append(job.job_id)
+                continue
+            row = rows[slot]
+            if not any(row):
+                continue
+            ja = job.allocation
+            mode = modes[mode_idx[slot]]
+            if ja is not None and ja.mode == mode and row == current[slot]:
+                jobs[job.job_id] = ja
+            else:
+                jobs[job.job_id] = JobAllocation({types[t]: n for t, n in enumerate(row) if n}, mode=mode)
+        for job in self.outside:
+            if job.allocation:
+                jobs[job.job_id] = job.allocation
+        return Allocation(jobs, frozenset(reject))
