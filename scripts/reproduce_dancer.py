@@ -13,7 +13,7 @@ recipe's deadlines, and the deadline tightness (slack divided by ``tightness``) 
 ``default`` cluster (A100, V100, P100, K80), with several seeds. Policies: Dancer, ElasticFlow, EDF
 with and without admission control, Tiresias, FIFO and SRTF, each with its default knobs and the
 simulator's default overheads (30 s restart penalty). Part 2 draws small instances (short jobs of the
-same recipe on an 8-GPU, 2-type cluster with one server per type) and compares each online policy with
+same recipe on an 8-GPU cluster, one 4-GPU A100 and one 4-GPU V100 server) and compares each online policy with
 the offline optimum of the slotted ILP (:mod:`baselines.optimal`), with and without restart penalties.
 
 Writes, under ``--out`` (default ``results/dancer``): ``dsr.csv`` (one row per run), ``dsr_summary.csv``
@@ -46,7 +46,7 @@ from hetgym.sim.job import JobSpec  # noqa: E402
 from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 POLICIES: tuple[str, ...] = ("dancer", "elasticflow", "edf", "edf-admission", "tiresias", "fifo", "srtf")
-SMALL_INVENTORY = {"v100": (1, 4), "k80": (1, 4)}
+SMALL_INVENTORY = {"a100": (1, 4), "v100": (1, 4)}
 
 
 @dataclass(frozen=True)
@@ -103,13 +103,13 @@ def small_instance(seed: int, num_jobs: int, max_duration_s: float, rate_per_h: 
     return jobs[:num_jobs]
 
 
-def optimum_one(args: tuple[int, int, float, float, str, float]) -> list[dict[str, Any]]:
+def optimum_one(args: tuple[int, int, float, float, str, float, float]) -> list[dict[str, Any]]:
     """Solve one small instance offline and run every online policy on it (with and without penalties)."""
     from baselines.optimal import solve_offline
 
-    seed, num_jobs, max_duration_s, slot_s, solver, time_limit_s = args
+    seed, num_jobs, max_duration_s, slot_s, solver, time_limit_s, rate_per_h = args
     cluster = ClusterSpec.from_inventory("small", SMALL_INVENTORY)
-    jobs = small_instance(seed, num_jobs, max_duration_s, rate_per_h=4.0)
+    jobs = small_instance(seed, num_jobs, max_duration_s, rate_per_h=rate_per_h)
     opt = solve_offline(cluster, jobs, slot_s=slot_s, solver=solver, time_limit_s=time_limit_s)
     rows = []
     for penalty in (0.0, SimConfig().restart_penalty_s):
@@ -128,6 +128,7 @@ def optimum_one(args: tuple[int, int, float, float, str, float]) -> list[dict[st
                     "opt_status": opt.status,
                     "fraction_of_optimum": met / opt.num_met if opt.num_met else float("nan"),
                     "ilp_slot_s": slot_s,
+                    "arrival_rate_per_h": rate_per_h,
                     "ilp_binaries": opt.num_binaries,
                     "ilp_solve_s": round(opt.solve_s, 2),
                 }
@@ -173,6 +174,9 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel(label)
         if sweep == "load":
             ax.set_xscale("log")
+            ticks = sorted(part[xcol].unique())
+            ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+            ax.minorticks_off()
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("deadline satisfactory ratio")
     axes[0].set_ylim(0, 1.02)
@@ -206,8 +210,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cluster", default="default", help="cluster preset of part 1")
     parser.add_argument("--max-gpus-per-job", type=int, default=16)
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--skip-sweep", action="store_true", help="only part 2 (the small instances)")
     parser.add_argument("--ilp-instances", type=int, default=3, help="small instances solved offline (0: skip)")
-    parser.add_argument("--ilp-jobs", type=int, default=12)
+    parser.add_argument("--ilp-jobs", type=int, default=14)
+    parser.add_argument("--ilp-rate", type=float, default=8.0, help="arrivals per hour of the small instances")
     parser.add_argument("--ilp-slot-s", type=float, default=60.0)
     parser.add_argument("--ilp-solver", default="cbc", choices=("cbc", "highs"))
     parser.add_argument("--ilp-time-limit-s", type=float, default=120.0)
@@ -225,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
-    for seed in args.seeds:
+    for seed in [] if args.skip_sweep else args.seeds:
         points = [("load", rate, 1.0) for rate in args.rates]
         # The tightness sweep's 1.0 point is the load sweep's moderate point when both are run (copied below).
         shared = args.moderate_rate in args.rates
@@ -239,10 +245,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=args.workers) if args.workers > 1 else _Serial() as pool:
         rows = list(pool.map(run_one, runs))
         ilp_args = [
-            (seed, args.ilp_jobs, 2 * 3600.0, args.ilp_slot_s, args.ilp_solver, args.ilp_time_limit_s)
+            (seed, args.ilp_jobs, 2 * 3600.0, args.ilp_slot_s, args.ilp_solver, args.ilp_time_limit_s, args.ilp_rate)
             for seed in range(args.ilp_instances)
         ]
         opt_rows = [row for rows_i in pool.map(optimum_one, ilp_args) for row in rows_i]
+    if opt_rows:
+        write_csv(pd.DataFrame(opt_rows), args.out / "optimum.csv")
+    if not rows:
+        print(pd.DataFrame(opt_rows).groupby(["restart_penalty_s", "policy"])[["num_met", "opt_num_met"]].sum())
+        return 0
     frame = pd.DataFrame(rows)
     if args.moderate_rate in args.rates:
         shared_rows = frame[(frame["sweep"] == "load") & (frame["arrival_rate_per_h"] == args.moderate_rate)]
@@ -251,8 +262,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_csv(frame, args.out / "dsr.csv")
     write_csv(summary, args.out / "dsr_summary.csv")
     plot(summary, args.out / "dsr.png")
-    if opt_rows:
-        write_csv(pd.DataFrame(opt_rows), args.out / "optimum.csv")
     elapsed = time.perf_counter() - started
     print(f"{len(runs)} runs and {args.ilp_instances} ILP instances in {elapsed:.0f} s on {platform.node()}")
     moderate = summary[(summary["sweep"] == "tightness") & (summary["tightness"] == 1.0)]
