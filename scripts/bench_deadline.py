@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--active", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--policies", nargs="+", default=["dancer", "elasticflow"])
     parser.add_argument("--decisions", type=int, default=60, help="timed decisions per run")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
