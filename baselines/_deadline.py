@@ -1,0 +1,231 @@
+"""Helpers shared by the deadline-aware elastic policies (Dancer, ElasticFlow) and the offline ILP.
+
+* **Count levels.** An elastic job may run on a power-of-two number of GPUs of one type, from its
+  ``min_gpus`` (rounded up to a power of two) to the smallest of its ``max_gpus``, the type's capacity
+  in the cluster and an optional cap. Powers of two are ElasticFlow's throughput-table keys
+  (1, 2, 4, ..., 64) and what buddy placement needs; they also keep the option sets small. A level
+  whose rate is no higher than a smaller level's on the same type is dropped (more GPUs, no gain).
+* **Planning rates.** The rate of ``n`` GPUs of type ``k`` is the table rate on one server, times the
+  multi-server factor when ``n`` exceeds the type's largest server (the job must then span servers).
+  The simulator charges exactly that when the placement is not fragmented.
+* **Options.** A job's options are count vectors over the cluster's GPU types with a rate each
+  (:class:`JobOptions`), so planners treat single-type and mixed-type configurations alike.
+* **Buddy placement** (:func:`buddy_place`): power-of-two jobs placed largest first, each on one
+  server (previous server first, else best fit), or on whole servers when larger than a server.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.job import JobSpec
+from hetgym.sim.throughput import ServerGroup, ThroughputModel
+
+
+def power_of_two_levels(min_gpus: int, cap: int) -> list[int]:
+    """Powers of two ``n`` with ``min_gpus <= n <= cap`` (empty when none)."""
+    out = []
+    n = 1
+    while n <= cap:
+        if n >= min_gpus:
+            out.append(n)
+        n *= 2
+    return out
+
+
+def planning_rate(
+    throughput: ThroughputModel, spec: JobSpec, cluster: ClusterSpec, gpu_type: str, num_gpus: int
+) -> float:
+    """Iterations/s of ``num_gpus`` GPUs of ``gpu_type``; times the multi-server factor beyond one server."""
+    rate = throughput.rate(spec.job_type, spec.batch_size, gpu_type, num_gpus)
+    if rate > 0 and num_gpus > cluster.max_gpus_per_server[gpu_type]:
+        rate *= throughput.consolidation_factor(spec.job_type, spec.batch_size, gpu_type, num_gpus)
+    return rate
+
+
+def allowed_types(cluster: ClusterSpec, spec: JobSpec) -> tuple[str, ...]:
+    """The cluster's GPU types the job may use, in the cluster's order."""
+    if spec.gpu_types is None:
+        return cluster.gpu_types
+    return tuple(t for t in cluster.gpu_types if t in spec.gpu_types)
+
+
+def type_levels(
+    throughput: ThroughputModel,
+    spec: JobSpec,
+    cluster: ClusterSpec,
+    gpu_type: str,
+    max_count: int | None = None,
+) -> tuple[list[int], list[float]]:
+    """Undominated power-of-two counts of one type and their planning rates (ascending counts)."""
+    cap = cluster.capacity[gpu_type]
+    if spec.max_gpus is not None:
+        cap = min(cap, spec.max_gpus)
+    if max_count is not None:
+        cap = min(cap, max_count)
+    counts: list[int] = []
+    rates: list[float] = []
+    best = 0.0
+    for n in power_of_two_levels(spec.min_gpus, cap):
+        r = planning_rate(throughput, spec, cluster, gpu_type, n)
+        if r > best * (1.0 + 1e-9):
+            counts.append(n)
+            rates.append(r)
+            best = r
+    return counts, rates
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """The configurations a job may run in during one slot.
+
+    Attributes:
+        counts: ``(O, K)`` GPUs per cluster type (in ``cluster.gpu_types`` order) of each option.
+        rates: ``(O,)`` planning rate of each option (iterations/s).
+        types: The cluster's GPU types (column order of ``counts``).
+    """
+
+    counts: np.ndarray
+    rates: np.ndarray
+    types: tuple[str, ...]
+    _keys: dict[tuple[tuple[str, int], ...], int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        keys = {}
+        for o in range(len(self.rates)):
+            keys[tuple(sorted(self.as_dict(o).items()))] = o
+        object.__setattr__(self, "_keys", keys)
+
+    def __len__(self) -> int:
+        return len(self.rates)
+
+    def as_dict(self, option: int) -> dict[str, int]:
+        """``{gpu_type: n}`` of an option."""
+        return {t: int(n) for t, n in zip(self.types, self.counts[option], strict=True) if n > 0}
+
+    def find(self, counts: Mapping[str, int]) -> int:
+        """Index of the option with exactly these counts, or -1."""
+        return self._keys.get(tuple(sorted((t, n) for t, n in counts.items() if n > 0)), -1)
+
+    def find_pairs(self, pairs: tuple[tuple[str, int], ...]) -> int:
+        """Index of the option with these ``(type, n)`` pairs sorted by type (``JobAllocation.counts``), or -1."""
+        return self._keys.get(pairs, -1)
+
+    @property
+    def total_gpus(self) -> np.ndarray:
+        """``(O,)`` GPUs of each option."""
+        return self.counts.sum(axis=1)
+
+
+def job_options(
+    throughput: ThroughputModel,
+    spec: JobSpec,
+    cluster: ClusterSpec,
+    *,
+    max_count: int | None = None,
+    mix_types: bool = False,
+) -> JobOptions:
+    """All options of a job: one type per option, plus pairs of types when ``mix_types``.
+
+    A mixed option ``(a: n_a, b: n_b)`` runs synchronously: the slower type at ``n_a + n_b`` GPUs bounds
+    every step and the job always spans servers (the simulator's ``sync`` mode).
+    """
+    types = cluster.gpu_types
+    index = {t: i for i, t in enumerate(types)}
+    rows: list[np.ndarray] = []
+    rates: list[float] = []
+    per_type: dict[str, list[int]] = {}
+    for t in allowed_types(cluster, spec):
+        counts, rs = type_levels(throughput, spec, cluster, t, max_count)
+        per_type[t] = counts
+        for n, r in zip(counts, rs, strict=True):
+            row = np.zeros(len(types), dtype=np.int64)
+            row[index[t]] = n
+            rows.append(row)
+            rates.append(r)
+    if mix_types:
+        for a, b in itertools.combinations(list(per_type), 2):
+            for na in per_type[a]:
+                for nb in per_type[b]:
+                    total = na + nb
+                    ra = throughput.rate(spec.job_type, spec.batch_size, a, total)
+                    rb = throughput.rate(spec.job_type, spec.batch_size, b, total)
+                    slow = a if ra <= rb else b
+                    r = min(ra, rb) * throughput.consolidation_factor(spec.job_type, spec.batch_size, slow, total)
+                    if r <= 0:
+                        continue
+                    row = np.zeros(len(types), dtype=np.int64)
+                    row[index[a]] = na
+                    row[index[b]] = nb
+                    rows.append(row)
+                    rates.append(r)
+    counts_arr = np.array(rows, dtype=np.int64).reshape(len(rows), len(types))
+    return JobOptions(counts_arr, np.array(rates, dtype=float), types)
+
+
+def slot_of(time_s: float, slot_s: float) -> int:
+    """Index of the slot containing ``time_s`` (slot ``s`` is ``[s * slot_s, (s + 1) * slot_s)``)."""
+    return math.floor(time_s / slot_s + 1e-9)
+
+
+def buddy_place(
+    cluster: ClusterSpec,
+    requests: Mapping[int, Mapping[str, int]],
+    previous: Mapping[int, Sequence[ServerGroup]],
+) -> dict[int, dict[int, int]]:
+    """Buddy-style placement of per-type counts onto servers: ``{job_id: {server_id: n}}``.
+
+    Jobs are placed per type in decreasing count (ties by job id). A job of at most one server's GPUs
+    goes on a single server: its previous server of that type if it still has room, else the fullest
+    server that fits (best fit). A larger job takes whole free servers, previous ones first. When all
+    counts are powers of two and all servers of a type have the same power-of-two size, every server's
+    free count stays a multiple of the count being placed, so this never fragments (the property buddy
+    allocation gives ElasticFlow); otherwise it falls back to the fewest servers, largest free first.
+    """
+    free = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+    items = [(jid, t, n) for jid, counts in requests.items() for t, n in counts.items() if n > 0]
+    items.sort(key=lambda x: (-x[2], x[0], x[1]))
+    out: dict[int, dict[int, int]] = {jid: {} for jid in requests}
+    for jid, t, n in items:
+        ids = cluster.servers_by_type[t]
+        prev = [g.server_id for g in previous.get(jid, ()) if g.gpu_type == t]
+        size = cluster.max_gpus_per_server[t]
+        chosen: dict[int, int] = {}
+        if n <= size:
+            cands = [s for s in prev if free[s] >= n] or [s for s in ids if free[s] >= n]
+            if cands:
+                best = min(cands, key=lambda s: (s not in prev, int(free[s]), s))
+                chosen = {best: n}
+        else:
+            whole = [s for s in ids if free[s] == cluster.servers[s].num_gpus]
+            whole.sort(key=lambda s: (s not in prev, s))
+            left = n
+            for s in whole:
+                if left <= 0:
+                    break
+                take = min(left, int(free[s]))
+                chosen[s] = take
+                left -= take
+            if left > 0:
+                chosen = {}
+        if not chosen:  # fragmented (mixed server sizes): fewest servers, largest free first
+            left = n
+            for s in sorted(ids, key=lambda s: (-int(free[s]), s)):
+                take = min(left, int(free[s]))
+                if take > 0:
+                    chosen[s] = chosen.get(s, 0) + take
+                    left -= take
+                if left == 0:
+                    break
+            if left:
+                raise AssertionError(f"buddy placement ran out of {t} GPUs; the counts exceed capacity")
+        for s, k in chosen.items():
+            free[s] -= k
+            out[jid][s] = out[jid].get(s, 0) + k
+    return out

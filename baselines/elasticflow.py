@@ -1,0 +1,475 @@
+"""ElasticFlow: minimum-satisfactory-share admission, leftover GPUs by marginal return, buddy placement.
+
+Gu, Zhao, Zhong, Xiong, Han, Cheng, Yang, Huang, Jin and Liu, "ElasticFlow: An Elastic Serverless
+Training Platform for Distributed Deep Learning", ASPLOS 2023 (POLICIES.md §6.3), following the public
+simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim_allocation``, ``estimate_all_jobs``,
+``allocate_free_gpus``), generalised to GPU types.
+
+* **Timeline** [C-code]. The future free GPUs per type, piecewise constant between breakpoints aligned
+  to the scheduling slot (``round_s``, 60 s), built by planning the admitted jobs one by one in deadline
+  order on an empty cluster.
+* **Minimum Satisfactory Share** [C-code; I: types]. A job's *levels* are (GPU type, count) pairs with
+  power-of-two counts (ElasticFlow's throughput-table keys). Levels are tried in increasing *share*,
+  ``count x speed_index(type)`` (the GPUs' worth in V100 units; ties by rate), so slow types serve loose
+  deadlines and fast types are kept for tight ones. For a level ``(k, n)`` the timeline is walked back
+  from the slot-aligned deadline: in each interval the job gets ``min(n, largest level of type k that is
+  free)`` and accumulates ``duration x rate`` (the last interval up to the true deadline). The first level
+  whose total reaches the remaining work is the job's share. Its plan, as in the code, runs from now
+  forward with the next lower level of that type before the point where the backward walk succeeded and
+  the share from that point on, until the work is done (end aligned to the slot); the timeline loses those
+  GPUs. One restart penalty is deducted from the first interval (``overhead_aware``; the code charges
+  overheads only while executing).
+* **Admission** [C-code; I: per job]. Each arriving deadline job is planned with the admitted jobs (all in
+  deadline order on a fresh timeline); it is admitted iff it gets a share and no admitted job that had one
+  loses it. Otherwise it is declined (``rejected_jobs="drop"``, a deadline miss) or, in the best-effort
+  variant (``"best_effort"``), kept without a guarantee.
+* **Leftover GPUs** [C-code; I: metric]. GPUs free now after every plan go, one level at a time, to the
+  job with the highest marginal return: jobs without GPUs first (deadline order), then
+  ``leftover_rule="speedup"`` (default: relative speed-up per extra GPU, ``(r_next / r_now - 1) / extra``,
+  the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
+  remaining GPU-time per extra GPU, largest first). A job grows on the type it holds.
+* **Placement** [C: buddy allocation]. :func:`baselines._deadline.buddy_place` (``placement="buddy"``),
+  or the simulator's default placer (``"default"``).
+
+Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
+event loop; between them the allocation stays as it is.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from baselines._deadline import JobOptions, buddy_place, job_options
+from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.view import ClusterView, JobView
+
+LEFTOVER_RULES = ("speedup", "gputime")
+PLACEMENTS = ("buddy", "default")
+REJECTED_MODES = ("drop", "best_effort")
+
+
+class Timeline:
+    """Free GPUs per type over time: ``free[:, i]`` holds on ``[times[i], times[i + 1])``.
+
+    Args:
+        now_s: Start of the timeline.
+        capacity: ``(K,)`` GPUs per type (all free).
+        slot_s: Slot length breakpoints are aligned to.
+    """
+
+    def __init__(
+        self, now_s: float, capacity: np.ndarray, slot_s: float, breakpoints: np.ndarray | None = None
+    ) -> None:
+        self.slot_s = slot_s
+        self.capacity = capacity.astype(np.int64)
+        self.times = np.array([now_s, now_s + slot_s], dtype=float)
+        if breakpoints is not None and len(breakpoints):
+            later = np.unique(np.asarray(breakpoints, dtype=float))
+            self.times = np.concatenate(([now_s], later[later > now_s + 1e-9]))
+            if len(self.times) == 1:
+                self.times = np.array([now_s, now_s + slot_s])
+        self.free = np.repeat(self.capacity[:, None], len(self.times) - 1, axis=1)
+
+    def copy(self) -> Timeline:
+        out = Timeline.__new__(Timeline)
+        out.slot_s, out.capacity = self.slot_s, self.capacity
+        out.times, out.free = self.times.copy(), self.free.copy()
+        return out
+
+    def aligned(self, t: float) -> float:
+        """``t`` rounded up to the slot grid (never before the start)."""
+        return max(self.times[0], math.ceil(t / self.slot_s - 1e-9) * self.slot_s)
+
+    def split(self, t: float) -> int:
+        """Index of breakpoint ``t``, inserting it (and extending the horizon) as needed."""
+        times = self.times
+        if t > times[-1] + 1e-9:
+            self.times = np.append(times, t)
+            self.free = np.hstack([self.free, self.capacity[:, None]])
+            return len(self.times) - 1
+        i = int(np.searchsorted(times, t - 1e-9))
+        if abs(times[i] - t) <= 1e-9:
+            return i
+        self.times = np.concatenate((times[:i], (t,), times[i:]))
+        free = self.free
+        self.free = np.concatenate((free[:, :i], free[:, i - 1 : i], free[:, i:]), axis=1)
+        return i
+
+
+@dataclass
+class JobLevels:
+    """A job's levels in share order, with lookup tables for vectorised timeline walks.
+
+    Attributes:
+        options: The job's options (one GPU type each).
+        order: Option indices in increasing share.
+        type_idx: ``(O,)`` type of each option.
+        count: ``(O,)`` GPUs of each option.
+        prev: ``(O,)`` next lower option of the same type (-1 if none).
+        nxt: ``(O,)`` next higher option of the same type (-1 if none).
+        index: ``{(type_idx, count): option}``.
+        floor_count: ``(K, C_max + 1)`` largest count of the job's levels of each type at most ``f``.
+        rate_of: ``(O, C_max + 1)`` rate of the option's type at each level count (0 elsewhere).
+        rate_at_free: ``(O, C_max + 1)`` rate of option ``o`` capped by ``f`` free GPUs of its type, i.e.
+            at ``min(count_o, floor_count[type_o, f])``.
+        types: The GPU types the job has levels on.
+    """
+
+    options: JobOptions
+    order: np.ndarray
+    type_idx: np.ndarray
+    count: np.ndarray
+    prev: np.ndarray
+    nxt: np.ndarray
+    index: dict[tuple[int, int], int]
+    floor_count: np.ndarray
+    rate_of: np.ndarray
+    rate_at_free: np.ndarray
+    types: tuple[int, ...] = ()
+
+
+def job_levels(options: JobOptions, speed: np.ndarray, capacity: np.ndarray) -> JobLevels:
+    """Tables for :func:`mss_plan` (single-type options only)."""
+    num = len(options)
+    type_idx = options.counts.argmax(axis=1) if num else np.zeros(0, dtype=np.int64)
+    count = options.counts.max(axis=1) if num else np.zeros(0, dtype=np.int64)
+    share = count * speed[type_idx]
+    order = np.lexsort((-options.rates, share)) if num else np.zeros(0, dtype=np.int64)
+    cmax = int(capacity.max())
+    floor_count = np.zeros((len(capacity), cmax + 1), dtype=np.int64)
+    type_rate = np.zeros((len(capacity), cmax + 1))
+    prev = np.full(num, -1, dtype=np.int64)
+    nxt = np.full(num, -1, dtype=np.int64)
+    for k in range(len(capacity)):
+        mine = np.flatnonzero(type_idx == k)
+        mine = mine[np.argsort(count[mine])]
+        for a, b in itertools.pairwise(mine.tolist()):
+            prev[b] = a
+            nxt[a] = b
+        for o in mine:
+            floor_count[k, count[o] :] = count[o]
+            type_rate[k, count[o]] = options.rates[o]
+    rate_of = type_rate[type_idx] if num else np.zeros((0, cmax + 1))
+    capped = np.minimum(count[:, None], floor_count[type_idx]) if num else np.zeros((0, cmax + 1), dtype=np.int64)
+    rate_at_free = np.take_along_axis(rate_of, capped, axis=1) if num else rate_of
+    index = {(int(type_idx[o]), int(count[o])): o for o in range(num)}
+    types = tuple(sorted({int(k) for k in type_idx}))
+    return JobLevels(options, order, type_idx, count, prev, nxt, index, floor_count, rate_of, rate_at_free, types)
+
+
+@dataclass
+class MSSPlan:
+    """A job's plan on the timeline.
+
+    Attributes:
+        option: Its share (option index), or -1 when no level meets the deadline.
+        type_idx: The share's type.
+        counts: ``(S,)`` GPUs of that type per timeline interval from now, up to the plan's end.
+        end_s: When the plan completes the work (slot-aligned).
+        change_s: When the plan first changes the job's GPU count (``inf``: not before its end).
+    """
+
+    option: int
+    type_idx: int
+    counts: np.ndarray
+    end_s: float
+    change_s: float = math.inf
+
+
+def mss_plan(
+    timeline: Timeline,
+    levels: JobLevels,
+    work: float,
+    deadline_s: float,
+    first_loss_s: float = 0.0,
+    commit: bool = True,
+) -> MSSPlan:
+    """ElasticFlow's ``ef_sim_allocation`` for one job: find its minimum satisfactory share and plan it.
+
+    Args:
+        timeline: Free GPUs (updated in place when ``commit`` and a share exists).
+        levels: The job's levels.
+        work: Remaining iterations.
+        deadline_s: Absolute deadline.
+        first_loss_s: Seconds of the first interval lost to a restart penalty.
+        commit: Take the plan's GPUs from the timeline.
+    """
+    none = MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
+    now = float(timeline.times[0])
+    if deadline_s <= now + 1e-9 or len(levels.order) == 0:
+        return none
+    i_ddl = timeline.split(timeline.aligned(deadline_s))
+    times = timeline.times
+    usable = np.minimum(times[1 : i_ddl + 1], deadline_s) - times[:i_ddl]
+    usable[0] = max(usable[0] - first_loss_s, 0.0)
+    width = levels.rate_at_free.shape[1]
+    free = timeline.free[:, :i_ddl]  # never above a type's capacity, so a valid column of the tables
+    # Each level's work up to the deadline: its rate at each free count, times the time spent at that count
+    # (one weighted histogram of free counts per type, offset by type).
+    num_k = free.shape[0]
+    hist = np.bincount(
+        (free + (np.arange(num_k) * width)[:, None]).ravel(), weights=np.tile(usable, num_k), minlength=num_k * width
+    )
+    totals = (levels.rate_at_free * hist.reshape(num_k, width)[levels.type_idx]).sum(axis=1)
+    ok = totals[levels.order] >= work * (1.0 - 1e-9)
+    if not ok.any():
+        return none
+    o = int(levels.order[int(ok.argmax())])
+    k = int(levels.type_idx[o])
+    # The backward walk from the deadline reaches the work at interval `point`.
+    iters = levels.rate_at_free[o, free[k]] * usable
+    point = i_ddl - 1 - int((np.cumsum(iters[::-1]) >= work * (1.0 - 1e-9)).argmax())
+    avail = levels.floor_count[k, free[k]]
+    plan = np.minimum(avail, levels.count[o])
+    lower = int(levels.prev[o])
+    if point > 0:
+        plan[:point] = np.minimum(avail[:point], levels.count[lower]) if lower >= 0 else 0
+    rates = levels.rate_of[o, plan]
+    done = np.cumsum(rates * usable)
+    e = int((done >= work * (1.0 - 1e-9)).argmax())
+    before = done[e - 1] if e > 0 else 0.0
+    start_e = times[e] + (first_loss_s if e == 0 else 0.0)
+    end = start_e + (work - before) / rates[e] if rates[e] > 0 else times[e + 1]
+    end_al = min(timeline.aligned(end), times[e + 1])
+    counts = plan[: e + 1]
+    steps = np.flatnonzero(counts != counts[0])
+    change_s = float(times[int(steps[0])]) if len(steps) else math.inf
+    if commit:
+        if end_al < times[e + 1] - 1e-9:
+            timeline.split(end_al)
+        timeline.free[k, : e + 1] -= counts
+    return MSSPlan(o, k, counts, float(end_al), change_s)
+
+
+@register_policy()
+class ElasticFlow(Policy):
+    """ElasticFlow (Gu et al., ASPLOS 2023): MSS admission, marginal-return leftover allocation, buddy placement.
+
+    Paper: "ElasticFlow: An Elastic Serverless Training Platform for Distributed Deep Learning", ASPLOS
+    2023. Implemented from the public simulator's ``ef_sim_allocation`` / ``allocate_free_gpus`` and
+    generalised to GPU types with levels over (type, count) (see the module docstring). Reconstructions:
+    the share order over types (``count x speed_index``), one type per plan, per-job admission, the
+    leftover metric, the deducted restart penalty, and buddy placement as an equivalent largest-first
+    single-server rule.
+
+    Args:
+        round_s: Scheduling slot in seconds (ElasticFlow's ``scheduling_slot``, 60).
+        rejected_jobs: ``"drop"`` (default: declined jobs leave) or ``"best_effort"``.
+        leftover_rule: ``"speedup"`` (default) or ``"gputime"`` (see the module docstring).
+        placement: ``"buddy"`` (default) or ``"default"`` (the simulator's placer).
+        overhead_aware: Deduct one restart penalty from a plan's first interval (default ``True``).
+        max_count: Cap on any job's GPU count (default: its ``max_gpus`` or the type's capacity).
+    """
+
+    name = "elasticflow"
+    round_s = 60.0
+
+    def __init__(
+        self,
+        round_s: float = 60.0,
+        rejected_jobs: str = "drop",
+        leftover_rule: str = "speedup",
+        placement: str = "buddy",
+        overhead_aware: bool = True,
+        max_count: int | None = None,
+    ) -> None:
+        super().__init__()
+        if not round_s > 0:
+            raise ValueError(f"round_s={round_s}; give a positive slot length in seconds")
+        if rejected_jobs not in REJECTED_MODES:
+            raise ValueError(f"rejected_jobs={rejected_jobs!r}; use one of {REJECTED_MODES}")
+        if leftover_rule not in LEFTOVER_RULES:
+            raise ValueError(f"leftover_rule={leftover_rule!r}; use one of {LEFTOVER_RULES}")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement={placement!r}; use one of {PLACEMENTS}")
+        if max_count is not None and max_count < 1:
+            raise ValueError(f"max_count={max_count}; it must be >= 1 or None")
+        self.round_s = float(round_s)
+        self.rejected_jobs = rejected_jobs
+        self.leftover_rule = leftover_rule
+        self.placement = placement
+        self.overhead_aware = overhead_aware
+        self.max_count = max_count
+
+    def _reset(self) -> None:
+        assert self.cluster is not None
+        self._types = self.cluster.gpu_types
+        self._cap = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
+        self._levels: dict[int, JobLevels] = {}
+        self._kind: dict[int, str] = {}  # admitted | best_effort
+        self._decision: dict[int, dict[str, int]] = {}
+        self._next_change_s = math.inf
+        self._last: Allocation | None = None
+        self.stats: dict[str, int] = dict.fromkeys(("admitted", "rejected", "replans", "late"), 0)
+
+    # ----------------------------------------------------------------------------------------
+
+    def levels_of(self, view: ClusterView, job: JobView) -> JobLevels:
+        """The job's levels (cached)."""
+        lv = self._levels.get(job.job_id)
+        if lv is None:
+            opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+            speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
+            lv = job_levels(opts, speed, self._cap)
+            self._levels[job.job_id] = lv
+        return lv
+
+    def _first_loss(self, view: ClusterView, job: JobView) -> float:
+        if not self.overhead_aware:
+            return 0.0
+        if job.first_start_s is None and not view.config.charge_first_start:
+            return 0.0
+        return view.restart_penalty_s(job)
+
+    def plan_all(self, view: ClusterView, jobs: list[JobView]) -> tuple[Timeline, dict[int, MSSPlan], set[int]]:
+        """Plan ``jobs`` in deadline order on an empty timeline; return it, the plans and the jobs without a share."""
+        slot = self.round_s
+        deadlines = [math.ceil(j.deadline_s / slot - 1e-9) * slot for j in jobs if math.isfinite(j.deadline_s)]
+        timeline = Timeline(view.now_s, self._cap, slot, np.array(deadlines))
+        plans: dict[int, MSSPlan] = {}
+        failed: set[int] = set()
+        for job in sorted(jobs, key=lambda j: (j.deadline_s, j.submit_s, j.job_id)):
+            plan = mss_plan(
+                timeline, self.levels_of(view, job), job.remaining_iters, job.deadline_s, self._first_loss(view, job)
+            )
+            if plan.option < 0:
+                failed.add(job.job_id)
+            else:
+                plans[job.job_id] = plan
+        return timeline, plans, failed
+
+    def _admit(
+        self, view: ClusterView, admitted: list[JobView]
+    ) -> tuple[list[JobView], set[int], tuple[Timeline, dict[int, MSSPlan], set[int]] | None]:
+        """Admit or decline the arrivals; also return the last planning pass of the admitted set, if any."""
+        rejected: set[int] = set()
+        arrivals = sorted((view.job(j) for j in view.arrived), key=lambda j: (j.deadline_s, j.submit_s, j.job_id))
+        last: tuple[Timeline, dict[int, MSSPlan], set[int]] | None = None
+        failed_before: set[int] | None = None
+        for job in arrivals:
+            if not job.spec.has_deadline:
+                self._kind[job.job_id] = "best_effort"
+                continue
+            trial = self.plan_all(view, [*admitted, job])
+            _, plans, failed = trial
+            ok = job.job_id in plans
+            if ok and failed:  # did the newcomer take a share from a job that had one?
+                if failed_before is None:
+                    failed_before = self.plan_all(view, admitted)[2]
+                ok = failed <= failed_before
+            if ok:
+                self._kind[job.job_id] = "admitted"
+                admitted = [*admitted, job]
+                last = trial
+                failed_before = failed
+                self.stats["admitted"] += 1
+            else:
+                self.stats["rejected"] += 1
+                if self.rejected_jobs == "drop":
+                    rejected.add(job.job_id)
+                else:
+                    self._kind[job.job_id] = "best_effort"
+        return admitted, rejected, last
+
+    def _leftover(
+        self, view: ClusterView, now_counts: dict[int, tuple[int, int]], free: np.ndarray, order: list[JobView]
+    ) -> None:
+        """Give the GPUs free now, one level at a time, to the jobs with the highest marginal return."""
+        heap: list[tuple[float, int, int]] = []
+        free_list = free.tolist()
+
+        def push(rank: int, job: JobView) -> None:
+            lv = self.levels_of(view, job)
+            k, n = now_counts.get(job.job_id, (-1, 0))
+            if n == 0:
+                heapq.heappush(heap, (-math.inf, rank, job.job_id))
+                return
+            cur = lv.index[(k, n)]
+            o = int(lv.nxt[cur])
+            if o < 0:
+                return
+            extra = int(lv.count[o]) - n
+            r_now, r_next = float(lv.options.rates[cur]), float(lv.options.rates[o])
+            if self.leftover_rule == "speedup":
+                gain = (r_next / r_now - 1.0) / extra
+            else:
+                work = job.remaining_iters
+                gain = (int(lv.count[o]) * work / r_next - n * work / r_now) / extra
+            heapq.heappush(heap, (-gain, rank, job.job_id))
+
+        ranks = {}
+        for rank, job in enumerate(order):
+            ranks[job.job_id] = rank
+            push(rank, job)
+        while heap and any(free_list):
+            _, rank, jid = heapq.heappop(heap)
+            job = view.job(jid)
+            lv = self.levels_of(view, job)
+            k, n = now_counts.get(jid, (-1, 0))
+            if n == 0:
+                o = -1
+                for cand in lv.order.tolist():
+                    if lv.count[cand] <= free_list[lv.type_idx[cand]]:
+                        o = cand
+                        break
+                if o < 0:
+                    continue
+            else:
+                o = int(lv.nxt[lv.index[(k, n)]])
+                if lv.count[o] - n > free_list[k]:
+                    continue
+            k_new = int(lv.type_idx[o])
+            free_list[k_new] -= int(lv.count[o]) - n
+            now_counts[jid] = (k_new, int(lv.count[o]))
+            push(rank, job)
+        free[:] = free_list
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        active = view.job_index
+        for jid in [j for j in self._kind if j not in active]:
+            del self._kind[jid]
+            self._levels.pop(jid, None)
+            self._decision.pop(jid, None)
+        admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted"]
+        admitted, rejected, last = self._admit(view, admitted)
+        replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
+        if not replan and self._last is not None:
+            return self._last  # nothing happened since the last decision: it stands
+        self._replan(view, admitted, rejected, last)
+        jobs = {jid: JobAllocation(c, mode="sync") for jid, c in self._decision.items() if c and jid not in rejected}
+        if self.placement == "buddy" and jobs:
+            previous = {jid: view.job(jid).groups for jid in jobs}
+            servers = buddy_place(view.cluster, {j: a.as_dict() for j, a in jobs.items()}, previous)
+            jobs = {jid: JobAllocation(a.counts, servers[jid], mode="sync") for jid, a in jobs.items()}
+        self._last = Allocation(jobs)
+        return Allocation(jobs, frozenset(rejected))
+
+    def _replan(
+        self,
+        view: ClusterView,
+        admitted: list[JobView],
+        rejected: set[int],
+        done: tuple[Timeline, dict[int, MSSPlan], set[int]] | None = None,
+    ) -> None:
+        self.stats["replans"] += 1
+        timeline, plans, failed = done if done is not None else self.plan_all(view, admitted)
+        self.stats["late"] += len(failed)
+        now_counts: dict[int, tuple[int, int]] = {}
+        for jid, plan in plans.items():
+            if len(plan.counts) and plan.counts[0] > 0:
+                now_counts[jid] = (plan.type_idx, int(plan.counts[0]))
+        # Completions trigger a re-plan anyway, so plan ends are not change points.
+        self._next_change_s = min((p.change_s for p in plans.values()), default=math.inf)
+        free = timeline.free[:, 0].copy()
+        order = sorted(
+            (j for j in view.jobs if j.job_id not in rejected and j.job_id in self._kind),
+            key=lambda j: (j.deadline_s, j.submit_s, j.job_id),
+        )
+        self._leftover(view, now_counts, free, order)
+        self._decision = {jid: {self._types[k]: n} for jid, (k, n) in now_counts.items() if n > 0}
