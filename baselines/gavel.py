@@ -441,9 +441,9 @@ class GavelPolicy(Policy):
     Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads",
     OSDI 2020. Implemented: the max-min fairness, finish-time fairness and minimum-total-duration
     policies (heterogeneity-aware ``*_perf`` and agnostic versions) and the priority-based round
-    mechanism. Reconstructions / deviations: ``fill_between_rounds``, ``isolated_normalisation`` and
-    the exact-LP makespan (see the module docstring); no space sharing (packing) and no lease
-    extensions.
+    mechanism. Reconstructions / deviations: ``fill_between_rounds``, ``zero_priority_last``,
+    ``isolated_normalisation`` and the exact-LP makespan (see the module docstring); no space sharing
+    (packing) and no lease extensions.
 
     Args:
         heterogeneity_aware: Use the measured per-type throughputs (``True``) or Gavel's agnostic

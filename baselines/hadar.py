@@ -703,13 +703,15 @@ class Hadar(Policy):
             if horizon < n_rounds:
                 continue
             used = self._reservations(start_round, horizon)[t]
-            levels = np.arange(cap - need + 1)
+            avail = used <= cap - need
+            if not avail.any():
+                continue
+            levels, level_of = np.unique(used[avail], return_inverse=True)  # reservation levels present
             g = np.arange(need)
             level_cost = (low * (high / low) ** ((levels[:, None] + g[None, :]) / cap)).sum(axis=1)
-            avail = used <= cap - need
             # counts[l, k]: available rounds at level l among rounds 0..k
             onehot = np.zeros((levels.size, horizon), dtype=np.int64)
-            onehot[used[avail], np.nonzero(avail)[0]] = 1
+            onehot[level_of, np.nonzero(avail)[0]] = 1
             counts = np.cumsum(onehot, axis=1)
             before = np.cumsum(counts, axis=0) - counts  # rounds at cheaper levels
             take = np.clip(n_rounds - before, 0, counts)
