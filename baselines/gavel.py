@@ -67,15 +67,16 @@ Deviations and reconstructions (each a knob):
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeWarning, linprog
 
-from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.view import ClusterView, JobView
@@ -88,6 +89,7 @@ GAVEL_MIN_RESET_INTERVAL_S = 1920.0
 _UNSERVED_PRIORITY = 1e9
 
 Objective = Literal["max_min_fairness", "finish_time_fairness", "min_total_duration"]
+LPSolver = Literal["ipm", "simplex"]
 OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_total_duration")
 
 
@@ -119,9 +121,28 @@ def _x_bounds(usable: np.ndarray) -> np.ndarray:
 
 
 def _solve(
-    c: np.ndarray, a_ub: sp.csr_matrix, b_ub: np.ndarray, bounds: np.ndarray, what: str
+    c: np.ndarray,
+    a_ub: sp.csr_matrix,
+    b_ub: np.ndarray,
+    bounds: np.ndarray,
+    what: str,
+    solver: LPSolver = "ipm",
 ) -> tuple[np.ndarray | None, int]:
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    """Solve with HiGHS: interior point without crossover (``ipm``) or dual simplex (``simplex``).
+
+    The interior-point answer is not a vertex: like Gavel's ECOS solutions it spreads time over the
+    jobs of a degenerate optimum instead of giving some of them nothing. A failed interior-point
+    solve (numerical trouble) is retried with the simplex method.
+    """
+    if solver == "ipm":
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
+            res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})
+        if res.status in (0, 2):
+            return (np.asarray(res.x), 0) if res.status == 0 else (None, 2)
+    elif solver != "simplex":
+        raise ValueError(f"solver={solver!r}; use 'ipm' or 'simplex'")
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ds")
     if res.status == 0:
         return np.asarray(res.x), 0
     if res.status == 2:  # infeasible
@@ -166,14 +187,22 @@ def solve_max_min_fairness(
     scale: np.ndarray,
     capacity: np.ndarray,
     priority_weights: np.ndarray | None = None,
+    *,
+    solver: LPSolver = "ipm",
 ) -> np.ndarray:
     """Gavel's max-min fairness LP; returns ``X`` (jobs x types).
+
+    Jobs with identical rates, scale factor and weight are solved as one class (one row of ``X``
+    scaled by the class size in the capacity constraints). This is exact: the LP is symmetric in
+    such jobs and convex, so averaging an optimal solution over them is optimal too. Gavel-Philly
+    traces have at most 26 templates x 4 scale factors, so 1,000 jobs become about 100 rows.
 
     Args:
         rates: ``T[m, k]`` (0 where the job cannot run).
         scale: Requested GPUs per job.
         capacity: GPUs per type.
         priority_weights: Per-job weights (default 1); a larger weight gets a larger share.
+        solver: ``"ipm"`` (default) or ``"simplex"``.
     """
     rates = np.asarray(rates, dtype=float)
     scale = np.asarray(scale, dtype=float)
@@ -186,20 +215,27 @@ def solve_max_min_fairness(
     t_prop = proportional_rates(rates, capacity)
     if np.any(t_prop <= 0):
         raise ValueError("every job needs a positive rate on some type (drop unusable jobs first)")
-    coef = rates * (scale / (weights * t_prop))[:, None]
-    n_x = m * k
-    a_base, b_base = _base_constraints(scale, capacity, k)
-    # z - sum_k coef[m,k] X[m,k] <= 0 for every job: z is the minimum normalised share.
-    a_min = sp.hstack([-sp.csr_matrix(_block_rows(coef)), sp.csr_matrix(np.ones((m, 1)))], format="csr")
+    keys = np.column_stack([rates, scale, weights])
+    uniq, cls, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    cls = cls.ravel()
+    c_rates, c_scale, c_weight = uniq[:, :k], uniq[:, k], uniq[:, k + 1]
+    c_prop = proportional_rates(c_rates, capacity)
+    coef = c_rates * (c_scale / (c_weight * c_prop))[:, None]
+    n_cls = uniq.shape[0]
+    n_x = n_cls * k
+    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k.
+    a_base, b_base = _base_constraints(c_scale * counts, capacity, k)
+    # z - sum_k coef[c,k] X[c,k] <= 0 for every class: z is the minimum normalised share.
+    a_min = sp.hstack([-_block_rows(coef), sp.csr_matrix(np.ones((n_cls, 1)))], format="csr")
     a_ub = sp.vstack([sp.hstack([a_base, sp.csr_matrix((a_base.shape[0], 1))]), a_min], format="csr")
-    b_ub = np.concatenate([b_base, np.zeros(m)])
+    b_ub = np.concatenate([b_base, np.zeros(n_cls)])
     c = np.zeros(n_x + 1)
     c[-1] = -1.0
-    bounds = np.vstack([_x_bounds(rates > 0), [[0.0, np.inf]]])
-    x, status = _solve(c, a_ub, b_ub, bounds, "max-min fairness LP")
+    bounds = np.vstack([_x_bounds(c_rates > 0), [[0.0, np.inf]]])
+    x, status = _solve(c, a_ub, b_ub, bounds, "max-min fairness LP", solver)
     if x is None:
         raise LPError(f"max-min fairness LP infeasible (status {status}); this is a bug")
-    return np.clip(x[:n_x].reshape(m, k), 0.0, 1.0)
+    return np.clip(x[:n_x].reshape(n_cls, k), 0.0, 1.0)[cls]
 
 
 def _block_rows(coef: np.ndarray) -> sp.csr_matrix:
@@ -211,7 +247,12 @@ def _block_rows(coef: np.ndarray) -> sp.csr_matrix:
 
 
 def _feasible_with_min_rates(
-    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, min_rates: np.ndarray, what: str
+    rates: np.ndarray,
+    scale: np.ndarray,
+    capacity: np.ndarray,
+    min_rates: np.ndarray,
+    what: str,
+    solver: LPSolver = "ipm",
 ) -> np.ndarray | None:
     """An ``X`` meeting the base constraints and ``sum_k T X >= min_rates`` per job, or ``None``."""
     m, k = rates.shape
@@ -220,7 +261,7 @@ def _feasible_with_min_rates(
     a_base, b_base = _base_constraints(scale, capacity, k)
     a_ub = sp.vstack([a_base, -_block_rows(rates)], format="csr")
     b_ub = np.concatenate([b_base, -min_rates])
-    x, _ = _solve(np.zeros(m * k), a_ub, b_ub, _x_bounds(rates > 0), what)
+    x, _ = _solve(np.zeros(m * k), a_ub, b_ub, _x_bounds(rates > 0), what, solver)
     return None if x is None else np.clip(x.reshape(m, k), 0.0, 1.0)
 
 
@@ -265,6 +306,7 @@ def solve_finish_time_fairness(
     *,
     tolerance: float = 1e-3,
     max_lps: int = 60,
+    solver: LPSolver = "ipm",
 ) -> FTFSolution:
     """Minimise ``max_m rho_m(X)`` by bisection on ``rho`` over feasibility LPs.
 
@@ -278,6 +320,7 @@ def solve_finish_time_fairness(
         cumulative_isolated_s: Isolated-equivalent time already accumulated (``c_m``, default 0).
         tolerance: Relative width of the final ``rho`` bracket.
         max_lps: Cap on the bisection LPs.
+        solver: ``"ipm"`` (default) or ``"simplex"``.
     """
     rates = np.asarray(rates, dtype=float)
     scale = np.asarray(scale, dtype=float)
@@ -303,13 +346,13 @@ def solve_finish_time_fairness(
         rho_hi = max(rho_lo, 1.0) * 2.0
         x_hi = None  # type: ignore[assignment]
         while x_hi is None:
-            x_hi = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi)
+            x_hi = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi, solver)
             if x_hi is None:
                 rho_lo, rho_hi = rho_hi, rho_hi * 4.0
     num = 0
     while rho_hi > rho_lo * (1.0 + tolerance) and num < max_lps:
         mid = 0.5 * (rho_lo + rho_hi)
-        x = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, mid)
+        x = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, mid, solver)
         num += 1
         if x is None:
             rho_lo = mid
@@ -327,11 +370,12 @@ def _ftf_feasible(
     rem: np.ndarray,
     denom: np.ndarray,
     rho: float,
+    solver: LPSolver,
 ) -> np.ndarray | None:
     slack = rho * denom - elapsed
     if np.any(slack <= 0):
         return None
-    return _feasible_with_min_rates(rates, scale, capacity, rem / slack, "finish-time fairness LP")
+    return _feasible_with_min_rates(rates, scale, capacity, rem / slack, "finish-time fairness LP", solver)
 
 
 @dataclass(frozen=True)
@@ -356,6 +400,7 @@ def solve_min_total_duration(
     remaining_iters: np.ndarray,
     *,
     method: Literal["lp", "bisection"] = "lp",
+    solver: LPSolver = "ipm",
 ) -> MakespanSolution:
     """The smallest ``T*`` such that ``sum_k T[m,k] X[m,k] >= rem_m / T*`` for every job.
 
@@ -375,9 +420,9 @@ def solve_min_total_duration(
     if np.any(rates.max(axis=1) <= 0):
         raise ValueError("every job needs a positive rate on some type (drop unusable jobs first)")
     if method == "lp":
-        x, duration, num = _makespan_lp(rates, scale, capacity, rem)
+        x, duration, num = _makespan_lp(rates, scale, capacity, rem, solver)
     elif method == "bisection":
-        x, duration, num = _makespan_bisection(rates, scale, capacity, rem)
+        x, duration, num = _makespan_bisection(rates, scale, capacity, rem, solver)
     else:
         raise ValueError(f"method={method!r}; use 'lp' or 'bisection'")
     # Scale each row down to exactly the throughput that finishes the job at T*.
@@ -388,7 +433,7 @@ def solve_min_total_duration(
 
 
 def _makespan_lp(
-    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray
+    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray, solver: LPSolver
 ) -> tuple[np.ndarray, float, int]:
     m, k = rates.shape
     n_x = m * k
@@ -401,14 +446,14 @@ def _makespan_lp(
     c = np.zeros(n_x + 1)
     c[-1] = -1.0
     bounds = np.vstack([_x_bounds(rates > 0), [[0.0, np.inf]]])
-    x, status = _solve(c, a_ub, b_ub, bounds, "minimum total duration LP")
+    x, status = _solve(c, a_ub, b_ub, bounds, "minimum total duration LP", solver)
     if x is None or x[-1] <= 0:
         raise LPError(f"minimum total duration LP failed (status {status}); this is a bug")
     return np.clip(x[:n_x].reshape(m, k), 0.0, 1.0), 1.0 / float(x[-1]), 1
 
 
 def _makespan_bisection(
-    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray
+    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray, solver: LPSolver
 ) -> tuple[np.ndarray, float, int]:
     max_t, min_t = 1e6, 100.0
     last_max_t = max_t
@@ -418,7 +463,7 @@ def _makespan_bisection(
     while feasible is None:
         while 1.05 * min_t < max_t:
             t = 0.5 * (min_t + max_t)
-            x = _feasible_with_min_rates(rates, scale, capacity, rem / t, "minimum total duration LP")
+            x = _feasible_with_min_rates(rates, scale, capacity, rem / t, "minimum total duration LP", solver)
             num += 1
             if x is not None:
                 feasible, best_t, max_t = x, t, t
@@ -461,6 +506,8 @@ class GavelPolicy(Policy):
         makespan_method: ``"lp"`` (exact, default) or ``"bisection"`` (Gavel's).
         reference_type: GPU type whose rate the agnostic finish-time-fairness and makespan LPs use on
             every type (default: the cluster's fastest type by speed index, V100 on Gavel's cluster).
+        lp_solver: ``"ipm"`` (HiGHS interior point without crossover, default; non-vertex optima like
+            Gavel's ECOS) or ``"simplex"``.
     """
 
     name: ClassVar[str] = "gavel"
@@ -479,6 +526,7 @@ class GavelPolicy(Policy):
         ftf_tolerance: float = 1e-3,
         makespan_method: Literal["lp", "bisection"] = "lp",
         reference_type: str | None = None,
+        lp_solver: LPSolver = "ipm",
     ) -> None:
         super().__init__()
         if min_recompute_interval_s < 0:
@@ -498,6 +546,9 @@ class GavelPolicy(Policy):
         self.ftf_tolerance = ftf_tolerance
         self.makespan_method = makespan_method
         self.reference_type = reference_type
+        if lp_solver not in ("ipm", "simplex"):
+            raise ValueError(f"lp_solver={lp_solver!r}; use 'ipm' or 'simplex'")
+        self.lp_solver: LPSolver = lp_solver
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -506,6 +557,8 @@ class GavelPolicy(Policy):
         self._type_index = {t: i for i, t in enumerate(self._types)}
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
+        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
+        self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         self._job_time: dict[int, np.ndarray] = {}
         self._type_time = np.zeros(len(self._types))
@@ -530,13 +583,18 @@ class GavelPolicy(Policy):
     def _job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
         r = self._rates.get(job.job_id)
         if r is None:
-            allowed = set(view.allowed_types(job))
-            r = np.array(
-                [
-                    view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                    for i, t in enumerate(self._types)
-                ]
-            )
+            spec = job.spec
+            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
+            r = self._rate_cache.get(key)
+            if r is None:
+                allowed = set(view.allowed_types(job))
+                r = np.array(
+                    [
+                        view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
+                        for i, t in enumerate(self._types)
+                    ]
+                )
+                self._rate_cache[key] = r
             self._rates[job.job_id] = r
         return r
 
@@ -610,13 +668,15 @@ class GavelPolicy(Policy):
         scale = np.array([j.num_gpus for j in jobs], dtype=float)
         if self.objective == "max_min_fairness":
             weights = np.array([j.spec.priority_weight for j in jobs])
-            x = solve_max_min_fairness(rates, scale, self._capacity, weights)
+            x = solve_max_min_fairness(rates, scale, self._capacity, weights, solver=self.lp_solver)
             self.last_solution = x
         elif self.objective == "finish_time_fairness":
             x = self._solve_ftf(view, jobs, rates, scale)
         else:
             rem = np.array([j.remaining_iters for j in jobs])
-            sol = solve_min_total_duration(rates, scale, self._capacity, rem, method=self.makespan_method)
+            sol = solve_min_total_duration(
+                rates, scale, self._capacity, rem, method=self.makespan_method, solver=self.lp_solver
+            )
             self.last_solution = sol
             x = sol.allocation
         return {j.job_id: x[i] for i, j in enumerate(jobs)}
@@ -640,27 +700,30 @@ class GavelPolicy(Policy):
         cum = np.array([self._cum_isolated_s.get(j.job_id, 0.0) for j in jobs])
         elapsed = np.array([view.now_s - j.submit_s for j in jobs])
         sol = solve_finish_time_fairness(
-            rates, scale, self._capacity, elapsed, rem, iso, cum, tolerance=self.ftf_tolerance
+            rates, scale, self._capacity, elapsed, rem, iso, cum, tolerance=self.ftf_tolerance, solver=self.lp_solver
         )
         self.last_solution = sol
         return sol.allocation
 
     # ----------------------------------------------------------------------------------------
-    def priorities(self) -> dict[int, np.ndarray]:
-        """Gavel's per-(job, type) priorities ``X / fraction`` under the current counters."""
-        out: dict[int, np.ndarray] = {}
+    def priority_matrix(self, job_ids: Sequence[int]) -> np.ndarray:
+        """Gavel's priorities ``X / fraction`` (``X * 1e9`` before any service) for ``job_ids`` x types."""
+        k = len(self._types)
+        zeros = np.zeros(k)
+        if not job_ids:
+            return np.zeros((0, k))
+        times = np.vstack([self._job_time[j] for j in job_ids])
+        x = np.vstack([self._alloc.get(j, zeros) for j in job_ids])
+        rates = np.vstack([self._rates.get(j, zeros) for j in job_ids])
         type_time = self._type_time
-        for jid, times in self._job_time.items():
-            x = self._alloc.get(jid)
-            rates = self._rates.get(jid)
-            if x is None or rates is None:
-                out[jid] = np.zeros(len(self._types))
-                continue
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fraction = np.where(type_time > 0, times / np.where(type_time > 0, type_time, 1.0), 0.0)
-                prio = np.where(fraction > 0, x / np.where(fraction > 0, fraction, 1.0), x * _UNSERVED_PRIORITY)
-            out[jid] = np.where(rates > 0, prio, 0.0)
-        return out
+        fraction = np.divide(times, type_time, out=np.zeros_like(times), where=type_time > 0)
+        prio = np.divide(x, fraction, out=x * _UNSERVED_PRIORITY, where=fraction > 0)
+        return np.where(rates > 0, prio, 0.0)
+
+    def priorities(self) -> dict[int, np.ndarray]:
+        """Gavel's per-(job, type) priorities under the current counters, for every active job."""
+        ids = list(self._job_time)
+        return dict(zip(ids, self.priority_matrix(ids), strict=True))
 
     def schedule(self, view: ClusterView) -> Allocation:
         self._account(view)
@@ -693,34 +756,45 @@ class GavelPolicy(Policy):
         """Gavel's ``_schedule_jobs_on_workers_helper`` over ``candidates`` and the builder's free GPUs."""
         if not candidates:
             return
-        prios = self.priorities()
         ids = np.array([j.job_id for j in candidates])
         scale = np.array([j.num_gpus for j in candidates])
-        prio = np.vstack([prios[j.job_id] for j in candidates])
+        prio = self.priority_matrix([j.job_id for j in candidates])
         deficit = np.vstack([self._deficit[j.job_id] for j in candidates])
         alloc = np.vstack([self._alloc.get(j.job_id, np.zeros(len(self._types))) for j in candidates])
         rates = np.vstack([self._rates[j.job_id] for j in candidates])
-        entries: list[tuple[int, int]] = []  # (candidate index, type index)
+        n_types = len(self._types)
         order = self._type_order(view)
+        # Entries as flat indices c * n_types + k, in Gavel's order.
         if self.global_queue:
-            pairs = [(c, k) for k in order for c in range(len(candidates))]
-            keys = np.array([(prio[c, k], deficit[c, k], alloc[c, k]) for c, k in pairs])
-            idx = np.lexsort((-keys[:, 2], -keys[:, 1], -keys[:, 0]))
-            entries = [pairs[i] for i in idx]
+            cols = np.repeat(np.array(order), len(candidates))
+            rows = np.tile(np.arange(len(candidates)), len(order))
+            idx = np.lexsort((-alloc[rows, cols], -deficit[rows, cols], -prio[rows, cols]))
+            flat = rows[idx] * n_types + cols[idx]
         else:
-            for k in order:
-                idx = np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k]))
-                entries.extend((int(c), k) for c in idx)
+            parts = [np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k])) * n_types + k for k in order]
+            flat = np.concatenate(parts)
             if self.zero_priority_last:
-                entries = [e for e in entries if prio[e] > 0] + [e for e in entries if prio[e] <= 0]
-        free = {k: builder.free[self._types[k]] for k in range(len(self._types))}
-        scheduled: set[int] = set()
-        for c, k in entries:
-            if free[k] <= 0 or c in scheduled or rates[c, k] <= 0 or scale[c] > free[k]:
+                positive = prio.ravel()[flat] > 0
+                flat = np.concatenate([flat[positive], flat[~positive]])
+        usable = (rates.ravel() > 0)[flat]
+        flat = flat[usable]
+        free = [builder.free[t] for t in self._types]
+        scheduled = np.zeros(len(candidates), dtype=bool)
+        scale_list = scale.tolist()
+        for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
+            need = scale_list[c]
+            if scheduled[c] or need > free[k]:
                 continue
-            free[k] -= int(scale[c])
-            scheduled.add(c)
-            builder.assign(int(ids[c]), {self._types[k]: int(scale[c])})
+            free[k] -= need
+            scheduled[c] = True
+            builder.assign(int(ids[c]), self._job_allocation(self._types[k], need))
+
+    def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
+        key = (gpu_type, num_gpus)
+        ja = self._job_allocs.get(key)
+        if ja is None:
+            ja = self._job_allocs[key] = JobAllocation({gpu_type: num_gpus})
+        return ja
 
 
 @register_policy()

@@ -111,6 +111,8 @@ class NodePool:
         self.price_l = float(price_l)
         self.price_u = float(price_u)
         self._cum: dict[int, np.ndarray] = {}
+        self.version = 0
+        self._level_cache: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
         # (type, capacity, used) -> insertion-ordered node ids
         self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
         for h in range(len(self.cap)):
@@ -118,6 +120,23 @@ class NodePool:
                 self._bucket(h)[h] = None
         self.free_by_type = np.zeros(len(self.types), dtype=np.int64)
         np.add.at(self.free_by_type, self.type_of, self.cap - self.used)
+
+    def _levels(self, types: tuple[int, ...]) -> list[tuple[int, int, int]]:
+        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per version)."""
+        key = (types, self.version)
+        levels = self._level_cache.get(key)
+        if levels is None:
+            wanted = set(types)
+            ranked = sorted(
+                (used / cap, -(cap - used), t, cap, used)
+                for (t, cap, used), nodes in self._buckets.items()
+                if t in wanted and nodes
+            )
+            levels = [(t, cap, used) for _, _, t, cap, used in ranked]
+            if len(self._level_cache) > 64:
+                self._level_cache.clear()
+            self._level_cache[key] = levels
+        return levels
 
     def _bucket(self, h: int) -> dict[int, None]:
         key = (int(self.type_of[h]), int(self.cap[h]), int(self.used[h]))
@@ -142,7 +161,10 @@ class NodePool:
 
     def cost(self, node: int, num_gpus: int) -> float:
         """Price of taking ``num_gpus`` more GPUs on ``node``."""
-        cum = self.cumulative_prices(int(self.cap[node]))
+        cap = int(self.cap[node])
+        cum = self._cum.get(cap)
+        if cum is None:
+            cum = self.cumulative_prices(cap)
         u = int(self.used[node])
         return float(cum[u + num_gpus] - cum[u])
 
@@ -157,6 +179,7 @@ class NodePool:
         if num_gpus > self.free(node):
             raise ValueError(f"node {node}: {num_gpus} GPUs requested, {self.free(node)} free")
         del self._bucket(node)[node]
+        self.version += 1
         self.used[node] += num_gpus
         self.free_by_type[self.type_of[node]] -= num_gpus
         if self.used[node] < self.cap[node]:
@@ -171,21 +194,15 @@ class NodePool:
         then most free, then insertion order; each node gives as many GPUs as it can. ``None`` if
         fewer GPUs are free.
         """
-        types = set(type_ids)
+        types = tuple(type_ids)
         if sum(int(self.free_by_type[t]) for t in types) < num_gpus:
             return None
         pref = list(dict.fromkeys(preferred))
-        levels = []
-        for key, nodes in self._buckets.items():
-            t, cap, used = key
-            if t in types and nodes:
-                frac = used / cap
-                levels.append((frac, -(cap - used), t, cap, used))
-        levels.sort()
+        levels = self._levels(types)
         out: list[tuple[int, int]] = []
         cost = 0.0
         need = num_gpus
-        for _, _, t, cap, used in levels:
+        for t, cap, used in levels:
             nodes = self._buckets[(t, cap, used)]
             first = [h for h in pref if h in nodes]
             for h in _chain_unique(first, nodes):
@@ -349,6 +366,9 @@ class Hadar(Policy):
         self._rates: dict[int, np.ndarray] = {}
         self._t_min: dict[int, float] = {}
         self._kappa: dict[tuple[str, int, str, int], float] = {}
+        self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
+        self._eligible: dict[int, list[list[int]]] = {}
+        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
         self._plans: dict[int, _Plan] = {}
         self._res_base = 0
         self._res = np.zeros((len(self._types), 64), dtype=np.int64)
@@ -364,20 +384,26 @@ class Hadar(Policy):
         """The job's rate on ``W_j`` GPUs of each type (0 where not allowed or too few GPUs)."""
         r = self._rates.get(job.job_id)
         if r is None:
-            allowed = set(view.allowed_types(job))
-            r = np.array(
-                [
-                    view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                    for i, t in enumerate(self._types)
-                ]
-            )
-            if r.max() <= 0 and allowed:
-                # Larger than any single type: the gang must span types; the tasks run at the rate of
-                # each type at the full count (the slowest bounds it, as in sync mode).
-                r = np.array(
-                    [view.rate(job, t, job.num_gpus) if t in allowed else 0.0 for t in self._types], dtype=float
-                )
+            spec = job.spec
+            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
+            r = self._rate_cache.get(key)
+            if r is None:
+                r = self._rate_cache[key] = self._compute_rates(view, job)
             self._rates[job.job_id] = r
+        return r
+
+    def _compute_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
+        allowed = set(view.allowed_types(job))
+        r = np.array(
+            [
+                view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
+                for i, t in enumerate(self._types)
+            ]
+        )
+        if r.max() <= 0 and allowed:
+            # Larger than any single type: the gang must span types; the tasks run at the rate of each
+            # type at the full count (the slowest bounds it, as in sync mode).
+            r = np.array([view.rate(job, t, job.num_gpus) if t in allowed else 0.0 for t in self._types], dtype=float)
         return r
 
     def t_min_s(self, view: ClusterView, job: JobView) -> float:
@@ -417,13 +443,21 @@ class Hadar(Policy):
     def groups_rate(self, view: ClusterView, job: JobView, groups: Sequence[tuple[int, int]]) -> float:
         """Sync-mode rate of ``job`` on ``groups`` (slowest type at the full count, multi-server factor)."""
         assert self.cluster is not None
-        total = sum(n for _, n in groups)
-        types = {self.cluster.servers[h].gpu_type for h, _ in groups}
-        rates = {t: view.rate(job, t, total) for t in types}
-        slowest = min(rates, key=lambda t: (rates[t], t))
-        rate = rates[slowest]
-        if len(groups) > 1:
-            rate *= self._kappa_of(view, job, slowest, total)
+        servers = self.cluster.servers
+        total = 0
+        types: set[str] = set()
+        for h, n in groups:
+            total += n
+            types.add(servers[h].gpu_type)
+        key = (job.job_type, job.batch_size, total, tuple(sorted(types)), len(groups) > 1)
+        rate = self._group_rates.get(key)
+        if rate is None:
+            rates = {t: view.rate(job, t, total) for t in types}
+            slowest = min(rates, key=lambda t: (rates[t], t))
+            rate = rates[slowest]
+            if len(groups) > 1:
+                rate *= self._kappa_of(view, job, slowest, total)
+            self._group_rates[key] = rate
         return rate
 
     # ----------------------------------------------------------------------------------------
@@ -448,32 +482,40 @@ class Hadar(Policy):
     # ----------------------------------------------------------------------------------------
     # Dual subroutine
 
+    def _eligible_sets(self, view: ClusterView, job: JobView) -> list[list[int]]:
+        """Eligible type sets, one per candidate bottleneck type (fastest first, duplicates removed)."""
+        sets = self._eligible.get(job.job_id)
+        if sets is None:
+            rates = self.job_rates(view, job)
+            order = [int(i) for i in np.argsort(-rates, kind="stable") if rates[i] > 0]
+            sets = []
+            for r_star in order:
+                # Every type at least as fast as the bottleneck for this job (task-level mixing).
+                eligible = [t for t in order if rates[t] >= rates[r_star]] if self.task_level_mixing else [r_star]
+                if eligible not in sets:
+                    sets.append(eligible)
+            self._eligible[job.job_id] = sets
+        return sets
+
     def offer(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool = True) -> Offer | None:
         """The job's best placement under the pool's prices (the dual subroutine), or ``None``."""
-        rates = self.job_rates(view, job)
         need = job.num_gpus
-        current = [(g.server_id, g.num_gpus) for g in job.groups]
+        current = sorted((g.server_id, g.num_gpus) for g in job.groups)
         current_nodes = [h for h, _ in current]
-        elapsed = view.now_s - job.submit_s
-        best: Offer | None = None
+        sync_now = job.allocation is not None and job.allocation.mode == "sync"
         candidates: list[list[tuple[int, int]]] = []
-        if (
-            keep_current
-            and current
-            and job.allocation is not None
-            and job.allocation.mode == "sync"
-            and all(pool.free(h) >= n for h, n in current)
-        ):
+        if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
             candidates.append(current)
-        order = [int(i) for i in np.argsort(-rates, kind="stable") if rates[i] > 0]
-        for r_star in order:
-            # Eligible: every type at least as fast as the bottleneck for this job (task-level mixing).
-            eligible = [t for t in order if rates[t] >= rates[r_star]] if self.task_level_mixing else [r_star]
+        for eligible in self._eligible_sets(view, job):
             found = pool.cheapest(eligible, need, current_nodes)
             if found is not None:
                 candidates.append(found[0])
-        seen: set[tuple[tuple[int, int], ...]] = set()
+        if not candidates:
+            return None
+        elapsed = view.now_s - job.submit_s
         penalty = view.restart_penalty_s(job)
+        best: Offer | None = None
+        seen: set[tuple[tuple[int, int], ...]] = set()
         for groups in candidates:
             key = tuple(sorted(groups))
             if key in seen:
@@ -483,8 +525,7 @@ class Hadar(Policy):
             if rate <= 0:
                 continue
             cost = sum(pool.cost(h, n) for h, n in groups)
-            unchanged = key == tuple(sorted(current)) and job.allocation is not None and job.allocation.mode == "sync"
-            delay = job.penalty_left_s if unchanged else penalty
+            delay = job.penalty_left_s if sync_now and list(key) == current else penalty
             est = elapsed + delay + job.remaining_iters / rate
             u = self.utility_of(view, job, est)
             payoff = u - cost
@@ -545,7 +586,7 @@ class Hadar(Policy):
         round_start = view.is_tick or self._first
         self._first = False
         active = view.job_index
-        for store in (self._rates, self._t_min):
+        for store in (self._rates, self._t_min, self._eligible):
             for jid in [j for j in store if j not in active]:
                 del store[jid]
         decision = _Decision()
