@@ -16,7 +16,10 @@ base constraints ``X >= 0``, ``sum_k X[m, k] <= 1`` and ``sum_m s_m X[m, k] <= N
   since arrival, ``rem_m`` the remaining iterations, ``T_iso[m]`` the throughput under an even
   ``1/#jobs`` split of every type and ``c_m`` the accumulated isolated-equivalent time. ``rho`` is
   quasi-convex in ``X``: for a fixed ``rho`` feasibility is linear (``sum_k T X >= rem / (rho D - t)``),
-  so it is solved by bisection on ``rho`` over LPs (Gavel uses a convex solver instead).
+  so it is solved by bisection on ``rho`` over LPs (Gavel uses a convex solver instead), between the
+  bound of every job alone on its best type and the isolated split (feasible). When these already
+  agree within the tolerance (one job's ``rho`` is fixed by how long it has waited), the min-max
+  optimum is degenerate and the isolated split is returned without an LP.
 * **minimum total duration** (``min_total_duration.py``): the smallest ``T*`` such that every job can
   finish by ``T*`` (``sum_k T[m,k] X[m,k] >= rem_m / T*``). Gavel bisects ``T*`` over feasibility LPs
   (window 100 s to 1e6 s, stop at 5%); here ``1 / T*`` is maximised in one exact LP (``method="lp"``,
