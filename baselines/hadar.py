@@ -51,7 +51,10 @@ it gets a schedule over future rounds: ``W_j`` GPUs of one type in a set of roun
 ``u_j(completion) - cost`` where the cost sums per-type, per-round prices ``L (U/L) ** (g_r(t) /
 C_r)`` over the reservations ``g_r(t)`` already made (for one type and completion round, the cheapest
 rounds are exact; the best over types and completion rounds is taken). A job is admitted and its
-rounds reserved if the value is positive, otherwise it is retried next round. Each round runs the
+rounds reserved if the value is positive, otherwise it is retried next round. Plan prices are per
+GPU-round: ``U`` = the largest utility per GPU-round any job can earn (best type, no waiting), ``L`` =
+the smallest of a job run at once on its slowest usable type, clamped to ``[price_floor_ratio**2 U,
+U]``, so that an empty cluster admits every job. Each round runs the
 reserved jobs (placed by the node prices), re-plans admitted jobs whose progress drifted from their
 plan by more than ``replan_tolerance`` of their work, and fills the remaining GPUs as Hadar-Round does.
 Deviation from POLICIES.md §3.6: one GPU type per planned schedule instead of a per-round type choice
@@ -61,6 +64,7 @@ than per node (future placements are not known).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -252,7 +256,7 @@ class Offer:
 
 @dataclass
 class _Plan:
-    """A plan-ahead schedule: the job's type and reserved rounds."""
+    """A plan-ahead schedule: the job's type and reserved rounds (sorted)."""
 
     type_id: int
     rounds: list[int]
@@ -263,8 +267,18 @@ class _Plan:
     value: float
 
     def planned_remaining(self, round_idx: int) -> float:
-        done = sum(1 for r in self.rounds if r < round_idx)
+        """Work the plan expects to be left at the start of ``round_idx``."""
+        done = bisect.bisect_left(self.rounds, round_idx)
         return max(0.0, self.remaining_at_plan - done * self.progress_per_round)
+
+    def runs_in(self, round_idx: int) -> bool:
+        """Whether the plan reserves ``round_idx``."""
+        i = bisect.bisect_left(self.rounds, round_idx)
+        return i < len(self.rounds) and self.rounds[i] == round_idx
+
+    def has_rounds_from(self, round_idx: int) -> bool:
+        """Whether any reserved round is ``round_idx`` or later."""
+        return bool(self.rounds) and self.rounds[-1] >= round_idx
 
 
 @dataclass
@@ -792,7 +806,7 @@ class Hadar(Policy):
                 job = active[jid]
                 plan = self._plans.get(jid)
                 drift = abs(job.remaining_iters - plan.planned_remaining(r0)) if plan is not None else math.inf
-                exhausted = plan is not None and not any(r >= r0 for r in plan.rounds)
+                exhausted = plan is not None and not plan.has_rounds_from(r0)
                 if plan is None or exhausted or drift > self.replan_tolerance * job.total_iters:
                     self._release(jid, r0)
                     new = self.plan_schedule(view, job, r0)
@@ -811,7 +825,7 @@ class Hadar(Policy):
             pool = self._pool(view, [0] * len(self.cluster.servers))
             for job in sorted(view.jobs, key=lambda j: -j.num_gpus):
                 plan = self._plans.get(job.job_id)
-                if plan is None or r0 not in plan.rounds:
+                if plan is None or not plan.runs_in(r0):
                     continue
                 current = [g.server_id for g in job.groups]
                 found = pool.cheapest([plan.type_id], job.num_gpus, current)
