@@ -20,6 +20,7 @@ and ``<out>/hadar.png``.
     python scripts/reproduce_hadar.py                 # default: 3 seeds, 100 static + 200 online jobs
     python scripts/reproduce_hadar.py --quick         # smoke test: 1 seed, tiny workloads
     python scripts/reproduce_hadar.py --seeds 10 --static-jobs 200 --online-jobs 600 --workers 8   # larger
+    python scripts/reproduce_hadar.py --workloads static --policies hadar hadare --fork-efficiency 0.7
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from baselines.hadare import with_model_bytes  # noqa: E402
-from hetgym.sim import Simulator, make_policy  # noqa: E402
+from hetgym.sim import SimConfig, Simulator, make_policy  # noqa: E402
 from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 CLUSTER = "gavel-108"
@@ -68,7 +69,15 @@ METRICS: dict[str, str] = {
 }
 
 
-def run_one(workload: str, seed: int, policy: str, num_jobs: int, rate_per_h: float) -> dict[str, Any]:
+def run_one(
+    workload: str,
+    seed: int,
+    policy: str,
+    num_jobs: int,
+    rate_per_h: float,
+    fork_efficiency: float = 1.0,
+    gavel_lp_solver: str = "ipm",
+) -> dict[str, Any]:
     """Simulate one (workload, seed, policy) and return its metrics row."""
     if workload == "static":
         cfg = WorkloadConfig(recipe="gavel-philly", num_jobs=num_jobs, static=True)
@@ -76,7 +85,9 @@ def run_one(workload: str, seed: int, policy: str, num_jobs: int, rate_per_h: fl
         cfg = WorkloadConfig(recipe="gavel-philly", num_jobs=num_jobs, arrival_rate_per_h=rate_per_h)
     jobs = with_model_bytes(cfg.build(CLUSTER, seed=seed))
     t0 = time.perf_counter()
-    result = Simulator(CLUSTER, jobs).run(make_policy(policy))
+    config = SimConfig(fork_efficiency=fork_efficiency)
+    kwargs = {"lp_solver": gavel_lp_solver} if policy.startswith("gavel") else {}
+    result = Simulator(CLUSTER, jobs, config=config).run(make_policy(policy, **kwargs))
     m = result.metrics
     return {
         "workload": workload,
@@ -84,6 +95,8 @@ def run_one(workload: str, seed: int, policy: str, num_jobs: int, rate_per_h: fl
         "policy": policy,
         "num_jobs": num_jobs,
         "rate_per_h": rate_per_h if workload == "online" else math.nan,
+        "fork_efficiency": fork_efficiency,
+        "gavel_lp_solver": gavel_lp_solver if policy.startswith("gavel") else "",
         "num_completed": int(m["num_completed"]),
         "makespan_h": m["makespan_s"] / 3600,
         "jct_mean_h": m["jct_mean_s"] / 3600,
@@ -189,6 +202,9 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
     for ax, (workload, metric) in zip(axes.ravel(), panels, strict=True):
         sub = summary[summary["workload"] == workload].set_index("policy").reindex(POLICIES).dropna(how="all")
+        if sub.empty:
+            ax.set_axis_off()
+            continue
         colors = [
             "tab:red" if p.startswith("hadar") else "tab:blue" if p.startswith("gavel") else "tab:gray"
             for p in sub.index
@@ -239,6 +255,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--policies", nargs="+", default=list(POLICIES), help="policies to run (default: all ten)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "hadar", help="output folder")
+    p.add_argument(
+        "--workloads", nargs="+", choices=("static", "online"), default=["static", "online"], help="workloads to run"
+    )
+    p.add_argument(
+        "--fork-efficiency",
+        type=float,
+        default=1.0,
+        help="SimConfig.fork_efficiency: statistical efficiency of HadarE's averaged copies (default 1.0)",
+    )
+    p.add_argument(
+        "--gavel-lp-solver",
+        choices=("ipm", "simplex"),
+        default="ipm",
+        help="LP solver of Gavel's policies: interior point (default, non-vertex optima) or simplex (vertices)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke test: 1 seed, 12 static and 16 online jobs")
     args = p.parse_args(argv)
     if args.quick:
@@ -247,6 +278,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--seeds, --static-jobs, --online-jobs and --workers must be >= 1")
     if not args.rate > 0:
         p.error("--rate must be > 0 jobs/hour")
+    if not 0 < args.fork_efficiency <= 1:
+        p.error("--fork-efficiency must be in (0, 1]")
     from hetgym.sim import list_policies
 
     known = list_policies()
@@ -260,8 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tasks = [
-        (workload, seed, policy, n, args.rate)
+        (workload, seed, policy, n, args.rate, args.fork_efficiency, args.gavel_lp_solver)
         for workload, n in (("static", args.static_jobs), ("online", args.online_jobs))
+        if workload in args.workloads
         for seed in range(args.seeds)
         for policy in args.policies
     ]
