@@ -17,7 +17,7 @@ Writes ``<out>/runs.csv`` (one row per workload x seed x policy), ``<out>/summar
 confidence half-width over seeds), ``<out>/claims.csv`` (per-seed paired ratios for the paper's claims)
 and ``<out>/hadar.png``.
 
-    python scripts/reproduce_hadar.py                 # default: 3 seeds, 100 static + 200 online jobs
+    python scripts/reproduce_hadar.py                 # default: 3 seeds, 100 static + 200 online jobs (~3 min)
     python scripts/reproduce_hadar.py --quick         # smoke test: 1 seed, tiny workloads
     python scripts/reproduce_hadar.py --seeds 10 --static-jobs 200 --online-jobs 600 --workers 8   # larger
     python scripts/reproduce_hadar.py --workloads static --policies hadar hadare --fork-efficiency 0.7
