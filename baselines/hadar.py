@@ -1,0 +1,861 @@
+"""Hadar: heterogeneity-aware, optimisation-based online scheduling (primal-dual with per-node prices).
+
+Sultana, Xu, Yuan, Chen, Tzeng, "Hadar: Heterogeneity-Aware Optimization-Based Online Scheduling for
+Deep Learning Cluster", IEEE IPDPS 2024 (DOI 10.1109/IPDPS57955.2024.00066); extended as Sultana,
+Pakka, Xu, Yuan, Chen, Tzeng, "Resource Heterogeneity-Aware and Utilization-Enhanced Scheduling for
+Deep Learning Clusters", arXiv:2503.10918 (2025).
+
+What the abstracts confirm: a task-level heterogeneity-aware scheduler built on an online primal-dual
+framework with a dual subroutine (the OASiS lineage), deciding across the spatial (which GPUs) and
+temporal (which rounds) dimensions, evaluated on Gavel's setting. Everything below that is not in the
+abstracts is a reconstruction (POLICIES.md §3.4-§3.7), and every reconstructed constant is a knob.
+
+**Hadar-Round** (``mode="round"``, default). At each round boundary the allocation is re-decided from
+an empty cluster:
+
+1. Every node ``h`` (one GPU type) has a price per GPU that grows with the GPUs already committed on
+   it in this round, ``P_h(g) = L (U / L) ** (g / c_h)`` (``c_h`` its GPUs); taking ``n`` GPUs costs
+   the sum of the marginal prices.
+2. **Dual subroutine** (task level): for each candidate bottleneck type ``r*`` (types by the job's
+   rate, fastest first), the eligible GPUs are the free GPUs of every type at least as fast as ``r*``
+   for this job (``task_level_mixing``), and the job's ``W_j`` tasks take the cheapest ones (nodes by
+   price, then the job's current nodes, then most free). Tasks may span GPU types and nodes: the
+   slowest type bounds the step rate (``sync``), times Gavel's multi-server factor. The job's current
+   placement is one more candidate when it is still free. For each candidate, ``est_T = (t - a_j) +
+   restart penalty if the placement changes + remaining / rate`` and ``payoff = u_j(est_T) - cost``;
+   the best candidate is the job's offer.
+3. **Greedy admission by payoff**: the job with the largest positive payoff is committed, prices rise,
+   and the offers are recomputed lazily (an offer can only get worse as GPUs fill, so a lazily
+   re-evaluated max-heap picks exactly the current best).
+4. **Work-conserving fill** (``work_conserving``): once no payoff is positive, the remaining jobs still
+   take free GPUs in decreasing payoff order, so no GPU idles while a job fits.
+
+Inside a round (arrivals, completions) running jobs keep their GPUs and waiting jobs take the free GPUs
+by the same greedy, with prices from the current occupancy (``fill_between_rounds``). Placements are
+explicit (``JobAllocation(..., servers=...)``, mode ``sync``).
+
+**Utility** ``u_j(T)``, non-increasing in the JCT ``T`` (the knob that "expresses other scheduling
+algorithms"), with ``T_min = total iterations / best single-type rate`` and ``theta_j`` the job's
+priority weight: ``normalized_inverse_jct`` (default) ``theta T_min / T``; ``linear`` ``theta max(0,
+1 - T / (utility_horizon T_min))``; ``sigmoid`` ``theta / (1 + exp((T - T_soft) / (sigmoid_width
+T_soft)))`` with ``T_soft`` the job's deadline slack or ``sigmoid_slack T_min``; or any callable
+``f(job_view, T_s, T_min_s) -> float``.
+
+**Prices** (``price_auto``): per decision, ``U = max_j theta_j / W_j`` (the largest utility per GPU of
+a round) and ``L = max(price_floor_ratio U, min_j u_j(T_h) / (W_j R))``, with ``T_h`` the longest
+predicted completion on the slowest usable type and ``R = T_h / round``; ``price_L`` / ``price_U``
+fix them instead. The exact Hadar price constants were not retrieved.
+
+**Hadar-OASiS** (``mode="plan"``, plan ahead). When a job arrives (and at later rounds while deferred)
+it gets a schedule over future rounds: ``W_j`` GPUs of one type in a set of rounds, chosen to maximise
+``u_j(completion) - cost`` where the cost sums per-type, per-round prices ``L (U/L) ** (g_r(t) /
+C_r)`` over the reservations ``g_r(t)`` already made (for one type and completion round, the cheapest
+rounds are exact; the best over types and completion rounds is taken). A job is admitted and its
+rounds reserved if the value is positive, otherwise it is retried next round. Plan prices are per
+GPU-round: ``U`` = the largest utility per GPU-round any job can earn (best type, no waiting), ``L`` =
+the smallest of a job run at once on its slowest usable type, clamped to ``[price_floor_ratio**2 U,
+U]``, so that an empty cluster admits every job. Each round runs the
+reserved jobs (placed by the node prices), re-plans admitted jobs whose progress drifted from their
+plan by more than ``replan_tolerance`` of their work, and fills the remaining GPUs as Hadar-Round does.
+Deviation from POLICIES.md §3.6: one GPU type per planned schedule instead of a per-round type choice
+(the per-round DP over work quanta is too slow for Philly-length jobs), and prices per type rather
+than per node (future placements are not known).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.throughput import ServerGroup
+from hetgym.sim.view import ClusterView, JobView
+
+HADAR_ROUND_S = 360.0
+UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid")
+UtilityFn = Callable[[JobView, float, float], float]
+_EPS = 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# Node occupancy and per-node prices
+
+
+class NodePool:
+    """GPUs committed per node during one decision, with per-node exponential prices.
+
+    Nodes of one GPU type, capacity and committed count are interchangeable for pricing; they are kept
+    in buckets so that the cheapest nodes are found without sorting every node.
+
+    Args:
+        cluster: The cluster.
+        used: GPUs already committed per node (e.g. zeros at a round boundary).
+        price_l: ``L``, the price of a GPU on an empty node.
+        price_u: ``U``, the price of the last GPU of a full node.
+    """
+
+    def __init__(self, cluster: ClusterSpec, used: Sequence[int], price_l: float, price_u: float) -> None:
+        if not 0 < price_l <= price_u:
+            raise ValueError(f"prices need 0 < L <= U, got L={price_l}, U={price_u}")
+        self.cluster = cluster
+        self.types = cluster.gpu_types
+        self.type_of = np.array([self.types.index(s.gpu_type) for s in cluster.servers])
+        self.cap = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+        self.used = np.array(used, dtype=np.int64)
+        if np.any(self.used < 0) or np.any(self.used > self.cap):
+            raise ValueError("used GPUs per node must be within 0..capacity")
+        self.price_l = float(price_l)
+        self.price_u = float(price_u)
+        self._cum: dict[int, np.ndarray] = {}
+        self.version = 0
+        self._level_cache: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
+        # (type, capacity, used) -> insertion-ordered node ids
+        self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
+        for h in range(len(self.cap)):
+            if self.used[h] < self.cap[h]:
+                self._bucket(h)[h] = None
+        self.free_by_type = np.zeros(len(self.types), dtype=np.int64)
+        np.add.at(self.free_by_type, self.type_of, self.cap - self.used)
+
+    def _levels(self, types: tuple[int, ...]) -> list[tuple[int, int, int]]:
+        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per version)."""
+        key = (types, self.version)
+        levels = self._level_cache.get(key)
+        if levels is None:
+            wanted = set(types)
+            ranked = sorted(
+                (used / cap, -(cap - used), t, cap, used)
+                for (t, cap, used), nodes in self._buckets.items()
+                if t in wanted and nodes
+            )
+            levels = [(t, cap, used) for _, _, t, cap, used in ranked]
+            if len(self._level_cache) > 64:
+                self._level_cache.clear()
+            self._level_cache[key] = levels
+        return levels
+
+    def _bucket(self, h: int) -> dict[int, None]:
+        key = (int(self.type_of[h]), int(self.cap[h]), int(self.used[h]))
+        b = self._buckets.get(key)
+        if b is None:
+            b = self._buckets[key] = {}
+        return b
+
+    def cumulative_prices(self, capacity: int) -> np.ndarray:
+        """``cum[g]`` = cost of the first ``g`` GPUs of an empty node of ``capacity`` GPUs."""
+        cum = self._cum.get(capacity)
+        if cum is None:
+            g = np.arange(capacity)
+            marginal = self.price_l * (self.price_u / self.price_l) ** (g / capacity)
+            cum = self._cum[capacity] = np.concatenate([[0.0], np.cumsum(marginal)])
+        return cum
+
+    def price(self, node: int) -> float:
+        """Marginal price of the next GPU on ``node``."""
+        c = int(self.cap[node])
+        return self.price_l * (self.price_u / self.price_l) ** (self.used[node] / c)
+
+    def cost(self, node: int, num_gpus: int) -> float:
+        """Price of taking ``num_gpus`` more GPUs on ``node``."""
+        cap = int(self.cap[node])
+        cum = self._cum.get(cap)
+        if cum is None:
+            cum = self.cumulative_prices(cap)
+        u = int(self.used[node])
+        return float(cum[u + num_gpus] - cum[u])
+
+    def free(self, node: int) -> int:
+        """Uncommitted GPUs on ``node``."""
+        return int(self.cap[node] - self.used[node])
+
+    def take(self, node: int, num_gpus: int) -> None:
+        """Commit ``num_gpus`` GPUs of ``node``."""
+        if num_gpus <= 0:
+            return
+        if num_gpus > self.free(node):
+            raise ValueError(f"node {node}: {num_gpus} GPUs requested, {self.free(node)} free")
+        del self._bucket(node)[node]
+        self.version += 1
+        self.used[node] += num_gpus
+        self.free_by_type[self.type_of[node]] -= num_gpus
+        if self.used[node] < self.cap[node]:
+            self._bucket(node)[node] = None
+
+    def cheapest(
+        self, type_ids: Iterable[int], num_gpus: int, preferred: Iterable[int] = ()
+    ) -> tuple[list[tuple[int, int]], float] | None:
+        """The ``num_gpus`` cheapest free GPUs on nodes of ``type_ids``: ``([(node, n), ...], cost)``.
+
+        Nodes are taken in increasing marginal price, then preferred nodes (the job's current ones),
+        then most free, then insertion order; each node gives as many GPUs as it can. ``None`` if
+        fewer GPUs are free.
+        """
+        types = tuple(type_ids)
+        if sum(int(self.free_by_type[t]) for t in types) < num_gpus:
+            return None
+        pref = list(dict.fromkeys(preferred))
+        levels = self._levels(types)
+        out: list[tuple[int, int]] = []
+        cost = 0.0
+        need = num_gpus
+        for t, cap, used in levels:
+            nodes = self._buckets[(t, cap, used)]
+            first = [h for h in pref if h in nodes]
+            for h in _chain_unique(first, nodes):
+                take = min(need, cap - used)
+                out.append((h, take))
+                cost += self.cost(h, take)
+                need -= take
+                if need == 0:
+                    return out, cost
+        raise AssertionError("free GPU count and buckets disagree; this is a bug")
+
+
+def _chain_unique(first: list[int], rest: Iterable[int]) -> Iterable[int]:
+    yield from first
+    seen = set(first)
+    for h in rest:
+        if h not in seen:
+            yield h
+
+
+# --------------------------------------------------------------------------------------------
+# Offers made by the dual subroutine
+
+
+@dataclass
+class Offer:
+    """A job's best placement under the current prices.
+
+    Attributes:
+        job_id: The job.
+        groups: ``[(node, num_gpus), ...]``.
+        rate: Predicted iterations/s.
+        cost: Sum of the marginal prices of its GPUs.
+        utility: ``u_j(est_T)``.
+        payoff: ``utility - cost``.
+        est_jct_s: Predicted JCT if the job ran at ``rate`` from now on.
+    """
+
+    job_id: int
+    groups: list[tuple[int, int]]
+    rate: float
+    cost: float
+    utility: float
+    payoff: float
+    est_jct_s: float
+
+
+@dataclass
+class _Plan:
+    """A plan-ahead schedule: the job's type and reserved rounds (sorted)."""
+
+    type_id: int
+    rounds: list[int]
+    num_gpus: int
+    progress_per_round: float
+    remaining_at_plan: float
+    start_round: int
+    value: float
+
+    def planned_remaining(self, round_idx: int) -> float:
+        """Work the plan expects to be left at the start of ``round_idx``."""
+        done = bisect.bisect_left(self.rounds, round_idx)
+        return max(0.0, self.remaining_at_plan - done * self.progress_per_round)
+
+    def runs_in(self, round_idx: int) -> bool:
+        """Whether the plan reserves ``round_idx``."""
+        i = bisect.bisect_left(self.rounds, round_idx)
+        return i < len(self.rounds) and self.rounds[i] == round_idx
+
+    def has_rounds_from(self, round_idx: int) -> bool:
+        """Whether any reserved round is ``round_idx`` or later."""
+        return bool(self.rounds) and self.rounds[-1] >= round_idx
+
+
+@dataclass
+class _Decision:
+    """The placement chosen at one epoch: node groups per job, and the pool after it."""
+
+    groups: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    pool: NodePool | None = None
+    offers: dict[int, Offer] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# The policy
+
+
+@register_policy()
+class Hadar(Policy):
+    """Hadar (IPDPS 2024; arXiv:2503.10918): round-based primal-dual scheduling with per-node prices.
+
+    Sultana et al., "Hadar: Heterogeneity-Aware Optimization-Based Online Scheduling for Deep Learning
+    Cluster", IEEE IPDPS 2024. Implemented: Hadar-Round (per-node exponential prices, the task-level
+    dual subroutine with cross-type placements, greedy admission by payoff, work-conserving fill) and
+    the plan-ahead Hadar-OASiS variant. Reconstructions (knobs, defaults documented as such): the
+    utility function, the price function and its constants, the candidate ordering of the dual
+    subroutine, the plan-ahead schedule space; see the module docstring.
+
+    Args:
+        utility: ``"normalized_inverse_jct"`` (default), ``"linear"``, ``"sigmoid"`` or a callable
+            ``f(job, T_s, T_min_s)``.
+        mode: ``"round"`` (Hadar-Round, default) or ``"plan"`` (Hadar-OASiS).
+        work_conserving: Fill free GPUs with jobs whose payoff is not positive (default ``True``).
+        task_level_mixing: Let a job's tasks span GPU types (default ``True``).
+        fill_between_rounds: Start waiting jobs on free GPUs at arrivals and completions (default ``True``).
+        price_auto: Derive ``L`` and ``U`` from the active jobs at every decision (default ``True``).
+        price_L: Fixed ``L`` (used when ``price_auto`` is ``False``; default 1e-3).
+        price_U: Fixed ``U`` (used when ``price_auto`` is ``False``; default 1.0).
+        price_floor_ratio: Lower clamp of ``L / U`` (default 1e-3, a reconstruction).
+        utility_horizon: ``T_max / T_min`` of the linear utility (default 10).
+        sigmoid_slack: ``T_soft / T_min`` of the sigmoid utility for jobs without a deadline (default 2).
+        sigmoid_width: Width of the sigmoid relative to ``T_soft`` (default 0.25).
+        plan_max_rounds: Longest plan-ahead horizon in rounds (default 5,000).
+        replan_tolerance: Re-plan an admitted job when its progress drifts from the plan by more than
+            this fraction of its work (default 0.02).
+    """
+
+    name: ClassVar[str] = "hadar"
+    round_s = HADAR_ROUND_S
+
+    def __init__(
+        self,
+        utility: str | UtilityFn = "normalized_inverse_jct",
+        mode: Literal["round", "plan"] = "round",
+        work_conserving: bool = True,
+        task_level_mixing: bool = True,
+        fill_between_rounds: bool = True,
+        price_auto: bool = True,
+        price_L: float = 1e-3,
+        price_U: float = 1.0,
+        price_floor_ratio: float = 1e-3,
+        utility_horizon: float = 10.0,
+        sigmoid_slack: float = 2.0,
+        sigmoid_width: float = 0.25,
+        plan_max_rounds: int = 5000,
+        replan_tolerance: float = 0.02,
+    ) -> None:
+        super().__init__()
+        if not callable(utility) and utility not in UTILITIES:
+            raise ValueError(f"utility={utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)")
+        if mode not in ("round", "plan"):
+            raise ValueError(f"mode={mode!r}; use 'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
+        if not 0 < price_L <= price_U:
+            raise ValueError(f"need 0 < price_L <= price_U, got {price_L}, {price_U}")
+        if not 0 < price_floor_ratio <= 1:
+            raise ValueError(f"price_floor_ratio={price_floor_ratio}; it must be in (0, 1]")
+        if utility_horizon <= 1 or sigmoid_slack <= 0 or sigmoid_width <= 0:
+            raise ValueError("utility_horizon must be > 1, sigmoid_slack and sigmoid_width > 0")
+        if plan_max_rounds < 1 or not 0 < replan_tolerance < 1:
+            raise ValueError("plan_max_rounds must be >= 1 and replan_tolerance in (0, 1)")
+        self.utility = utility
+        self.mode = mode
+        self.work_conserving = work_conserving
+        self.task_level_mixing = task_level_mixing
+        self.fill_between_rounds = fill_between_rounds
+        self.price_auto = price_auto
+        self.price_L = price_L
+        self.price_U = price_U
+        self.price_floor_ratio = price_floor_ratio
+        self.utility_horizon = utility_horizon
+        self.sigmoid_slack = sigmoid_slack
+        self.sigmoid_width = sigmoid_width
+        self.plan_max_rounds = int(plan_max_rounds)
+        self.replan_tolerance = replan_tolerance
+
+    # ----------------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        assert self.cluster is not None
+        self._types = self.cluster.gpu_types
+        self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
+        self._rates: dict[int, np.ndarray] = {}
+        self._t_min: dict[int, float] = {}
+        self._kappa: dict[tuple[str, int, str, int], float] = {}
+        self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
+        self._eligible: dict[int, list[list[int]]] = {}
+        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
+        self._plans: dict[int, _Plan] = {}
+        self._res_base = 0
+        self._res = np.zeros((len(self._types), 64), dtype=np.int64)
+        self.plan_price_levels: tuple[float, float] = (self.price_L, self.price_U)
+        self._admitted: set[int] = set()
+        self._first = True
+        self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
+
+    # ----------------------------------------------------------------------------------------
+    # Job quantities
+
+    def job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
+        """The job's rate on ``W_j`` GPUs of each type (0 where not allowed or too few GPUs)."""
+        r = self._rates.get(job.job_id)
+        if r is None:
+            spec = job.spec
+            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
+            r = self._rate_cache.get(key)
+            if r is None:
+                r = self._rate_cache[key] = self._compute_rates(view, job)
+            self._rates[job.job_id] = r
+        return r
+
+    def _compute_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
+        allowed = set(view.allowed_types(job))
+        r = np.array(
+            [
+                view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
+                for i, t in enumerate(self._types)
+            ]
+        )
+        if r.max() <= 0 and allowed:
+            # Larger than any single type: the gang must span types; the tasks run at the rate of each
+            # type at the full count (the slowest bounds it, as in sync mode).
+            r = np.array([view.rate(job, t, job.num_gpus) if t in allowed else 0.0 for t in self._types], dtype=float)
+        return r
+
+    def t_min_s(self, view: ClusterView, job: JobView) -> float:
+        """``T_min``: the job's total work on its best single type."""
+        t = self._t_min.get(job.job_id)
+        if t is None:
+            best = float(self.job_rates(view, job).max())
+            t = job.total_iters / best if best > 0 else math.inf
+            self._t_min[job.job_id] = t
+        return t
+
+    def utility_of(self, view: ClusterView, job: JobView, jct_s: float) -> float:
+        """``u_j(T)`` for a predicted JCT ``T``."""
+        t_min = self.t_min_s(view, job)
+        theta = job.spec.priority_weight
+        if not math.isfinite(jct_s) or not math.isfinite(t_min):
+            return 0.0
+        jct_s = max(jct_s, _EPS)
+        u = self.utility
+        if callable(u):
+            return float(u(job, jct_s, t_min))
+        if u == "normalized_inverse_jct":
+            return theta * min(1.0, t_min / jct_s)
+        if u == "linear":
+            return theta * max(0.0, 1.0 - jct_s / (self.utility_horizon * t_min))
+        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
+        z = (jct_s - soft) / (self.sigmoid_width * soft)
+        return theta / (1.0 + math.exp(min(z, 700.0)))
+
+    def _kappa_of(self, view: ClusterView, job: JobView, gpu_type: str, n: int) -> float:
+        key = (job.job_type, job.batch_size, gpu_type, n)
+        k = self._kappa.get(key)
+        if k is None:
+            k = self._kappa[key] = view.throughput.consolidation_factor(job.job_type, job.batch_size, gpu_type, n)
+        return k
+
+    def groups_rate(self, view: ClusterView, job: JobView, groups: Sequence[tuple[int, int]]) -> float:
+        """Sync-mode rate of ``job`` on ``groups`` (slowest type at the full count, multi-server factor)."""
+        assert self.cluster is not None
+        servers = self.cluster.servers
+        total = 0
+        types: set[str] = set()
+        for h, n in groups:
+            total += n
+            types.add(servers[h].gpu_type)
+        key = (job.job_type, job.batch_size, total, tuple(sorted(types)), len(groups) > 1)
+        rate = self._group_rates.get(key)
+        if rate is None:
+            rates = {t: view.rate(job, t, total) for t in types}
+            slowest = min(rates, key=lambda t: (rates[t], t))
+            rate = rates[slowest]
+            if len(groups) > 1:
+                rate *= self._kappa_of(view, job, slowest, total)
+            self._group_rates[key] = rate
+        return rate
+
+    # ----------------------------------------------------------------------------------------
+    # Prices
+
+    def prices(self, view: ClusterView) -> tuple[float, float]:
+        """``(L, U)`` for this decision."""
+        if not self.price_auto or not view.jobs:
+            return self.price_L, self.price_U
+        u_max = max(j.spec.priority_weight / j.num_gpus for j in view.jobs)
+        horizon_s = 0.0
+        for job in view.jobs:
+            r = self.job_rates(view, job)
+            pos = r[r > 0]
+            if pos.size:
+                horizon_s = max(horizon_s, view.now_s - job.submit_s + job.remaining_iters / float(pos.min()))
+        rounds = max(1.0, horizon_s / view.round_s)
+        lows = [self.utility_of(view, j, horizon_s) / (j.num_gpus * rounds) for j in view.jobs]
+        low = max(min(lows), self.price_floor_ratio * u_max)
+        return min(low, u_max), u_max
+
+    # ----------------------------------------------------------------------------------------
+    # Dual subroutine
+
+    def _eligible_sets(self, view: ClusterView, job: JobView) -> list[list[int]]:
+        """Eligible type sets, one per candidate bottleneck type (fastest first, duplicates removed)."""
+        sets = self._eligible.get(job.job_id)
+        if sets is None:
+            rates = self.job_rates(view, job)
+            order = [int(i) for i in np.argsort(-rates, kind="stable") if rates[i] > 0]
+            sets = []
+            for r_star in order:
+                # Every type at least as fast as the bottleneck for this job (task-level mixing).
+                eligible = [t for t in order if rates[t] >= rates[r_star]] if self.task_level_mixing else [r_star]
+                if eligible not in sets:
+                    sets.append(eligible)
+            self._eligible[job.job_id] = sets
+        return sets
+
+    def offer(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool = True) -> Offer | None:
+        """The job's best placement under the pool's prices (the dual subroutine), or ``None``."""
+        need = job.num_gpus
+        current = sorted((g.server_id, g.num_gpus) for g in job.groups)
+        current_nodes = [h for h, _ in current]
+        sync_now = job.allocation is not None and job.allocation.mode == "sync"
+        candidates: list[list[tuple[int, int]]] = []
+        if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
+            candidates.append(current)
+        for eligible in self._eligible_sets(view, job):
+            found = pool.cheapest(eligible, need, current_nodes)
+            if found is not None:
+                candidates.append(found[0])
+        if not candidates:
+            return None
+        elapsed = view.now_s - job.submit_s
+        penalty = view.restart_penalty_s(job)
+        best: Offer | None = None
+        seen: set[tuple[tuple[int, int], ...]] = set()
+        for groups in candidates:
+            key = tuple(sorted(groups))
+            if key in seen:
+                continue
+            seen.add(key)
+            rate = self.groups_rate(view, job, groups)
+            if rate <= 0:
+                continue
+            cost = sum(pool.cost(h, n) for h, n in groups)
+            delay = job.penalty_left_s if sync_now and list(key) == current else penalty
+            est = elapsed + delay + job.remaining_iters / rate
+            u = self.utility_of(view, job, est)
+            payoff = u - cost
+            if best is None or payoff > best.payoff + 1e-15:
+                best = Offer(job.job_id, list(groups), rate, cost, u, payoff, est)
+        return best
+
+    def greedy(
+        self,
+        view: ClusterView,
+        pool: NodePool,
+        jobs: Sequence[JobView],
+        decision: _Decision,
+        *,
+        admit_nonpositive: bool | None = None,
+    ) -> None:
+        """Greedy admission by payoff, then (optionally) the work-conserving fill, committing into ``pool``."""
+        fill = self.work_conserving if admit_nonpositive is None else admit_nonpositive
+        version = 0
+        heap: list[tuple[float, float, int, int]] = []
+        offers: dict[int, Offer] = {}
+        by_id = {j.job_id: j for j in jobs}
+        for job in jobs:
+            o = self.offer(view, job, pool)
+            if o is not None:
+                offers[job.job_id] = o
+                heapq.heappush(heap, (-o.payoff, job.submit_s, job.job_id, version))
+        while heap:
+            neg, sub, jid, ver = heapq.heappop(heap)
+            if not fill and -neg <= 0:
+                break  # stale entries are upper bounds: nothing left has a positive payoff
+            if ver != version:
+                o = self.offer(view, by_id[jid], pool)
+                if o is None:
+                    continue
+                offers[jid] = o
+                heapq.heappush(heap, (-o.payoff, sub, jid, version))
+                continue
+            o = offers[jid]
+            for h, n in o.groups:
+                pool.take(h, n)
+            decision.groups[jid] = o.groups
+            decision.offers[jid] = o
+            version += 1
+
+    # ----------------------------------------------------------------------------------------
+    # Decisions
+
+    def _pool(self, view: ClusterView, used: Sequence[int]) -> NodePool:
+        assert self.cluster is not None
+        low, high = self.prices(view)
+        self.last_prices = (low, high)
+        return NodePool(self.cluster, used, low, high)
+
+    def decide(self, view: ClusterView) -> _Decision:
+        """Node groups per job for this epoch (before any HadarE forking)."""
+        assert self.cluster is not None
+        round_start = view.is_tick or self._first
+        self._first = False
+        active = view.job_index
+        for store in (self._rates, self._t_min, self._eligible):
+            for jid in [j for j in store if j not in active]:
+                del store[jid]
+        decision = _Decision()
+        if self.mode == "plan":
+            return self._decide_plan(view, round_start, decision)
+        if round_start:
+            pool = self._pool(view, [0] * len(self.cluster.servers))
+            self.greedy(view, pool, list(view.jobs), decision)
+        else:
+            pool = self._keep_running(view, decision)
+            if self.fill_between_rounds:
+                self.greedy(view, pool, list(view.waiting), decision)
+        decision.pool = pool
+        return decision
+
+    def _keep_running(self, view: ClusterView, decision: _Decision) -> NodePool:
+        assert self.cluster is not None
+        used = [s.num_gpus - f for s, f in zip(self.cluster.servers, view.free_by_server, strict=True)]
+        pool = self._pool(view, used)
+        for job in view.running:
+            decision.groups[job.job_id] = [(g.server_id, g.num_gpus) for g in job.groups]
+        return pool
+
+    def to_allocation(self, view: ClusterView, decision: _Decision) -> Allocation:
+        """``sync`` allocations with explicit servers; running jobs kept unchanged keep their exact allocation."""
+        assert self.cluster is not None
+        out: dict[int, JobAllocation] = {}
+        servers = self.cluster.servers
+        for jid, groups in decision.groups.items():
+            job = view.job(jid)
+            current = sorted((g.server_id, g.num_gpus) for g in job.groups)
+            if job.allocation is not None and sorted(groups) == current:
+                out[jid] = job.allocation
+                continue
+            counts: dict[str, int] = {}
+            for h, n in groups:
+                t = servers[h].gpu_type
+                counts[t] = counts.get(t, 0) + n
+            out[jid] = JobAllocation(counts, dict(_merge(groups)), mode="sync")
+        return Allocation(out)
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        return self.to_allocation(view, self.decide(view))
+
+    # ----------------------------------------------------------------------------------------
+    # Hadar-OASiS (plan ahead)
+
+    def _round_index(self, view: ClusterView) -> int:
+        return math.floor(view.now_s / view.round_s + 1e-9)
+
+    def _reservations(self, start: int, length: int) -> np.ndarray:
+        """Reserved GPUs per type for rounds ``start .. start+length-1`` (types x rounds, a copy)."""
+        out = np.zeros((len(self._types), length), dtype=np.int64)
+        lo = max(start, self._res_base)
+        hi = min(start + length, self._res_base + self._res.shape[1])
+        if hi > lo:
+            out[:, lo - start : hi - start] = self._res[:, lo - self._res_base : hi - self._res_base]
+        return out
+
+    def _add_reservation(self, plan: _Plan, sign: int, from_round: int) -> None:
+        rounds = np.array([r for r in plan.rounds if r >= from_round], dtype=np.int64)
+        if rounds.size == 0:
+            return
+        need_hi = int(rounds.max()) + 1
+        if need_hi > self._res_base + self._res.shape[1]:
+            width = max(need_hi - self._res_base, 2 * self._res.shape[1])
+            grown = np.zeros((len(self._types), width), dtype=np.int64)
+            grown[:, : self._res.shape[1]] = self._res
+            self._res = grown
+        np.add.at(self._res[plan.type_id], rounds - self._res_base, sign * plan.num_gpus)
+
+    def _drop_past_rounds(self, r0: int) -> None:
+        shift = r0 - self._res_base
+        if shift > 0:
+            self._res = self._res[:, shift:] if shift < self._res.shape[1] else self._res[:, :0]
+            if self._res.shape[1] == 0:
+                self._res = np.zeros((len(self._types), 64), dtype=np.int64)
+            self._res_base = r0
+
+    def _release(self, jid: int, from_round: int) -> None:
+        plan = self._plans.pop(jid, None)
+        if plan is not None:
+            self._add_reservation(plan, -1, max(from_round, self._res_base))
+
+    def _reserve(self, jid: int, plan: _Plan) -> None:
+        self._add_reservation(plan, +1, self._res_base)
+        self._plans[jid] = plan
+
+    def plan_prices(self, view: ClusterView) -> tuple[float, float]:
+        """``(L, U)`` per GPU-round for plan-ahead schedules.
+
+        ``U`` = the largest utility per GPU-round any job can earn (its best type, no waiting);
+        ``L`` = the smallest utility per GPU-round of a job run at once on its slowest usable type,
+        so that an empty cluster admits every job (clamped to ``[price_floor_ratio**2 U, U]``).
+        """
+        if not self.price_auto or not view.jobs:
+            return self.price_L, self.price_U
+        highs, lows = [], []
+        for job in view.jobs:
+            r = self.job_rates(view, job)
+            pos = r[r > 0]
+            if not pos.size:
+                continue
+            elapsed = view.now_s - job.submit_s
+            fast_rounds = max(1.0, job.remaining_iters / (float(pos.max()) * view.round_s))
+            slow_s = job.remaining_iters / float(pos.min())
+            slow_rounds = max(1.0, slow_s / view.round_s)
+            highs.append(self.utility_of(view, job, self.t_min_s(view, job)) / (job.num_gpus * fast_rounds))
+            lows.append(self.utility_of(view, job, elapsed + slow_s) / (job.num_gpus * slow_rounds))
+        if not highs:
+            return self.price_L, self.price_U
+        high = max(highs)
+        low = min(max(min(lows), self.price_floor_ratio**2 * high), high)
+        return low, high
+
+    def _utilities(self, view: ClusterView, job: JobView, jct_s: np.ndarray) -> np.ndarray:
+        """``u_j`` over an array of JCTs (vectorised for the built-in utilities)."""
+        u = self.utility
+        t_min = self.t_min_s(view, job)
+        theta = job.spec.priority_weight
+        jct = np.maximum(jct_s, _EPS)
+        if callable(u) or not math.isfinite(t_min):
+            return np.array([self.utility_of(view, job, float(t)) for t in jct])
+        if u == "normalized_inverse_jct":
+            return theta * np.minimum(1.0, t_min / jct)
+        if u == "linear":
+            return theta * np.maximum(0.0, 1.0 - jct / (self.utility_horizon * t_min))
+        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
+        z = np.minimum((jct - soft) / (self.sigmoid_width * soft), 700.0)
+        return theta / (1.0 + np.exp(z))
+
+    def plan_schedule(self, view: ClusterView, job: JobView, start_round: int) -> _Plan | None:
+        """The best single-type schedule of ``job`` over future rounds under the reservation prices.
+
+        For a type and a completion round ``f``, the cheapest schedule takes the ``n`` cheapest
+        available rounds up to ``f`` (``n`` = rounds the remaining work needs on that type); costs
+        take few distinct values (one per reservation level), so the prefix sums over levels give
+        every ``f`` at once. The result maximises ``u_j(completion) - cost`` over types and ``f``.
+        """
+        rates = self.job_rates(view, job)
+        low, high = self.plan_price_levels
+        round_s = view.round_s
+        need = job.num_gpus
+        rem = job.remaining_iters
+        best: _Plan | None = None
+        for t in np.argsort(-rates, kind="stable"):
+            t = int(t)
+            rate = float(rates[t])
+            cap = int(self._capacity[t])
+            if rate <= 0 or cap < need:
+                continue
+            per_round = rate * round_s
+            n_rounds = max(1, math.ceil(rem / per_round - 1e-9))
+            horizon = min(self.plan_max_rounds, max(4 * n_rounds, n_rounds + 50))
+            if horizon < n_rounds:
+                continue
+            used = self._reservations(start_round, horizon)[t]
+            avail = used <= cap - need
+            if not avail.any():
+                continue
+            levels, level_of = np.unique(used[avail], return_inverse=True)  # reservation levels present
+            g = np.arange(need)
+            level_cost = (low * (high / low) ** ((levels[:, None] + g[None, :]) / cap)).sum(axis=1)
+            # counts[l, k]: available rounds at level l among rounds 0..k
+            onehot = np.zeros((levels.size, horizon), dtype=np.int64)
+            onehot[level_of, np.nonzero(avail)[0]] = 1
+            counts = np.cumsum(onehot, axis=1)
+            before = np.cumsum(counts, axis=0) - counts  # rounds at cheaper levels
+            take = np.clip(n_rounds - before, 0, counts)
+            total_taken = take.sum(axis=0)
+            cost = (take * level_cost[:, None]).sum(axis=0)
+            feasible = total_taken >= n_rounds
+            if not feasible.any():
+                continue
+            k = np.arange(horizon)
+            last_frac = rem / per_round - (n_rounds - 1)
+            finish_s = (start_round + k + last_frac) * round_s
+            value = np.where(feasible, self._utilities(view, job, finish_s - job.submit_s) - cost, -np.inf)
+            k_best = int(np.argmax(value))
+            if best is not None and value[k_best] <= best.value:
+                continue
+            chosen: list[int] = []
+            for lvl in range(levels.size):
+                rounds_at = np.nonzero(onehot[lvl, : k_best + 1])[0]
+                chosen.extend(int(r) for r in rounds_at[: int(take[lvl, k_best])])
+            best = _Plan(
+                t, sorted(start_round + r for r in chosen), need, per_round, rem, start_round, float(value[k_best])
+            )
+        return best
+
+    def _decide_plan(self, view: ClusterView, round_start: bool, decision: _Decision) -> _Decision:
+        assert self.cluster is not None
+        r0 = self._round_index(view)
+        active = view.job_index
+        for jid in [j for j in self._plans if j not in active]:
+            self._release(jid, r0)
+        self._admitted &= set(active)
+        self._drop_past_rounds(r0)
+        self.plan_price_levels = self.plan_prices(view)
+        plan_from = r0 if round_start else r0 + 1
+        if round_start:
+            for jid in sorted(self._admitted, key=lambda j: (active[j].submit_s, j)):
+                job = active[jid]
+                plan = self._plans.get(jid)
+                drift = abs(job.remaining_iters - plan.planned_remaining(r0)) if plan is not None else math.inf
+                exhausted = plan is not None and not plan.has_rounds_from(r0)
+                if plan is None or exhausted or drift > self.replan_tolerance * job.total_iters:
+                    self._release(jid, r0)
+                    new = self.plan_schedule(view, job, r0)
+                    if new is not None:
+                        self._reserve(jid, new)  # admitted jobs keep their place even if the value is <= 0
+        for job in view.jobs:
+            if job.job_id in self._admitted:
+                continue
+            if not (round_start or job.job_id in view.arrived):
+                continue
+            plan = self.plan_schedule(view, job, plan_from)
+            if plan is not None and plan.value > 0:
+                self._admitted.add(job.job_id)
+                self._reserve(job.job_id, plan)
+        if round_start:
+            pool = self._pool(view, [0] * len(self.cluster.servers))
+            for job in sorted(view.jobs, key=lambda j: -j.num_gpus):
+                plan = self._plans.get(job.job_id)
+                if plan is None or not plan.runs_in(r0):
+                    continue
+                current = [g.server_id for g in job.groups]
+                found = pool.cheapest([plan.type_id], job.num_gpus, current)
+                if found is None:
+                    continue
+                for h, n in found[0]:
+                    pool.take(h, n)
+                decision.groups[job.job_id] = found[0]
+            rest = [j for j in view.jobs if j.job_id not in decision.groups]
+            self.greedy(view, pool, rest, decision, admit_nonpositive=self.work_conserving)
+        else:
+            pool = self._keep_running(view, decision)
+            if self.fill_between_rounds:
+                self.greedy(view, pool, list(view.waiting), decision, admit_nonpositive=self.work_conserving)
+        decision.pool = pool
+        return decision
+
+    # ----------------------------------------------------------------------------------------
+    def plans(self) -> Mapping[int, _Plan]:
+        """Current plan-ahead reservations (``mode="plan"``)."""
+        return dict(self._plans)
+
+
+def _merge(groups: Iterable[tuple[int, int]]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for h, n in groups:
+        out[h] = out.get(h, 0) + n
+    return out
+
+
+def groups_to_server_groups(cluster: ClusterSpec, groups: Iterable[tuple[int, int]]) -> tuple[ServerGroup, ...]:
+    """``[(node, n)]`` as the simulator's :class:`ServerGroup` tuple (for :func:`allocation_rate`)."""
+    return tuple(ServerGroup(h, cluster.servers[h].gpu_type, n) for h, n in sorted(_merge(groups).items()))
