@@ -845,6 +845,7 @@ class GavelMaxMinFairnessAgnostic(GavelPolicy):
     """
 
     name = "gavel-mmf-agnostic"
+    in_default_comparison = False  # a variant: name it in --policies to compare it
     objective = "max_min_fairness"
     default_aware = False
 
@@ -857,6 +858,7 @@ class GavelFinishTimeFairnessAgnostic(GavelPolicy):
     """
 
     name = "gavel-ftf-agnostic"
+    in_default_comparison = False  # a variant: name it in --policies to compare it
     objective = "finish_time_fairness"
     default_aware = False
 
@@ -870,5 +872,6 @@ class GavelMinTotalDurationAgnostic(GavelPolicy):
     """
 
     name = "gavel-makespan-agnostic"
+    in_default_comparison = False  # a variant: name it in --policies to compare it
     objective = "min_total_duration"
     default_aware = False

@@ -124,8 +124,8 @@ SCENARIOS: dict[str, Scenario] = {
     "default": Scenario(
         "default",
         "default",
-        WorkloadConfig(recipe="elasticflow", num_jobs=200, arrival_rate_per_h=3.0, max_gpus_per_job=16),
-        description="ElasticFlow deadline recipe: 200 jobs arriving at 3 per hour on the 64-GPU, 4-type cluster",
+        WorkloadConfig(recipe="elasticflow", num_jobs=120, arrival_rate_per_h=12.0, max_gpus_per_job=16),
+        description="ElasticFlow deadline recipe: 120 jobs arriving at 12 per hour on the 64-GPU, 4-type cluster",
     ),
     "tiny": Scenario(
         "tiny",
