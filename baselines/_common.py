@@ -36,10 +36,11 @@ def gang_counts(
     types = view.allowed_types(job)
     if type_choice == "fastest":
         types = tuple(sorted(types, key=lambda t: -view.rate(job, t, num_gpus)))
-    usable = [t for t in types if view.rate(job, t, num_gpus) > 0]
-    for t in usable:
-        if free.get(t, 0) >= num_gpus:
+    # Free capacity first: it is cheaper to check than the rate, and usually decides.
+    for t in types:
+        if free.get(t, 0) >= num_gpus and view.rate(job, t, num_gpus) > 0:
             return {t: num_gpus}
+    usable = [t for t in types if view.rate(job, t, num_gpus) > 0]
     capacity = view.cluster.capacity
     if any(capacity[t] >= num_gpus for t in usable):
         return None  # it fits one type once that type frees up
@@ -79,17 +80,20 @@ def greedy_fill(
             break  # every GPU is taken: the remaining jobs get nothing (waiting or preempted)
         if builder.assigned(job.job_id) is not None:
             continue
-        current = job.allocation.as_dict() if job.allocation else None
-        counts = gang_counts(view, job, builder.free, job.num_gpus, type_choice)
-        if current and builder.can_fit(current):
-            keep = (
-                type_choice != "fastest"
-                or counts is None
-                or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(view, job, current)
-            )
-            if keep:
+        current = job.allocation
+        if current and all(free.get(t, 0) >= n for t, n in current.counts):
+            if type_choice != "fastest":
                 builder.keep(job)
                 continue
+            counts = gang_counts(view, job, free, job.num_gpus, type_choice)
+            current_counts = current.as_dict()
+            if counts is None or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(
+                view, job, current_counts
+            ):
+                builder.keep(job)
+                continue
+        else:
+            counts = gang_counts(view, job, free, job.num_gpus, type_choice)
         if counts:
             builder.assign(job.job_id, counts)
         elif strict:
