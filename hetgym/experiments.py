@@ -108,7 +108,7 @@ class Comparison:
         numeric = self.runs.drop(columns=["seed"]).groupby("policy", sort=False)
         mean = numeric.mean(numeric_only=True)
         std = numeric.std(numeric_only=True, ddof=0)
-        out = mean.join(std, rsuffix="_std")
+        out = mean.join(std.add_suffix("_std"))  # (join's rsuffix is deprecated in pandas 3)
         return out.reindex([p for p in self.policies if p in out.index])
 
     def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True) -> list[Path]:
