@@ -368,8 +368,15 @@ def write_trace(
                 {**existing, b"hetgym": json.dumps(meta, sort_keys=True, default=str).encode()}
             )
             pq.write_table(table, tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

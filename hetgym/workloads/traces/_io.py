@@ -4,7 +4,6 @@ their line numbers, and timestamp parsing. Everything here streams: no source is
 
 from __future__ import annotations
 
-import calendar
 import csv
 import fnmatch
 import gzip
@@ -24,6 +23,7 @@ from typing import Any, TextIO
 from hetgym.workloads.schema import TraceError
 
 _TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+_EPOCH = datetime(1970, 1, 1)
 _AFTER = frozenset(" \t\r\n,]")  # what may follow a complete array element
 _KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
 
@@ -184,7 +184,7 @@ def parse_datetime_s(text: str) -> float:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is not None:
         return dt.timestamp()
-    return float(calendar.timegm(dt.timetuple())) + dt.microsecond / 1e6
+    return (dt - _EPOCH).total_seconds()
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,18 +212,28 @@ def iter_json_array(
     decoder = json.JSONDecoder()
     buf = ""
     pos = 0
-    lines_before = 0  # newlines in text already dropped from ``buf``
+    base_line = 1  # line number of buf[0]
+    cur_idx, cur_line = 0, 1  # newlines are counted incrementally: line number of buf[cur_idx]
     eof = False
 
+    def line_at(p: int) -> int:
+        nonlocal cur_idx, cur_line
+        if p < cur_idx:  # only error paths look back
+            return base_line + buf.count("\n", 0, p)
+        cur_line += buf.count("\n", cur_idx, p)
+        cur_idx = p
+        return cur_line
+
     def fill() -> None:
-        nonlocal buf, pos, lines_before, eof
+        nonlocal buf, pos, base_line, cur_idx, cur_line, eof
         chunk = fh.read(chunk_chars)
         if not chunk:
             eof = True
             return
-        lines_before += buf.count("\n", 0, pos)
+        base_line = line_at(pos)
         buf = buf[pos:] + chunk
         pos = 0
+        cur_idx, cur_line = 0, base_line
 
     def skip_ws() -> None:
         nonlocal pos
@@ -234,9 +244,6 @@ def iter_json_array(
             if pos < n or eof:
                 return
             fill()
-
-    def line_at(p: int) -> int:
-        return lines_before + buf.count("\n", 0, p) + 1
 
     skip_ws()
     if pos >= len(buf):
@@ -271,7 +278,7 @@ def iter_json_array(
                     )
                     raise TraceError(
                         f"{label}: row {index} (line {start_line}){fld}: {what} ({exc.msg}, line "
-                        f"{lines_before + exc.lineno})"
+                        f"{base_line + exc.lineno - 1})"
                     ) from None
                 fill()
                 continue
