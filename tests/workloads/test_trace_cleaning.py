@@ -241,3 +241,78 @@ def test_rates_in_filled_jobs_are_positive_for_every_format(tmp_path: Path) -> N
     tp = ThroughputModel.default()
     assert all(tp.rate(j.job_type, j.batch_size, "v100", j.num_gpus) > 0 for j in wl)
     assert np.all(np.array([j.total_iters for j in wl]) > 0)
+
+
+_helios_row = st.tuples(
+    st.integers(0, 16),  # gpu_num
+    st.integers(0, 200_000),  # duration
+    st.sampled_from(["COMPLETED", "FAILED", "CANCELLED"]),
+    st.integers(0, 30 * 86400),  # submit offset
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(_helios_row, min_size=1, max_size=40),
+    max_gpus=st.none() | st.integers(1, 16),
+    gpu_cap=st.sampled_from(["drop", "clip"]),
+    min_d=st.none() | st.integers(0, 50_000),
+    statuses=st.none() | st.sampled_from([("COMPLETED",), ("FAILED", "CANCELLED")]),
+    window=st.none() | st.tuples(st.integers(0, 15 * 86400), st.integers(1, 15 * 86400)),
+    subsample=st.none() | st.floats(0.1, 1.0),
+    max_jobs=st.none() | st.integers(1, 30),
+)
+def test_every_read_job_is_kept_or_dropped_for_a_reason(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[int, int, str, int]],
+    max_gpus: int | None,
+    gpu_cap: str,
+    min_d: int | None,
+    statuses: tuple[str, ...] | None,
+    window: tuple[int, int] | None,
+    subsample: float | None,
+    max_jobs: int | None,
+) -> None:
+    from datetime import datetime, timedelta
+
+    base = datetime(2020, 6, 1)
+    text = [
+        f"{i},u,vc,{g},1,1,{s},{(base + timedelta(seconds=t)):%Y-%m-%d %H:%M:%S},,,{d},0"
+        for i, (g, d, s, t) in enumerate(rows)
+    ]
+    path = write_helios(tmp_path_factory.mktemp("h") / "cluster_log.csv", text)
+    clean = CleanOptions(
+        max_gpus=max_gpus,
+        gpu_cap=gpu_cap,  # type: ignore[arg-type]
+        min_duration_s=min_d,
+        statuses=statuses,
+        window_start_s=window[0] if window else None,
+        window_end_s=window[0] + window[1] if window else None,
+        subsample=subsample,
+        max_jobs=max_jobs,
+    )
+    try:
+        wl = load_trace(path, "helios", clean=clean)
+    except TraceError as exc:
+        assert "no job left after cleaning" in str(exc)
+        return
+    report = wl.metadata["report"]
+    assert report["read"] == len(rows)
+    assert report["kept"] == len(wl) == report["read"] - sum(report["dropped"].values())
+    first = min(t for _, _, _, t in rows)
+    for j in wl:
+        g, d, s, t = rows[int(j.features["source_id"])]
+        assert g > 0 and d > 0
+        assert j.num_gpus == (min(g, max_gpus) if max_gpus else g)
+        if max_gpus and gpu_cap == "drop":
+            assert g <= max_gpus
+        if min_d is not None:
+            assert d >= min_d
+        if statuses:
+            assert s in statuses
+        if window:
+            assert window[0] <= t - first < window[0] + window[1]
+        assert j.deadline_s > j.submit_s >= 0
+    assert [j.submit_s for j in wl] == sorted(j.submit_s for j in wl)
+    if max_jobs is not None:
+        assert len(wl) <= max_jobs

@@ -424,3 +424,17 @@ def test_canonical_round_trip_of_a_converted_trace(tmp_path: Path) -> None:
                 )
         assert back.metadata["report"] == wl.metadata["report"]
         assert back.metadata["loader"] == "pai"
+
+
+def test_written_trace_has_the_default_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    wl = load_trace(write_helios(tmp_path / "cluster_log.csv"), "helios")
+    old = os.umask(0o022)
+    try:
+        for suffix in (".csv", ".parquet"):
+            out = write_trace(wl, tmp_path / f"h{suffix}")
+            assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)

@@ -106,6 +106,7 @@ class HeliosReader(Reader):
         submit_s = stamp("submit_time")
         if submit_s is None:
             fail("submit_time", "is empty")
+        ctx.saw_submit(submit_s)
         text = get("duration")
         duration_s: float | None
         if text is not None:

@@ -79,6 +79,7 @@ class PhillyReader(Reader):
         submit_s = stamp(rec["submitted_time"], "submitted_time")
         if submit_s is None:
             fail("submitted_time", "is empty")
+        ctx.saw_submit(submit_s)
         attempts = rec["attempts"]
         if not isinstance(attempts, list):
             fail("attempts", f"is a {type(attempts).__name__}, not a list")

@@ -240,6 +240,7 @@ def load_trace(
             report.drop("more GPUs than max_gpus")
             continue
         kept.append(job)
+    earliest = min(earliest, ctx.earliest_submit_s)
     origin = earliest if reader.absolute_time and math.isfinite(earliest) else 0.0
 
     # ---- 2. window, subsample, max_jobs

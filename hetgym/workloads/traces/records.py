@@ -10,6 +10,7 @@ builds canonical :class:`~hetgym.sim.job.JobSpec`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -126,6 +127,13 @@ class LoadContext:
         self.report = DropReport()
         self.sources: list[str] = []
         self.variants: dict[str, str] = {}
+        #: Earliest submission read, including jobs a reader dropped (the time origin of dated traces).
+        self.earliest_submit_s = math.inf
+
+    def saw_submit(self, submit_s: float) -> None:
+        """Record a submission time read (call before deciding to drop the row)."""
+        if submit_s < self.earliest_submit_s:
+            self.earliest_submit_s = submit_s
 
     def row_error(self, source: str, row: int, fld: str, why: str, *, line: int | None = None) -> TraceError:
         """A :class:`TraceError` naming ``source``, the 1-based ``row`` (and ``line``) and the field."""
