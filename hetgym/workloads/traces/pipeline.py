@@ -296,13 +296,21 @@ def load_trace(
                 job.total_iters = job.duration_s * rate
             else:
                 dropped_rate += 1
-        if dropped_rate:
-            report.drop("no positive rate on the reference GPU", dropped_rate)
-            kept = [j for j in kept if j.total_iters is not None]
         by_ref: dict[str, int] = {}
         for i in need_iters:
-            by_ref[refs[i]] = by_ref.get(refs[i], 0) + 1
-        samplers["iterations"] = {"name": ITERATIONS_SAMPLER, "jobs": len(need_iters), "reference_gpu": by_ref}
+            if kept[i].total_iters is not None:
+                by_ref[refs[i]] = by_ref.get(refs[i], 0) + 1
+        samplers["iterations"] = {
+            "name": ITERATIONS_SAMPLER,
+            "jobs": len(need_iters) - dropped_rate,
+            "reference_gpu": by_ref,
+        }
+        if dropped_rate:
+            report.drop("no positive rate on the reference GPU", dropped_rate)
+            keep = [i for i, j in enumerate(kept) if j.total_iters is not None]
+            kept, refs = [kept[i] for i in keep], [refs[i] for i in keep]
+            if not kept:
+                raise TraceError(f"{path}: no job left: none has a positive rate on its reference GPU type")
     ddl_name = fill.deadline if fill.deadline is not None else reader.deadline
     if fill.deadline is None:
         need_ddl = [i for i, j in enumerate(kept) if j.deadline_s is None]
