@@ -140,25 +140,25 @@ def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
         cols["gpu_types"].append("|".join(j.gpu_types) if j.gpu_types else None)
         cols["template_id"].append(j.template_id)
         for k, v in j.features.items():
-            col = features.get(FEATURE_PREFIX + k)
-            if col is None:
-                col = features[FEATURE_PREFIX + k] = [np.nan] * n
-            col.append(v)
+            values = features.get(FEATURE_PREFIX + k)
+            if values is None:
+                values = features[FEATURE_PREFIX + k] = [np.nan] * n
+            values.append(v)
         n += 1
-        for col in features.values():
-            if len(col) < n:
-                col.append(np.nan)
+        for values in features.values():
+            if len(values) < n:
+                values.append(np.nan)
     if n == 0:
         return pd.DataFrame(columns=list(REQUIRED_COLUMNS))
     frame = pd.DataFrame({**cols, **features})
     keep = list(REQUIRED_COLUMNS)
     defaults = {"min_gpus": 1, "priority_weight": 1.0, "best_effort": False}
     for col in OPTIONAL_COLUMNS:
-        values = frame[col]
+        series = frame[col]
         if col in defaults:
-            if (values != defaults[col]).any():
+            if (series != defaults[col]).any():
                 keep.append(col)
-        elif values.notna().any():
+        elif series.notna().any():
             keep.append(col)
     keep += sorted(c for c in frame.columns if c.startswith(FEATURE_PREFIX))
     frame = frame[keep]
