@@ -29,7 +29,11 @@ def add_scenario_args(parser: argparse.ArgumentParser) -> None:
         "--scenario", default="default", help=f"embedded scenario: {', '.join(SCENARIOS)} (default: default)"
     )
     g.add_argument("--cluster", help="cluster preset (see `hetgym presets`)")
-    g.add_argument("--trace", help="canonical trace file (.csv or .parquet) to use instead of a recipe")
+    g.add_argument("--trace", help="trace file instead of a recipe: canonical .csv/.parquet (see `hetgym trace`)")
+    g.add_argument(
+        "--trace-format",
+        help="read --trace as a public trace of this format (philly, helios, pai, elasticflow, gavel)",
+    )
     g.add_argument("--recipe", help="workload recipe: elasticflow or gavel-philly")
     g.add_argument("--num-jobs", type=int, help="jobs per workload")
     load = g.add_mutually_exclusive_group()
@@ -48,8 +52,11 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """The scenario named by ``--scenario`` with the command-line overrides applied."""
     scenario = get_scenario(args.scenario)
     workload: dict[str, Any] = {}
+    if args.trace_format and not args.trace:
+        raise ValueError("--trace-format needs --trace, the file to read")
     if args.trace:
         workload["trace"] = args.trace
+        workload["trace_format"] = args.trace_format
         if args.num_jobs is None:
             workload["num_jobs"] = 10**9  # the whole trace
     for key, attr in (
@@ -74,6 +81,12 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if value is not None:
             sim[key] = value
     changes: dict[str, Any] = {}
+    if args.trace:
+        from pathlib import Path
+
+        stem = Path(args.trace).name.split(".")[0]
+        changes["name"] = f"trace-{stem}"
+        changes["description"] = f"trace {args.trace}" + (f" ({args.trace_format} format)" if args.trace_format else "")
     if args.cluster:
         changes["cluster"] = args.cluster
     if workload:

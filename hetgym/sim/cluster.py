@@ -250,3 +250,13 @@ _inventory_preset(
     {"h100": (64, 8), "a100": (64, 8), "v100": (64, 8), "t4": (128, 4)},
     "2,048 GPUs: 512 each of H100, A100, V100 (servers of 8) and T4 (servers of 4)",
 )
+
+
+def _register_inventories() -> None:
+    from hetgym.sim.inventories import INVENTORIES
+
+    for name, (description, inventory, _source) in INVENTORIES.items():
+        _inventory_preset(name, inventory, description)
+
+
+_register_inventories()

@@ -160,6 +160,19 @@ class ThroughputModel:
             self._sources.setdefault((str(job), str(gpu)), str(src))
         self._mean_factor = self._mean_consolidation_factors()
         self._memo: dict[tuple[str, int, str, int], float] = {}
+        # The table's figures as given (before clamping and running maxima), for trace conversion.
+        self._raw: dict[tuple[str, int, str, int, str], float] = {
+            (str(j), int(float(b)), str(g), int(n), str(p)): float(r)
+            for j, b, g, n, p, r in zip(
+                frame["job_type"],
+                frame["batch_size"],
+                frame["gpu_type"],
+                frame["num_gpus"],
+                frame["placement"],
+                frame["iters_per_s"],
+                strict=True,
+            )
+        }
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -185,6 +198,35 @@ class ThroughputModel:
             if job == job_type and place == "consolidated" and (gpu_type is None or gpu == gpu_type):
                 sizes.update(curves)
         return tuple(sorted(sizes))
+
+    def measured_gpu_counts(self, job_type: str, gpu_type: str, batch_size: int | None = None) -> tuple[int, ...]:
+        """GPU counts with a consolidated figure in the table for ``job_type`` on ``gpu_type``.
+
+        Args:
+            job_type: Job type.
+            gpu_type: GPU type.
+            batch_size: Only counts measured at this global batch size (default: any).
+
+        Returns:
+            The counts in ascending order, including counts measured as infeasible (rate 0);
+            empty when the pair was never measured.
+        """
+        curves = self._curves.get((job_type, gpu_type, "consolidated"), {})
+        counts: set[int] = set()
+        for bs, curve in curves.items():
+            if batch_size is None or bs == int(batch_size):
+                counts.update(curve.ns)
+        return tuple(sorted(counts))
+
+    def measured_rate(
+        self, job_type: str, batch_size: int, gpu_type: str, num_gpus: int, placement: str = "consolidated"
+    ) -> float | None:
+        """The table's figure exactly as given (no interpolation, clamping or running maximum).
+
+        Returns ``None`` when the table has no row for this key. Trace converters use it to recover a
+        source's own figures (e.g. Gavel's throughput at a scale factor).
+        """
+        return self._raw.get((job_type, int(batch_size), gpu_type, int(num_gpus), placement))
 
     def source(self, job_type: str, gpu_type: str) -> str:
         """Where the rate comes from: the table's source, or ``estimate-speed-index``."""

@@ -35,8 +35,13 @@ class WorkloadConfig:
         deadline: Deadline model name (``elasticflow``, ``gavel-slo``, ``none``); ``None`` = recipe default.
         tightness: Deadline tightness (slack divided by it; 1 = the recipe).
         max_gpus_per_job: Cap on requested GPUs.
-        trace: Path of a canonical trace file to use instead of a recipe (its first ``num_jobs`` jobs
-            when ``num_jobs`` is smaller than the trace).
+        trace: Path of a trace file to use instead of a recipe (its first ``num_jobs`` jobs when
+            ``num_jobs`` is smaller than the trace): a canonical ``.csv``/``.parquet`` file, or a public
+            trace in ``trace_format``.
+        trace_format: Read ``trace`` as a public trace of this format (``philly``, ``helios``, ``pai``,
+            ``elasticflow``, ``gavel``) with the default cleaning, the fill samplers seeded by the
+            workload seed; ``None`` (default): ``trace`` is canonical. Convert with
+            ``hetgym trace convert`` for cleaning options.
     """
 
     recipe: str = "elasticflow"
@@ -48,10 +53,18 @@ class WorkloadConfig:
     tightness: float = 1.0
     max_gpus_per_job: int | None = None
     trace: str | None = None
+    trace_format: str | None = None
 
     def __post_init__(self) -> None:
         if self.trace is None and self.recipe not in RECIPES:
             raise UnknownNameError("workload recipe", self.recipe, RECIPES, "Or pass trace='file.csv'.")
+        if self.trace_format is not None:
+            from hetgym.workloads.traces import FORMATS
+
+            if self.trace is None:
+                raise ValueError("WorkloadConfig.trace_format needs trace, the file to read")
+            if self.trace_format not in FORMATS:
+                raise UnknownNameError("trace format", self.trace_format, FORMATS)
         if self.num_jobs < 1:
             raise ValueError(f"WorkloadConfig.num_jobs={self.num_jobs}; it must be >= 1")
 
@@ -72,7 +85,12 @@ class WorkloadConfig:
         """Draw (or read) the workload for ``cluster`` with ``seed``."""
         cluster = get_cluster(cluster)
         if self.trace is not None:
-            workload = read_trace(Path(self.trace), throughput=throughput)
+            if self.trace_format is not None:
+                from hetgym.workloads.traces import FillOptions, load_trace
+
+                workload = load_trace(self.trace, self.trace_format, fill=FillOptions(seed=seed), throughput=throughput)
+            else:
+                workload = read_trace(Path(self.trace), throughput=throughput)
             if self.num_jobs < len(workload):
                 workload = Workload(
                     workload.jobs[: self.num_jobs], {**workload.metadata, "truncated_to": self.num_jobs}

@@ -114,43 +114,51 @@ class Workload:
 
 def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
     """Canonical table of ``jobs`` (optional columns only when some job uses them)."""
-    rows: list[dict[str, Any]] = []
+    # Built column by column: a dict per row would cost ~1 kB per job while the table is made.
+    cols: dict[str, list[Any]] = {c: [] for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)}
+    features: dict[str, list[Any]] = {}
+    n = 0
     for j in jobs:
-        row: dict[str, Any] = {
-            "job_id": j.job_id,
-            "submit_s": j.submit_s,
-            "job_type": j.job_type,
-            "batch_size": j.batch_size,
-            "total_iters": j.total_iters,
-            "num_gpus": j.num_gpus,
-            "deadline_s": j.deadline_s if math.isfinite(j.deadline_s) else np.nan,
-            "user": j.user,
-            "min_gpus": j.min_gpus,
-            "max_gpus": j.max_gpus,
-            "dp": j.parallelism[0] if j.parallelism else None,
-            "pp": j.parallelism[1] if j.parallelism else None,
-            "tp": j.parallelism[2] if j.parallelism else None,
-            "model_bytes": j.model_bytes,
-            "priority_weight": j.priority_weight,
-            "best_effort": j.best_effort,
-            "duration_s": j.duration_s,
-            "gpu_types": "|".join(j.gpu_types) if j.gpu_types else None,
-            "template_id": j.template_id,
-        }
+        cols["job_id"].append(j.job_id)
+        cols["submit_s"].append(j.submit_s)
+        cols["job_type"].append(j.job_type)
+        cols["batch_size"].append(j.batch_size)
+        cols["total_iters"].append(j.total_iters)
+        cols["num_gpus"].append(j.num_gpus)
+        cols["deadline_s"].append(j.deadline_s if math.isfinite(j.deadline_s) else np.nan)
+        cols["user"].append(j.user)
+        cols["min_gpus"].append(j.min_gpus)
+        cols["max_gpus"].append(j.max_gpus)
+        par = j.parallelism
+        cols["dp"].append(par[0] if par else None)
+        cols["pp"].append(par[1] if par else None)
+        cols["tp"].append(par[2] if par else None)
+        cols["model_bytes"].append(j.model_bytes)
+        cols["priority_weight"].append(j.priority_weight)
+        cols["best_effort"].append(j.best_effort)
+        cols["duration_s"].append(j.duration_s)
+        cols["gpu_types"].append("|".join(j.gpu_types) if j.gpu_types else None)
+        cols["template_id"].append(j.template_id)
         for k, v in j.features.items():
-            row[FEATURE_PREFIX + k] = v
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    if frame.empty:
+            values = features.get(FEATURE_PREFIX + k)
+            if values is None:
+                values = features[FEATURE_PREFIX + k] = [np.nan] * n
+            values.append(v)
+        n += 1
+        for values in features.values():
+            if len(values) < n:
+                values.append(np.nan)
+    if n == 0:
         return pd.DataFrame(columns=list(REQUIRED_COLUMNS))
+    frame = pd.DataFrame({**cols, **features})
     keep = list(REQUIRED_COLUMNS)
     defaults = {"min_gpus": 1, "priority_weight": 1.0, "best_effort": False}
     for col in OPTIONAL_COLUMNS:
-        values = frame[col]
+        series = frame[col]
         if col in defaults:
-            if (values != defaults[col]).any():
+            if (series != defaults[col]).any():
                 keep.append(col)
-        elif values.notna().any():
+        elif series.notna().any():
             keep.append(col)
     keep += sorted(c for c in frame.columns if c.startswith(FEATURE_PREFIX))
     frame = frame[keep]
@@ -368,8 +376,15 @@ def write_trace(
                 {**existing, b"hetgym": json.dumps(meta, sort_keys=True, default=str).encode()}
             )
             pq.write_table(table, tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
