@@ -1,8 +1,9 @@
 """A-SRPT: prediction-assisted, communication-aware online scheduling of mixed-parallel training jobs.
 
 Luo, Liu, Shroff and Lee, "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in
-GPU Clusters", IEEE INFOCOM 2025 (arXiv:2501.05563). Specification: POLICIES.md §4. The abstract fixes the
-ingredients; everything else here is a reconstruction [I], exposed as a knob:
+GPU Clusters", IEEE INFOCOM 2025 (arXiv:2501.05563). User guide: ``docs/communication-policies.md``; provenance
+tags and open questions: ``docs/provenance.md``. The abstract fixes the ingredients; everything else here is a
+reconstruction [I], exposed as a knob:
 
 * **Job graph and its cost** under a placement: :mod:`hetgym.sim.comm` (TP pairs, PP stage boundaries,
   DP rings; ``tau(pi) = c + sum of cut volumes / bandwidth``). The simulator charges the same cost when run
@@ -17,7 +18,7 @@ ingredients; everything else here is a reconstruction [I], exposed as a knob:
   features of the job and statistics of earlier recurrences of its template and of its (user, model)
   key, trained on a warm-up history and refit online every ``refit_every`` completions; unseen templates
   fall back to the global median (or to the forest, ``unseen="rf"``). Also :class:`OraclePredictor` (the
-  SRPT upper bound, ``oracle_iters=True`` of the spec) and :class:`NoisyPredictor` (log-normal error).
+  SRPT upper bound) and :class:`NoisyPredictor` (log-normal error).
 * **Virtual single machine** (:class:`VirtualSRPT`): speed 1, job size
   ``v_j = g_j * n_hat_j * tau*_j / (total GPUs)`` with ``tau*_j`` the iteration time under the most
   consolidated placement; preemptive SRPT (ties by release) gives virtual completion times. Predictions
@@ -34,7 +35,8 @@ ingredients; everything else here is a reconstruction [I], exposed as a knob:
   avoiding the GPUs of lower-ranked running jobs and only then preempting them; jobs that fit nowhere
   wait (backfilling). A job that started less than ``min_run_s`` ago is served first (not preempted).
 
-The competitive ratio the paper proves was not retrieved; none is claimed here.
+The form of the competitive ratio the paper proves is an open question (``docs/provenance.md``); none is
+claimed here.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class IterationPredictor(ABC):
 
 
 class OraclePredictor(IterationPredictor):
-    """The true iteration count (SRPT with perfect knowledge; the spec's ``oracle_iters=True``)."""
+    """The true iteration count (SRPT with perfect knowledge: the upper bound)."""
 
     name = "oracle"
 
@@ -141,7 +143,7 @@ _HISTORY_FIELDS = ("tpl_count", "tpl_mean", "tpl_last", "key_count", "key_mean",
 
 
 class RandomForestPredictor(IterationPredictor):
-    """Random-forest regression of log iterations for recurring jobs (A-SRPT's predictor, §4.4).
+    """Random-forest regression of log iterations for recurring jobs (A-SRPT's predictor).
 
     Features: job type, user, log batch size, GPUs, (dp, pp, tp), log model bytes, every entry of
     ``spec.features`` (numbers as they are, strings as category codes), and the count, mean and last log
@@ -149,16 +151,16 @@ class RandomForestPredictor(IterationPredictor):
     (user, job type) key. Missing values are NaN (scikit-learn's forests split on them).
 
     Args:
-        n_estimators: Trees (default 100, the spec's value).
-        min_samples_leaf: Smallest leaf (default 2, the spec's value).
+        n_estimators: Trees (reconstruction; default 100).
+        min_samples_leaf: Smallest leaf (reconstruction; default 2).
         refit_every: Refit after this many new completions (reconstruction; default 25).
         min_train: Completions needed before the first fit (reconstruction; default 20).
         unseen: For a job whose template (or, without one, whose (user, type) key) was never seen:
-            ``"median"`` predicts the global median of completed jobs (the spec's fallback), ``"rf"`` asks
+            ``"median"`` (default) predicts the global median of completed jobs, ``"rf"`` asks
             the forest anyway (it then relies on the static features).
         prior_iters: Prediction when nothing at all has completed yet (reconstruction; default 1000).
         max_train: Keep the most recent this many completions for training.
-        target: ``"log"`` (default, the spec): the forest learns log iterations; ``"residual"``: it learns
+        target: ``"log"`` (default): the forest learns log iterations; ``"residual"``: it learns
             log iterations less a base (the template's mean log iterations, else the (user, type) key's,
             else the global median), which spares the trees from approximating the identity on the
             history features.
@@ -458,7 +460,7 @@ def _fewest_servers(free: np.ndarray, ids: Sequence[int], num_gpus: int, unit: i
 def comm_aware_place(
     spec: JobSpec, free: np.ndarray, cluster: ClusterSpec, gpu_types: Sequence[str]
 ) -> list[ServerGroup] | None:
-    """COMM_AWARE_PLACE of A-SRPT (§4.6) on the free GPUs ``free`` (per server id; not modified).
+    """A-SRPT's communication-aware placement on the free GPUs ``free`` (per server id; not modified).
 
     For each GPU type in ``gpu_types`` (preference order): best fit on one server if one has room;
     otherwise the fewest servers counting only whole units (pipeline replicas if that needs no more

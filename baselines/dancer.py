@@ -1,33 +1,34 @@
 """Dancer: deadline-aware online allocation of GPU counts and types by primal-dual admission and a DP.
 
 Zhang, Luo, Sun, Yu and Li, "Deadline-Aware Online Job Scheduling for Distributed Training in
-Heterogeneous Clusters", IEEE Transactions on Cloud Computing 13(2):590-604, 2025 (POLICIES.md §2).
+Heterogeneous Clusters", IEEE Transactions on Cloud Computing 13(2):590-604, 2025. User guide:
+``docs/deadline-policies.md``.
 
-How it works (each part tagged as in POLICIES.md §0):
+How it works (each part tagged with its provenance, as explained in ``docs/provenance.md``):
 
 * **Slots and allocation** [C: decoupling; I: details]. Time is cut into slots of ``round_s`` seconds
   (default 60 s, ElasticFlow's scheduling slot). An *allocation* gives a job, in each slot, a number of
   GPUs of one type (or, with ``allow_type_mix_in_slot``, of two types running synchronously); the
   mapping onto servers is a separate step (*placement*), done per slot by the simulator's default
-  placer, which is exactly §2.9: keep a job on its previous servers when they have room (sticky), else
-  the best-fitting single server, else the fewest servers (largest free first). Counts are powers of two
-  (see :mod:`baselines._deadline`).
-* **Prices** [I, §2.8]. Each GPU type ``k`` and slot ``t`` has a price that rises with the GPUs already
+  placer: keep a job on its previous servers when they have room (sticky), else the best-fitting single
+  server, else the fewest servers (largest free first). Counts are powers of two (see
+  :mod:`baselines._deadline`).
+* **Prices** [I]. Each GPU type ``k`` and slot ``t`` has a price that rises with the GPUs already
   committed there, ``P_k(g) = L (U/L)^(g / C_k)`` (``price_mode="exp"``) or ``L + (U-L) g / C_k``
   (``"linear"``). A configuration of ``n`` GPUs costs ``n P_k(g)`` (``price_increment="marginal"``) or
   the exact integral ``sum_{m<n} P_k(g+m)`` (``"exact"``), weighted by the fraction of the slot used.
-* **Dual subroutine** [I, §2.7]. :func:`dual_dp` finds a job's cheapest schedule that finishes its
+* **Dual subroutine** [I]. :func:`dual_dp` finds a job's cheapest schedule that finishes its
   remaining work by its deadline, within the GPUs not reserved by other jobs: a multiple-choice
   knapsack over slots with the work quantised into ``dp_quanta`` units, vectorised over the work axis
   and the options. Long windows are cut into at most ``dp_max_blocks`` blocks of whole slots (one
   configuration per block). With ``switch_cost_in_dp`` (the default) the state also holds the
   configuration in force, so each change pays the restart penalty inside the DP. Every schedule is then
   checked exactly (penalties included) after backtracking, extended into adjacent idle blocks if the
-  rounding left it short, and otherwise re-planned with the shortfall added (§2.11).
-* **Online admission** [C: primal-dual; I: rule, §2.6]. At arrival (EDF order within an epoch) a job is
+  rounding left it short, and otherwise re-planned with the shortfall added.
+* **Online admission** [C: primal-dual; I: rule]. At arrival (EDF order within an epoch) a job is
   admitted iff its cheapest schedule exists and costs at most its value ``v`` (its ``priority_weight``,
-  1 by default). Its schedule is then *reserved*: later jobs never take those GPUs (hard reservations,
-  §2.11), which is how the prices rise. Rejected jobs leave (``rejected_jobs="drop"``, they count as
+  1 by default). Its schedule is then *reserved*: later jobs never take those GPUs (hard reservations),
+  which is how the prices rise. Rejected jobs leave (``rejected_jobs="drop"``, they count as
   misses) or run best-effort on GPUs nobody reserved (``"best_effort"``).
 * **Executor** [I]. Every epoch runs each admitted job's reserved configuration for the current slot.
   With ``work_conserving_extra`` the GPUs nobody reserved go to admitted jobs in EDF order (a larger
@@ -47,7 +48,8 @@ schedule)`` and ``L = min v / (max GPU-slots of such a schedule)``, so an empty 
 feasible job), ``dp_quanta``, ``dp_max_blocks``, ``switch_cost_in_dp``, ``allow_type_mix_in_slot``,
 ``work_conserving_extra``, ``extra_lookahead_s``, ``rejected_jobs``, ``arrival_order``,
 ``deadline_margin_s``, ``max_count``, ``max_replans_per_epoch``, ``tie_break`` and ``price_scale``.
-Dancer's exact price function, constants, DP state and tie-breaking were not retrieved (POLICIES.md §8).
+Dancer's own price function, constants, DP state and tie-breaking remain to be checked against the
+full paper (``docs/provenance.md``).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ _INF = math.inf
 
 @dataclass(frozen=True)
 class PriceFunction:
-    """Per-type GPU price as a function of the GPUs already committed in a slot (§2.8).
+    """Per-type GPU price as a function of the GPUs already committed in a slot.
 
     Attributes:
         L: Price of a GPU-slot on an idle type.
@@ -225,7 +227,7 @@ def dual_dp(
     initial_option: int = -1,
     switch_aware: bool = False,
 ) -> DPResult:
-    """Cheapest schedule over blocks that completes ``work`` (the dual subroutine of §2.7).
+    """Cheapest schedule over blocks that completes ``work`` (Dancer's dual subroutine).
 
     ``F[j][w]`` is the least cost of doing at least ``w`` of ``quanta`` work units by the end of block
     ``j``; each block either idles or runs one option, which adds its (rounded) units and its cost.
@@ -404,11 +406,11 @@ class Dancer(Policy):
     """Dancer (Zhang et al., IEEE TCC 2025): primal-dual admission with exponential per-type prices and a DP.
 
     Paper: "Deadline-Aware Online Job Scheduling for Distributed Training in Heterogeneous Clusters",
-    IEEE Transactions on Cloud Computing 13(2), 2025. Implemented as in POLICIES.md §2 (see the module
-    docstring): decoupled allocation (per-type GPU counts per slot) and placement, admission by the online
-    primal-dual rule, the DP dual subroutine, hard reservations, the work-conserving extra and the re-plan
-    on drift. The objective, decomposition and technique are the paper's; every constant below is a
-    reconstruction, with its default.
+    IEEE Transactions on Cloud Computing 13(2), 2025. Implemented as described in the module docstring
+    and ``docs/deadline-policies.md``: decoupled allocation (per-type GPU counts per slot) and placement,
+    admission by the online primal-dual rule, the DP dual subroutine, hard reservations, the
+    work-conserving extra and the re-plan on drift. The objective, decomposition and technique are the
+    paper's; every constant below is a reconstruction, with its default.
 
     Args:
         round_s: Slot length in seconds (60, ElasticFlow's scheduling slot).
@@ -425,10 +427,11 @@ class Dancer(Policy):
         work_conserving_extra: Give unreserved GPUs to admitted jobs (default ``True``).
         rejected_jobs: ``"drop"`` (default) or ``"best_effort"``.
         switch_cost_in_dp: Keep the configuration in the DP state so every change pays the restart
-            penalty inside the DP (default ``True``; POLICIES.md suggests ``False``, but with a 30 s restart
-            penalty on 60 s slots a DP that switches for free returns schedules that miss once the
-            penalties are charged, and the exact check then rejects feasible jobs: see
-            ``docs/results/dancer.md``). ``False`` checks the penalties after backtracking instead.
+            penalty inside the DP (default ``True``). The plain reconstruction of the DP leaves the switch
+            cost out (``False``), but with a 30 s restart penalty on 60 s slots a DP that switches for free
+            returns schedules that miss once the penalties are charged, and the exact check then rejects
+            feasible jobs (see ``docs/results/dancer.md``). ``False`` checks the penalties after
+            backtracking instead.
         arrival_order: Admission order of jobs arriving together: ``"edf"`` (default) or ``"fifo"``.
         deadline_margin_s: Plan to finish this many seconds before the deadline (default 0).
         extra_lookahead_s: Horizon beyond the current slot over which a work-conserving change must pay
@@ -437,7 +440,7 @@ class Dancer(Policy):
         max_replans_per_epoch: Most DP re-plans of lagging jobs per slot boundary (default 64).
         tie_break: Among (near) equally priced blocks, reserve the ``"early"`` ones (default) or the
             ``"late"`` ones (ElasticFlow-like: reserve late, run early on the work-conserving extra).
-        price_scale: ``"uniform"`` (default: one price function for every type, as in §2.8) or
+        price_scale: ``"uniform"`` (default: one price function for every type) or
             ``"speed"`` (each type's price scaled by its speed index relative to the fastest, so a GPU-slot
             is priced by its compute).
     """

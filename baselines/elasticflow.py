@@ -1,9 +1,9 @@
 """ElasticFlow: minimum-satisfactory-share admission, leftover GPUs by marginal return, buddy placement.
 
 Gu, Zhao, Zhong, Xiong, Han, Cheng, Yang, Huang, Jin and Liu, "ElasticFlow: An Elastic Serverless
-Training Platform for Distributed Deep Learning", ASPLOS 2023 (POLICIES.md §6.3), following the public
-simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim_allocation``, ``estimate_all_jobs``,
-``allocate_free_gpus``), generalised to GPU types.
+Training Platform for Distributed Deep Learning", ASPLOS 2023 (user guide: ``docs/deadline-policies.md``),
+following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim_allocation``,
+``estimate_all_jobs``, ``allocate_free_gpus``), generalised to GPU types.
 
 * **Timeline** [C-code]. The future free GPUs per type, piecewise constant between breakpoints aligned
   to the scheduling slot (``round_s``, 60 s), built by planning the admitted jobs one by one in deadline

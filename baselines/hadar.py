@@ -8,7 +8,8 @@ Deep Learning Clusters", arXiv:2503.10918 (2025).
 What the abstracts confirm: a task-level heterogeneity-aware scheduler built on an online primal-dual
 framework with a dual subroutine (the OASiS lineage), deciding across the spatial (which GPUs) and
 temporal (which rounds) dimensions, evaluated on Gavel's setting. Everything below that is not in the
-abstracts is a reconstruction (POLICIES.md §3.4-§3.7), and every reconstructed constant is a knob.
+abstracts is a reconstruction, and every reconstructed constant is a knob (user guide:
+``docs/heterogeneity-policies.md``; provenance tags and open questions: ``docs/provenance.md``).
 
 **Hadar-Round** (``mode="round"``, default). At each round boundary the allocation is re-decided from
 an empty cluster:
@@ -44,7 +45,7 @@ T_soft)))`` with ``T_soft`` the job's deadline slack or ``sigmoid_slack T_min``;
 **Prices** (``price_auto``): per decision, ``U = max_j theta_j / W_j`` (the largest utility per GPU of
 a round) and ``L = max(price_floor_ratio U, min_j u_j(T_h) / (W_j R))``, with ``T_h`` the longest
 predicted completion on the slowest usable type and ``R = T_h / round``; ``price_L`` / ``price_U``
-fix them instead. The exact Hadar price constants were not retrieved.
+fix them instead. Hadar's own price constants remain to be checked against the full paper.
 
 **Hadar-OASiS** (``mode="plan"``, plan ahead). When a job arrives (and at later rounds while deferred)
 it gets a schedule over future rounds: ``W_j`` GPUs of one type in a set of rounds, chosen to maximise
@@ -57,8 +58,8 @@ the smallest of a job run at once on its slowest usable type, clamped to ``[pric
 U]``, so that an empty cluster admits every job. Each round runs the
 reserved jobs (placed by the node prices), re-plans admitted jobs whose progress drifted from their
 plan by more than ``replan_tolerance`` of their work, and fills the remaining GPUs as Hadar-Round does.
-Deviation from POLICIES.md §3.6: one GPU type per planned schedule instead of a per-round type choice
-(the per-round DP over work quanta is too slow for Philly-length jobs), and prices per type rather
+Simplification: one GPU type per planned schedule instead of a type choice per round (a DP over rounds and
+work quanta, like Dancer's dual subroutine, is too slow for Philly-length jobs), and prices per type rather
 than per node (future placements are not known).
 """
 

@@ -6,7 +6,8 @@ Scheduling for Deep Learning Clusters", arXiv:2503.10918 (2025), extending Hadar
 Confirmed by the abstract: each job is forked into multiple copies that train concurrently on
 separate available nodes (possibly of different GPU types); a job tracker aggregates their
 parameters; against Hadar, cluster utilisation rises 1.45x and the total time duration falls by
-50% (AWS) / 80% (lab cluster). The mechanics below are a reconstruction (POLICIES.md §3.8):
+50% (AWS) / 80% (lab cluster). The mechanics below are a reconstruction (user guide:
+``docs/heterogeneity-policies.md``; open questions: ``docs/provenance.md``):
 
 1. Hadar-Round (:class:`~baselines.hadar.Hadar`) decides the primary allocation of every job.
 2. **Forking**: every node with idle GPUs takes copies of unfinished jobs, one copy of a job per node
@@ -21,8 +22,9 @@ parameters; against Hadar, cluster utilisation rises 1.45x and the total time du
 3. Each job runs in the simulator's ``fork`` mode: every server group is an independent copy, and
    per round the job progresses by ``fork_efficiency * sum_copies rate(type, n) * (round -
    aggregation)``, with ``aggregation = model_bytes / NIC bandwidth`` charged when there are two or
-   more copies (``SimConfig.fork_efficiency`` is the paper's ``eta_agg``, default 1.0, and
-   ``SimConfig.fork_aggregation`` switches the overhead). A job whose only allocation is a
+   more copies (``SimConfig.fork_efficiency`` is the statistical efficiency of averaging the copies,
+   ``eta_agg``, a reconstructed knob with default 1.0, and ``SimConfig.fork_aggregation`` switches the
+   overhead). A job whose only allocation is a
    multi-node primary gang runs in ``fork`` or ``sync`` mode, whichever the simulator rates faster.
 
 Copies are re-decided at round boundaries only (``fork_between_rounds=False``); inside a round,

@@ -1,7 +1,7 @@
 """JPS: sampling-based multi-job placement with matching markets on heterogeneous GPUs.
 
 Liu, Wang, Huang and Pan, "Sampling-Based Multi-Job Placement for Heterogeneous Deep Learning Clusters",
-IEEE TPDS 35(6):874-888, 2024. Specification: POLICIES.md §5. The abstract fixes the ingredients
+IEEE TPDS 35(6):874-888, 2024. User guide: ``docs/communication-policies.md``. The abstract fixes the ingredients
 (proportional workload assignment, feasible-solution categories, matching markets, sampling of
 categories, fairness); the formulas come from a third-party re-implementation [C3]; the rest is
 reconstructed [I] and exposed as knobs.
@@ -46,7 +46,7 @@ per-class counts ``X[i, c]``, which is exact because such workers are interchang
   exhaustive baseline); :func:`exact_optimum` is the true optimum of the model by dynamic programming
   over class counts (average JCT only).
 
-**Online embedding** (:class:`JPSPolicy`, §5.5 [I]): at arrivals and completions, ``nonpreemptive``
+**Online embedding** (:class:`JPSPolicy`, [I]): at arrivals and completions, ``nonpreemptive``
 mode places the waiting jobs on the free GPUs (the ``K`` jobs with the smallest ``T_i P_i / max_k
 rho_ik`` when there are more jobs than GPUs), running jobs untouched; ``replace_all`` mode re-solves over
 every active job and all GPUs, and the simulator charges moved jobs the restart penalty. Workers are

@@ -1,4 +1,4 @@
-"""The offline optimum of the deadline problem: the ILP of POLICIES.md §2.4 with full knowledge of the trace.
+"""The offline optimum of the deadline problem: Dancer's allocation ILP (reconstructed), whole trace known.
 
 Time is cut into slots of ``slot_s`` seconds. Variables: ``x_i`` (job ``i`` meets its deadline) and
 ``y_i(t, o)`` (job ``i`` runs configuration ``o``, a power-of-two count of one GPU type, in slot ``t``)::

@@ -1,6 +1,6 @@
 """Reproduce the Hadar / HadarE comparisons against Gavel's policies, Tiresias and FIFO on ``gavel-108``.
 
-Two workloads from the Gavel-Philly recipe (POLICIES.md §7.1) on Gavel's 36 V100 + 36 P100 + 36 K80
+Two workloads from the Gavel-Philly recipe (:mod:`hetgym.workloads.generators`) on Gavel's 36 V100 + 36 P100 + 36 K80
 cluster, several seeds each:
 
 * ``static``: a batch of jobs all submitted at time 0: **total time duration** (makespan; Hadar's and

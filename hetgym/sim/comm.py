@@ -4,7 +4,7 @@ By default (``SimConfig(comm="measured")``) a job spread over several servers ru
 times the multi-server consolidation factor of :mod:`hetgym.sim.throughput`. With
 ``SimConfig(comm="bandwidth")`` a job that declares ``model_bytes`` instead pays for the bytes its
 placement sends between servers, following the job-graph model of A-SRPT (Luo et al., INFOCOM 2025;
-POLICIES.md §4.3):
+user guide: ``docs/communication-policies.md``):
 
 * **Job graph.** A job with parallelism ``(dp, pp, tp)`` (pure data parallel ``(n, 1, 1)`` when it has
   none) has one vertex per GPU rank. Ranks are numbered ``rank = (replica * pp + stage) * tp + tp_rank``

@@ -1,6 +1,7 @@
 """Seeded synthetic workload generators following the Gavel-Philly and ElasticFlow recipes.
 
-Both recipes come from public generator code (POLICIES.md §7):
+Both recipes follow the public generator code of the papers (the README's "Scenarios" section summarises
+them):
 
 * **Gavel-Philly** (Gavel's ``scheduler/utils.py``): job type uniform over Gavel's 26 (model, batch)
   templates; Philly scale factor 1/2/4/8 with probabilities 0.7/0.1/0.15/0.05 (single-GPU-only

@@ -2,8 +2,8 @@
 
 Luo et al. (INFOCOM 2025) observe that most distributed training jobs with mixed parallelism recur:
 the same user submits the same model with the same configuration again and again, and the run length
-of a recurrence is close to that of earlier ones. This generator draws such a workload (POLICIES.md
-§4.4 and §4.7, reconstructions [I]):
+of a recurrence is close to that of earlier ones. This generator draws such a workload (a reconstruction
+[I] of the setting the abstract describes; user guide: ``docs/communication-policies.md``):
 
 * **Templates** ``(user, model, configuration)``. A template fixes the job type and global batch size
   (measured on A100 in the throughput table), the GPU count ``g`` in {1, 2, 4, 8, 16, 32} (probabilities

@@ -1,4 +1,5 @@
-"""A-SRPT (Luo et al., INFOCOM 2025): virtual SRPT, placement, predictors, both modes (POLICIES.md §11.1, 6, 7)."""
+"""A-SRPT (Luo et al., INFOCOM 2025): a lone job starts at once, virtual SRPT order, TP groups never split,
+predictors, both modes."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def test_a_single_job_starts_at_once_on_the_fewest_servers() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Placement (§11.7)
+# Placement: TP groups kept whole, no inter-server cut for a job that fits one server
 
 EIGHT_BY_SIX = ClusterSpec.from_inventory("a100-6x8", {"a100": (6, 8)})
 

@@ -1,5 +1,5 @@
-"""Dancer (POLICIES.md §11 items 1-3 and 10): admission on an empty cluster, the DP against brute force,
-prices and capacity, and admitted jobs meeting their deadlines without overheads."""
+"""Dancer: admission on an empty cluster, the DP against brute force, prices and capacity, and admitted jobs
+meeting their deadlines without overheads."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def status_of(result, job_id: int) -> JobStatus:  # type: ignore[no-untyped-def]
 
 
 # ---------------------------------------------------------------------------------------------
-# §11.1 single job on an empty cluster
+# A single job on an empty cluster: admitted iff its deadline is feasible
 
 
 @settings(max_examples=25, deadline=None)
@@ -55,7 +55,7 @@ def test_single_job_gets_a_plan_that_fits_the_window(two_by_two: ClusterSpec) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# §11.2 the DP against brute force, and monotonicity in prices
+# The DP against brute force, and monotonicity in prices
 
 
 def brute_force(
@@ -158,7 +158,7 @@ def test_plan_cost_rises_with_reservations(two_by_two: ClusterSpec) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# §11.3 prices reach U as a type fills; later jobs are rejected; no slot over capacity
+# Prices reach U as a type fills; later jobs are rejected; no slot over capacity
 
 
 def test_price_function_ends() -> None:
@@ -228,7 +228,7 @@ def test_no_slot_over_capacity(seed: int, rejected: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# §11 item 10 (for Dancer): admitted jobs meet their deadlines when there are no overheads
+# Admitted jobs meet their deadlines when there are no overheads
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

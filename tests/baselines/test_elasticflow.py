@@ -1,5 +1,5 @@
-"""ElasticFlow: hand-checked minimum satisfactory shares, MSS monotone in deadline looseness (POLICIES.md
-§11 item 10), admitted jobs meeting their deadlines without overheads, leftover GPUs and buddy placement."""
+"""ElasticFlow: hand-checked minimum satisfactory shares, MSS monotone in deadline looseness,
+admitted jobs meeting their deadlines without overheads, leftover GPUs and buddy placement."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def timelines(draw):  # type: ignore[no-untyped-def]
     extra=st.floats(0.0, 2400.0),
 )
 def test_mss_is_monotone_in_deadline_looseness(tl, work: float, d1: float, extra: float) -> None:  # type: ignore[no-untyped-def]
-    """A looser deadline never needs a larger share (ElasticFlow's MSS, POLICIES.md §11 item 10)."""
+    """A looser deadline never needs a larger share (ElasticFlow's MSS)."""
     cluster = ClusterSpec.from_inventory("2x2", {"v100": (2, 2), "k80": (2, 2)})
     levels, _, cap = toy_levels(cluster, work)
     cuts, free = tl

@@ -1,4 +1,5 @@
-"""Gavel's LPs on hand-checked instances (POLICIES.md §11 item 9) and its round mechanism in the simulator."""
+"""Gavel's LPs on hand-checked instances (equal MMF shares, FTF rho of 1 when uncontended, one makespan for
+every job) and its round mechanism in the simulator."""
 
 from __future__ import annotations
 

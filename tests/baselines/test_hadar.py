@@ -1,4 +1,5 @@
-"""Hadar: heterogeneity preference (POLICIES.md §11 item 4), prices, the dual subroutine and the greedy."""
+"""Hadar: heterogeneity preference (a job faster on P100 than on V100 gets the P100s), prices, the dual
+subroutine and the greedy."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def decide(policy: Hadar, cluster: ClusterSpec, view: ClusterView) -> Allocation
 
 
 # ---------------------------------------------------------------------------------------------
-# POLICIES.md §11 items 1 and 4
+# The job's own speed per type decides (not a global type order); a lone job gets its fastest GPUs
 
 
 def test_prefers_p100_for_a_job_faster_on_p100() -> None:

@@ -1,4 +1,4 @@
-"""HadarE: no idle node while a job is unfinished, summed copy progress (POLICIES.md §11 item 5)."""
+"""HadarE: no idle node while a job is unfinished, summed copy progress."""
 
 from __future__ import annotations
 

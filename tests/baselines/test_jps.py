@@ -1,5 +1,5 @@
 """JPS (Liu et al., TPDS 2024): the JCT model, categories, matching markets, sampling, exact references,
-and the online embedding (POLICIES.md §11 items 1 and 8)."""
+and the online embedding."""
 
 from __future__ import annotations
 

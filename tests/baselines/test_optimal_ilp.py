@@ -1,4 +1,4 @@
-"""The offline ILP (POLICIES.md §2.4): a hand-checked optimum, both solvers, size and time limits, and its
+"""The offline deadline ILP: a hand-checked optimum, both solvers, size and time limits, and its
 schedule replayed in the simulator."""
 
 from __future__ import annotations
