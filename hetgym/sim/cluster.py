@@ -173,29 +173,36 @@ class ClusterSpec:
 
 
 class ClusterState:
-    """Mutable occupancy of a cluster: free GPUs per server (simulator-internal)."""
+    """Mutable occupancy of a cluster: free GPUs per server (simulator-internal).
 
-    __slots__ = ("free_by_server", "free_by_type", "spec")
+    Attributes:
+        spec: The cluster.
+        free: Free GPUs per server id (``int64`` array; callers may replace it with a modified copy).
+        type_of_server: Index into ``spec.gpu_types`` of each server's type.
+        capacity_by_type: GPUs per type, in ``spec.gpu_types`` order.
+    """
+
+    __slots__ = ("capacity_by_type", "free", "spec", "type_of_server")
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
-        self.free_by_server = np.array([s.num_gpus for s in spec.servers], dtype=np.int64)
-        self.free_by_type = dict(spec.capacity)
-
-    def take(self, server_id: int, num_gpus: int) -> None:
-        """Occupy ``num_gpus`` on a server (the caller has validated capacity)."""
-        self.free_by_server[server_id] -= num_gpus
-        self.free_by_type[self.spec.servers[server_id].gpu_type] -= num_gpus
+        self.free = np.array([s.num_gpus for s in spec.servers], dtype=np.int64)
+        self.type_of_server = np.array([spec.gpu_types.index(s.gpu_type) for s in spec.servers], dtype=np.int64)
+        self.capacity_by_type = np.bincount(self.type_of_server, weights=self.free, minlength=len(spec.gpu_types))
+        self.capacity_by_type = self.capacity_by_type.astype(np.int64)
 
     def release(self, server_id: int, num_gpus: int) -> None:
         """Free ``num_gpus`` on a server."""
-        self.free_by_server[server_id] += num_gpus
-        self.free_by_type[self.spec.servers[server_id].gpu_type] += num_gpus
+        self.free[server_id] += num_gpus
 
-    def reset(self) -> None:
-        """Mark every GPU free."""
-        self.free_by_server[:] = [s.num_gpus for s in self.spec.servers]
-        self.free_by_type = dict(self.spec.capacity)
+    def free_by_type(self) -> np.ndarray:
+        """Free GPUs per type, in ``spec.gpu_types`` order."""
+        counts = np.bincount(self.type_of_server, weights=self.free, minlength=len(self.spec.gpu_types))
+        return counts.astype(np.int64)
+
+    def used_by_type(self) -> np.ndarray:
+        """GPUs in use per type, in ``spec.gpu_types`` order."""
+        return self.capacity_by_type - self.free_by_type()
 
 
 # --------------------------------------------------------------------------------------------

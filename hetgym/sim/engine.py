@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation
-from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
 from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
@@ -330,13 +330,7 @@ class Simulator:
         self._active: dict[int, _Job] = {}  # arrived, not ended, in submission order
         self._running: dict[int, _Job] = {}  # the active jobs holding GPUs
         self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
-        self._free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
-        self._type_of_server = np.array(
-            [self.cluster.gpu_types.index(s.gpu_type) for s in self.cluster.servers], dtype=np.int64
-        )
-        self._capacity_by_type = np.bincount(
-            self._type_of_server, weights=self._free, minlength=len(self.cluster.gpu_types)
-        ).astype(np.int64)
+        self._state = ClusterState(self.cluster)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
         self._seq = 0
         self._now = 0.0
@@ -481,7 +475,7 @@ class Simulator:
             job.finish_s = now
             job.last_run_s = now - job.run_start_s
             for g in job.groups:
-                self._free[g.server_id] += g.num_gpus
+                self._state.release(g.server_id, g.num_gpus)
             job.view = None
             del self._active[jid]
             del self._running[jid]
@@ -512,20 +506,17 @@ class Simulator:
             return False
         return not any(j.rate > 0 for j in self._running.values())
 
-    def _free_by_type(self) -> np.ndarray:
-        return np.bincount(self._type_of_server, weights=self._free, minlength=len(self.cluster.gpu_types))
-
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now
-        free = self._free_by_type()
+        free = self._state.free_by_type()
         return ClusterView(
             now_s=now,
             epoch=self._epoch,
             cluster=self.cluster,
             running=tuple([job.make_view(now) for job in self._running.values()]),
             waiting=tuple(self._waiting_views.values()),
-            free_gpus=dict(zip(self.cluster.gpu_types, free.astype(int).tolist(), strict=True)),
-            free_by_server=tuple(self._free.tolist()),
+            free_gpus=dict(zip(self.cluster.gpu_types, free.tolist(), strict=True)),
+            free_by_server=tuple(self._state.free.tolist()),
             arrived=arrived,
             completed=completed,
             is_tick=is_tick,
@@ -549,7 +540,7 @@ class Simulator:
             self._waiting_views.pop(jid, None)
             job.flush(now)
             for g in job.groups:
-                self._free[g.server_id] += g.num_gpus
+                self._state.release(g.server_id, g.num_gpus)
             if job.status == JobStatus.RUNNING:
                 job.last_run_s = now - job.run_start_s
             job.status = JobStatus.REJECTED
@@ -573,7 +564,7 @@ class Simulator:
                 continue  # unchanged: same resources, and no new placement asked for
             changes[jid] = ja
         if changes:
-            free = self._free.copy()
+            free = self._state.free.copy()
             for jid in changes:
                 for g in active[jid].groups:
                     free[g.server_id] += g.num_gpus
@@ -589,7 +580,7 @@ class Simulator:
                 }
             for jid, target in changes.items():
                 self._reconfigure(active[jid], target, final.get(jid, ()), now)
-            self._free = free
+            self._state.free = free
         if changes or allocation.reject:
             self._record_usage()
 
@@ -721,7 +712,7 @@ class Simulator:
     def _record_usage(self) -> None:
         if not self.config.record_timeline:
             return
-        used = tuple((self._capacity_by_type - self._free_by_type().astype(np.int64)).tolist())
+        used = tuple(self._state.used_by_type().tolist())
         timeline = self._timeline
         if timeline and timeline[-1][1] == used:
             return
