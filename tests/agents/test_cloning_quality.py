@@ -1,6 +1,6 @@
 """How well behaviour cloning recovers a teacher whose decisions the observation determines.
 
-A fixed demonstration set (FIFO's episodes on 30 Tiny workloads, the window in arrival order so that the
+A fixed demonstration set (FIFO's episodes on 60 Tiny workloads, the window in arrival order so that the
 sequential codec's plan order is FIFO's own order) is cloned into the slot network; on held-out states (other
 workloads) the clone must agree with the teacher on at least 95% of the actions, and on most of the edits,
 which are about 1% of the states (always committing would reach 99% overall, so the edits are what
@@ -37,15 +37,15 @@ def one_thread() -> Iterator[None]:
 def test_bc_recovers_an_observation_determined_teacher() -> None:
     seed_everything(0)
     kwargs = agent_env_kwargs("fifo", {"window_order": "arrival"})
-    train = collect_demonstrations(TINY, kwargs, "fifo", list(range(30))).transitions()
+    train = collect_demonstrations(TINY, kwargs, "fifo", list(range(60))).transitions()
     held_out = collect_demonstrations(TINY, kwargs, "fifo", [500, 501, 502]).transitions()
     model = new_model("maskable-ppo", make_env(TINY, kwargs), "slot", 128, 0, seed=0)
-    fit(model.policy, train, epochs=10, batch_size=256, seed=0)
+    fit(model.policy, train, epochs=20, batch_size=256, seed=0)
     agree = action_agreement(model.policy, held_out)
     print(f"held-out agreement {agree}")
     assert agree["agreement"] >= 0.95
-    assert agree["agreement_edit"] >= 0.8
-    seeds = list(range(1000, 1010))
+    assert agree["agreement_edit"] >= 0.9
+    seeds = list(range(1000, 1020))
     mine = evaluate_model(model, TINY, kwargs, seeds)
     ref = evaluate_expert("fifo", TINY, kwargs, seeds)
     print(f"DSR clone {mine['dsr'].mean():.3f}, teacher {ref['dsr'].mean():.3f}")
