@@ -33,7 +33,7 @@ from hetgym.workloads.schema import read_trace
 CODEC_NAMES: tuple[str, ...] = ("sequential", "multidiscrete")
 REWARD_NAMES: tuple[str, ...] = ("deadline", "jct", "makespan", "utilisation")
 WINDOW_ORDERS: tuple[str, ...] = ("slack", "deadline", "arrival")
-OBSERVATION_NAMES: tuple[str, ...] = ("window",)
+OBSERVATION_NAMES: tuple[str, ...] = ("window", "window-levels")
 LEVEL_PRESETS: tuple[str, ...] = ("pow2", "all")
 
 
@@ -111,7 +111,8 @@ class HetClusterConfig:
             it also commits. ``None``: ``K * (T + 2) + 1``, enough for any allocation of the window.
         window_order: Which active jobs fill the K slots and in what order: ``slack`` (least deadline
             slack first), ``deadline`` (earliest deadline first) or ``arrival``.
-        observation: Observation encoder name (``window``).
+        observation: Observation encoder name: ``window`` (default) or ``window-levels`` (adds each window
+            job's speed and deadline slack per GPU type and count level).
         reward: ``deadline``, ``jct``, ``makespan`` or ``utilisation``.
         time_scale_s: Time unit of the squashed time features and of the time-based rewards.
         invalid_action_penalty: Subtracted from the reward of a masked-out (ignored) sequential action

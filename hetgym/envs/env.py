@@ -160,6 +160,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             time_scale_s=config.time_scale_s,
             allow_reject=bool(config.allow_reject),
             max_actions=self.max_actions,
+            levels=self.levels,
+            throughput=self.throughput,
         )
         self.action_space = self.codec.space
         self.observation_space = self.encoder.space  # type: ignore[assignment]

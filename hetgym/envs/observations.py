@@ -2,7 +2,10 @@
 
 The default :class:`WindowObservation` (``observation="window"``) shows the K-slot job window (see
 :mod:`hetgym.envs.state` for which jobs fill it), the cluster per GPU type, the clock, and aggregates
-of the active jobs that did not fit in the window. Every feature is scaled to ``[0, 1]`` or
+of the active jobs that did not fit in the window. :class:`WindowLevelsObservation`
+(``observation="window-levels"``) adds, for every slot, GPU type and count level, the job's speed and its
+deadline slack in that configuration: what a deadline-aware scheduler compares when it sizes a job.
+Every feature is scaled to ``[0, 1]`` or
 ``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
 ``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
 index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
@@ -13,13 +16,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
 from hetgym.envs.state import DecisionState, JobStaticsCache, slack_s
+from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
+from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.view import JobView
 
 #: Per-slot scalar features, in the order ``begin_epoch`` fills them; each is a key of shape (K,).
 SLOT_FEATURES: tuple[str, ...] = (
@@ -141,7 +148,22 @@ class WindowObservation(ObservationEncoder):
         time_scale_s: float,
         allow_reject: bool,
         max_actions: int,
+        levels: Sequence[int] | None = None,
+        throughput: ThroughputModel | None = None,
     ) -> None:
+        del levels, throughput  # what the window shows needs neither (subclasses may)
+        self._build(state, time_scale_s=time_scale_s, allow_reject=allow_reject, max_actions=max_actions, extra={})
+
+    def _build(
+        self,
+        state: DecisionState,
+        *,
+        time_scale_s: float,
+        allow_reject: bool,
+        max_actions: int,
+        extra: dict[str, tuple[int, float]],
+    ) -> None:
+        """Lay out the buffer and the space; ``extra`` adds keys ``{name: (size, low)}`` after the others."""
         k, t, m = state.num_slots, len(state.types), len(state.modes)
         self.num_slots, self.num_types = k, t
         self.time_scale_s = float(time_scale_s)
@@ -159,6 +181,8 @@ class WindowObservation(ObservationEncoder):
         sizes.update(dict.fromkeys(TYPE_FEATURES, t))
         sizes["clock"] = len(CLOCK_FEATURES)
         sizes["queue"] = len(QUEUE_FEATURES)
+        lows = {key: low for key, (_, low) in extra.items()}
+        sizes.update({key: size for key, (size, _) in extra.items()})
         # One contiguous float32 buffer holds every key; the per-slot scalars come first, feature-major,
         # so begin_epoch fills them with a single assignment.
         self._slices: dict[str, slice] = {}
@@ -176,6 +200,8 @@ class WindowObservation(ObservationEncoder):
                 low[:] = -1.0
             elif key == "queue":
                 low[QUEUE_FEATURES.index("outside_slack")] = -1.0
+            elif key in lows:
+                low[:] = lows[key]
             space_map[key] = spaces.Box(low, np.ones(size, dtype=np.float32), dtype=np.float32)
         self._space = spaces.Dict(space_map)
         self._keys = list(self._space.spaces)
@@ -273,5 +299,106 @@ class WindowObservation(ObservationEncoder):
         return obs
 
 
+class WindowLevelsObservation(WindowObservation):
+    """:class:`WindowObservation` plus each window job's speed and slack in every configuration it can get.
+
+    The sequential codec's actions set a slot's count on a type to a count level; this encoder shows,
+    for every (slot, type, level) such action can choose, what the job would get from it. Two extra keys,
+    each ``(K*T*C,)`` for C count levels, slot-major then type then level (entry ``(k*T + t)*C + c``,
+    the index layout of the sequential codec's set-actions):
+
+    =========================  =========  ========  ==============================================
+    key                        shape      range     meaning
+    =========================  =========  ========  ==============================================
+    ``job_level_rate``         (K*T*C,)   [0, 1]    rate on type t with level c GPUs / the job's
+                                                    fastest such rate (0: level 0, type not
+                                                    allowed, or infeasible)
+    ``job_level_slack``        (K*T*C,)   [-1, 1]   tanh((deadline - now - remaining iterations /
+                                                    that rate) / time scale): > 0 when the job
+                                                    finishes in time running so from now on; -1
+                                                    where the rate is 0; 1 without a deadline
+    =========================  =========  ========  ==============================================
+
+    Rates are the throughput model's single-server rates, times its multi-server factor when the
+    level exceeds the type's largest server (the job must then span servers); restart penalties and
+    placement are not counted. The encoder is the ``window`` one otherwise (same keys and values), so
+    an agent trained on ``window`` does not read these keys and one trained here needs them.
+    """
+
+    name = "window-levels"
+
+    def __init__(
+        self,
+        state: DecisionState,
+        *,
+        time_scale_s: float,
+        allow_reject: bool,
+        max_actions: int,
+        levels: Sequence[int] | None = None,
+        throughput: ThroughputModel | None = None,
+    ) -> None:
+        if levels is None or throughput is None:
+            raise ValueError("the window-levels observation needs the count levels and the throughput model")
+        self.levels = np.asarray(levels, dtype=np.int64)
+        self.throughput = throughput
+        self.cluster: ClusterSpec = state.cluster
+        self.num_levels = len(self.levels)
+        size = state.num_slots * len(state.types) * self.num_levels
+        self._build(
+            state,
+            time_scale_s=time_scale_s,
+            allow_reject=allow_reject,
+            max_actions=max_actions,
+            extra={"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)},
+        )
+        #: Rates (T, C) by (job type, batch size): they do not depend on the episode.
+        self._rates: dict[tuple[str, int], np.ndarray] = {}
+        self._server = np.array([self.cluster.max_gpus_per_server[t] for t in state.types], dtype=np.int64)
+
+    def _level_rates(self, job: JobView, types: tuple[str, ...]) -> np.ndarray:
+        key = (job.job_type, int(job.batch_size))
+        hit = self._rates.get(key)
+        if hit is not None:
+            return hit
+        tp = self.throughput
+        out = np.zeros((len(types), self.num_levels), dtype=np.float64)
+        for ti, gpu in enumerate(types):
+            for ci, n in enumerate(self.levels.tolist()):
+                if n <= 0:
+                    continue
+                rate = tp.rate(job.job_type, job.batch_size, gpu, n)
+                if rate > 0 and n > self._server[ti]:
+                    rate *= tp.consolidation_factor(job.job_type, job.batch_size, gpu, n)
+                out[ti, ci] = rate if math.isfinite(rate) and rate > 0 else 0.0
+        self._rates[key] = out
+        return out
+
+    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
+        super().begin_epoch(state, statics, num_jobs)
+        v = self._view
+        rate_out = v["job_level_rate"].reshape(self.num_slots, self.num_types, self.num_levels)
+        slack_out = v["job_level_slack"].reshape(self.num_slots, self.num_types, self.num_levels)
+        view = state.view
+        if view is None:
+            return
+        now = view.now_s
+        scale = self.time_scale_s
+        for slot, job in enumerate(state.jobs):
+            rates = self._level_rates(job, state.types) * statics.get(job).allowed[:, None]
+            top = float(rates.max())
+            if top <= 0:
+                slack_out[slot] = -1.0
+                continue
+            rate_out[slot] = rates / top
+            if not math.isfinite(job.deadline_s):
+                slack_out[slot] = np.where(rates > 0, 1.0, -1.0)
+                continue
+            need_s = np.where(rates > 0, job.remaining_iters / np.maximum(rates, 1e-300), np.inf)
+            slack_out[slot] = np.tanh((job.deadline_s - now - need_s) / scale)  # tanh(-inf) = -1
+
+
 #: Observation encoder classes by configuration name.
-ENCODERS: dict[str, type[WindowObservation]] = {WindowObservation.name: WindowObservation}
+ENCODERS: dict[str, type[WindowObservation]] = {
+    WindowObservation.name: WindowObservation,
+    WindowLevelsObservation.name: WindowLevelsObservation,
+}

@@ -1,0 +1,247 @@
+"""The recipes' arguments: one dataclass per recipe, with a docstring per field (cleanrl style).
+
+They live apart from the recipes (:mod:`agents.bc`, :mod:`agents.dagger`, :mod:`agents.ppo`), which import
+torch, so that the ``hetgym`` command can list their options without importing torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hetgym.sim.errors import HetgymError
+
+
+class AgentError(HetgymError, ValueError):
+    """Bad input to a recipe or a checkpoint that cannot be used (the message says what to fix)."""
+
+
+def parse_seeds(text: str | Sequence[int]) -> list[int]:
+    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]`` (a list passes through)."""
+    if not isinstance(text, str):
+        return [int(s) for s in text]
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise AgentError(f"seed range {part!r} runs backwards; write e.g. 0-3")
+                out.extend(range(a, b + 1))
+            else:
+                out.append(int(part))
+        except ValueError as exc:
+            if isinstance(exc, AgentError):
+                raise
+            raise AgentError(f"seeds {text!r}: {part!r} is not a non-negative integer or a range such as 0-3") from None
+    if not out:
+        raise AgentError(f"no seeds in {text!r}; give e.g. 0-3 or 0,1,2")
+    return out
+
+
+@dataclass
+class BCArgs:
+    """Arguments of the behaviour-cloning recipe (``hetgym train --algo bc``).
+
+    The defaults finish in a few minutes on two CPU cores on ``HetCluster-v0`` (4 teacher episodes of
+    some 12,000 steps each); the larger configuration in ``docs/agents.md`` uses 16 episodes and 20
+    epochs.
+    """
+
+    env_id: str = "HetCluster-v0"
+    """Registered environment id."""
+    env: dict[str, Any] = field(default_factory=dict)
+    """``gym.make`` overrides on top of the agents' defaults (32 slots, ``window-levels`` observation)."""
+    teacher: str = "dancer"
+    """The expert policy to clone (any registered policy)."""
+    algo: str = "maskable-ppo"
+    """The algorithm whose archive the clone is saved in (the one it will be fine-tuned with)."""
+    arch: str = "slot"
+    """Policy network: ``slot`` (shared per-slot network) or ``mlp`` (SB3's MultiInputPolicy)."""
+    hidden: int = 128
+    """Width of the network."""
+    attention_layers: int = 0
+    """Self-attention layers across slots (``slot`` only)."""
+    train_seeds: str = "0-3"
+    """Workload seeds of the teacher's training episodes."""
+    val_seeds: str = "100"
+    """Workload seeds of the held-out states on which agreement is measured."""
+    eval_seeds: str = "1000-1002"
+    """Held-out workload seeds on which the clone and the teacher are evaluated (empty: skip)."""
+    demos: str | None = None
+    """Load the training demonstrations from this ``.npz`` instead of collecting them."""
+    save_demos: bool = False
+    """Save the collected demonstrations in the run folder (``demos.npz``)."""
+    epochs: int = 8
+    """Passes over the demonstrations."""
+    batch_size: int = 256
+    """Minibatch size."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    ent_weight: float = 1e-3
+    """Entropy bonus weight."""
+    l2_weight: float = 0.0
+    """L2 penalty weight."""
+    value_weight: float = 0.5
+    """Weight of the critic's fit to the teacher's discounted returns (0: leave the critic untrained)."""
+    gamma: float = 0.99
+    """Discount of those returns (use the fine-tuning run's)."""
+    max_steps: int = 200_000
+    """Step limit of an evaluation episode."""
+    seed: int = 0
+    """Seed of the network's initialisation and of the minibatch order."""
+    torch_threads: int = 1
+    """Torch threads."""
+    run_name: str | None = None
+    """Run folder name (default: cleanrl-style ``<env>__bc-<teacher>__<seed>__<time>``)."""
+    out_dir: str = "runs"
+    """Parent folder of the run folders."""
+    track: bool = True
+    """Log to TensorBoard (``<run>/tb``)."""
+
+
+@dataclass
+class DAggerArgs:
+    """Arguments of the DAgger recipe (``hetgym train --algo dagger``).
+
+    The defaults (4 teacher episodes and 8 epochs of cloning, then 3 rounds of one learner episode and 3
+    epochs each) take some 10 minutes on two CPU cores on ``HetCluster-v0``; see ``docs/agents.md`` for
+    a larger configuration.
+    """
+
+    env_id: str = "HetCluster-v0"
+    """Registered environment id."""
+    env: dict[str, Any] = field(default_factory=dict)
+    """``gym.make`` overrides on top of the agents' defaults."""
+    teacher: str = "dancer"
+    """The expert that labels every state."""
+    algo: str = "maskable-ppo"
+    """The algorithm whose archive the result is saved in."""
+    arch: str = "slot"
+    """Policy network (``slot`` or ``mlp``)."""
+    hidden: int = 128
+    """Width of the network."""
+    attention_layers: int = 0
+    """Self-attention layers across slots."""
+    init: str | None = None
+    """Start from this saved clone (a run folder or model.zip) instead of cloning in round 0."""
+    train_seeds: str = "0-3"
+    """Workload seeds of round 0 (the teacher's episodes); later rounds take the seeds after them."""
+    val_seeds: str = "100"
+    """Workload seeds of the held-out states for agreement."""
+    eval_seeds: str = "1000-1002"
+    """Held-out workload seeds for the final evaluation (empty: skip)."""
+    rounds: int = 3
+    """Rounds after round 0."""
+    episodes_per_round: int = 1
+    """Episodes collected per round."""
+    beta_schedule: str = "linear"
+    """``linear``, ``exponential`` or ``constant``."""
+    rampdown_rounds: int = 2
+    """Linear schedule: rounds until the learner acts alone."""
+    decay: float = 0.5
+    """Exponential schedule's factor."""
+    beta: float = 0.5
+    """Constant schedule's value."""
+    epochs: int = 8
+    """Cloning epochs in round 0."""
+    epochs_per_round: int = 3
+    """Epochs over the aggregated data after each later round."""
+    batch_size: int = 256
+    """Minibatch size."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    ent_weight: float = 1e-3
+    """Entropy bonus weight."""
+    l2_weight: float = 0.0
+    """L2 penalty weight."""
+    value_weight: float = 0.5
+    """Weight of the critic's fit to the discounted returns of the collected episodes."""
+    gamma: float = 0.99
+    """Discount of those returns."""
+    max_steps: int = 200_000
+    """Step limit of an episode (rollouts and evaluation)."""
+    seed: int = 0
+    """Seed of the network, the minibatch order and the teacher/learner draws."""
+    torch_threads: int = 1
+    """Torch threads."""
+    run_name: str | None = None
+    """Run folder name."""
+    out_dir: str = "runs"
+    """Parent folder of the run folders."""
+    track: bool = True
+    """Log to TensorBoard."""
+
+
+@dataclass
+class PPOArgs:
+    """Arguments of the PPO / MaskablePPO recipe (``hetgym train --algo ppo|maskable-ppo``).
+
+    The defaults (50,000 steps, a few episodes of the default preset) take some 5 minutes on two CPU
+    cores; ``docs/agents.md`` gives a larger configuration.
+    """
+
+    env_id: str = "HetCluster-v0"
+    """Registered environment id."""
+    env: dict[str, Any] = field(default_factory=dict)
+    """``gym.make`` overrides on top of the agents' defaults."""
+    teacher: str | None = "dancer"
+    """The reference policy: its round length sets the environment's, and the gap is measured to it."""
+    algo: str = "maskable-ppo"
+    """``maskable-ppo`` (masked actions) or ``ppo``."""
+    init: str | None = None
+    """A saved BC/DAgger agent to fine-tune (run folder or model.zip); none: train from scratch."""
+    arch: str = "slot"
+    """Policy network when training from scratch (``slot`` or ``mlp``)."""
+    hidden: int = 128
+    """Width of the network (from scratch)."""
+    attention_layers: int = 0
+    """Self-attention layers across slots (from scratch)."""
+    total_timesteps: int = 50_000
+    """Environment steps to train for."""
+    n_envs: int = 1
+    """Environments stepped together (in this process)."""
+    n_steps: int = 2048
+    """Steps per environment and rollout."""
+    batch_size: int = 256
+    """Minibatch size."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    learning_rate: float | None = None
+    """Adam learning rate (default: 1e-5 when fine-tuning, 3e-4 from scratch)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float | None = None
+    """PPO clip range (default: 0.1 when fine-tuning, 0.2 from scratch)."""
+    ent_coef: float | None = None
+    """Entropy bonus (default: 0 when fine-tuning, 0.01 from scratch)."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    target_kl: float | None = 0.05
+    """Stop an update's epochs early past this KL divergence (None: never)."""
+    eval_seeds: str = "1000-1002"
+    """Held-out workload seeds for the final evaluation (empty: skip)."""
+    max_steps: int = 200_000
+    """Step limit of an evaluation episode."""
+    checkpoint_every: int = 0
+    """Save ``model_<steps>.zip`` every this many steps (0: only the final model)."""
+    seed: int = 0
+    """Seed of the network, the environments and the sampling."""
+    torch_threads: int = 1
+    """Torch threads."""
+    run_name: str | None = None
+    """Run folder name."""
+    out_dir: str = "runs"
+    """Parent folder of the run folders."""
+    track: bool = True
+    """Log to TensorBoard."""
+
+
+__all__ = ["AgentError", "BCArgs", "DAggerArgs", "PPOArgs", "parse_seeds"]

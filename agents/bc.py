@@ -1,0 +1,543 @@
+"""Behaviour cloning from an expert: the loss, the training loop, action agreement, and the BC recipe.
+
+**Loss.** For the sequential codec (a ``Discrete`` space) the policy's logits are masked with the
+environment's action mask at that state (invalid actions get a logit of -1e8, so they have probability 0
+and carry no gradient) and the loss is the cross-entropy of the teacher's action. For the one-shot codec
+(``MultiDiscrete``) each dimension's logits are masked with that dimension's mask and the loss is the sum
+of the per-dimension cross-entropies. As in the ``imitation`` library's BC, an entropy bonus
+(``ent_weight``) and an L2 penalty (``l2_weight``) are optional. ``value_weight`` also fits the critic to
+the teacher's discounted returns to go, so that PPO fine-tuning starts from a critic that knows the
+teacher's values rather than from a random one (which would push the cloned actor around with noisy
+advantages at first).
+
+**Agreement.** :func:`action_agreement` is the share of states where the policy's deterministic action
+(masks applied; the slot policy's two-stage decoding, see :func:`agents.policies.two_stage_argmax`)
+equals the teacher's (and, for the one-shot codec, where every dimension does), overall and split
+into the teacher's commits and its edits.
+
+**The recipe** (:class:`BCArgs`, :func:`train`; ``hetgym train --algo bc``): collect the teacher's
+episodes on the training workload seeds, clone them into the policy of the algorithm it will be
+fine-tuned with (so the saved ``model.zip`` loads straight into ``MaskablePPO`` or ``PPO``), measure the
+agreement on held-out states (the teacher's episodes on other seeds) and the agent's DSR and average JCT
+on held-out workloads against the teacher's, log it all to TensorBoard, and save the checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from torch.nn import functional as F
+
+from agents.args import BCArgs
+from agents.common import (
+    AgentError,
+    AgentMeta,
+    agent_env_kwargs,
+    algorithm_class,
+    make_env,
+    parse_seeds,
+    run_name,
+    save_agent,
+    seed_everything,
+)
+from agents.demos import Demonstrations, Transitions, collect_demonstrations
+
+_MASKED = -1e8
+
+
+# --------------------------------------------------------------------------------------------
+# Loss and agreement
+
+
+def _obs_tensor(obs: dict[str, np.ndarray], index: np.ndarray | slice) -> dict[str, th.Tensor]:
+    return {k: th.as_tensor(np.asarray(v[index], dtype=np.float32)) for k, v in obs.items()}
+
+
+def forward_logits(policy: Any, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
+    """``(action logits, values)`` of an SB3 actor-critic policy (PPO's or MaskablePPO's)."""
+    features = policy.extract_features(obs)
+    if policy.share_features_extractor:
+        latent_pi, latent_vf = policy.mlp_extractor(features)
+    else:
+        pi_features, vf_features = features
+        latent_pi = policy.mlp_extractor.forward_actor(pi_features)
+        latent_vf = policy.mlp_extractor.forward_critic(vf_features)
+    return policy.action_net(latent_pi), policy.value_net(latent_vf).squeeze(-1)
+
+
+def _dimension_groups(nvec: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Runs of equal-sized dimensions: ``(first dim, number of dims, logit offset, size)``."""
+    groups = []
+    d, offset = 0, 0
+    while d < len(nvec):
+        size = int(nvec[d])
+        e = d
+        while e < len(nvec) and int(nvec[e]) == size:
+            e += 1
+        groups.append((d, e - d, offset, size))
+        offset += (e - d) * size
+        d = e
+    return groups
+
+
+@dataclass
+class LossParts:
+    """The terms of one batch's loss."""
+
+    loss: th.Tensor
+    cross_entropy: float
+    entropy: float
+    value_loss: float
+    agreement: float
+
+
+def bc_loss(
+    policy: Any,
+    obs: dict[str, th.Tensor],
+    acts: th.Tensor,
+    masks: th.Tensor,
+    returns: th.Tensor | None = None,
+    *,
+    ent_weight: float = 0.0,
+    l2_weight: float = 0.0,
+    value_weight: float = 0.0,
+) -> LossParts:
+    """Masked cross-entropy (sequential) or summed per-dimension masked cross-entropy (one-shot)."""
+    logits, values = forward_logits(policy, obs)
+    space = policy.action_space
+    if isinstance(space, spaces.Discrete):
+        masked = logits.masked_fill(~masks, _MASKED)
+        logp = F.log_softmax(masked, dim=1)
+        ce = F.nll_loss(logp, acts.long())
+        ent = -(logp.exp() * logp.masked_fill(~masks, 0.0)).sum(dim=1).mean()
+        agree = (masked.argmax(dim=1) == acts).float().mean()
+    elif isinstance(space, spaces.MultiDiscrete):
+        nvec = np.asarray(space.nvec).reshape(-1)
+        ce = logits.new_zeros(())
+        ent = logits.new_zeros(())
+        all_ok = th.ones(len(acts), dtype=th.bool)
+        for first, count, offset, size in _dimension_groups(nvec):
+            block = logits[:, offset : offset + count * size].reshape(-1, count, size)
+            mblock = masks[:, offset : offset + count * size].reshape(-1, count, size)
+            masked = block.masked_fill(~mblock, _MASKED)
+            logp = F.log_softmax(masked, dim=2)
+            target = acts[:, first : first + count].long()
+            ce = ce + F.nll_loss(logp.reshape(-1, size), target.reshape(-1), reduction="sum") / len(acts)
+            ent = ent - (logp.exp() * logp.masked_fill(~mblock, 0.0)).sum(dim=(1, 2)).mean()
+            all_ok &= (masked.argmax(dim=2) == target).all(dim=1)
+        agree = all_ok.float().mean()
+    else:  # pragma: no cover - the environment has only these two codecs
+        raise AgentError(f"behaviour cloning supports Discrete and MultiDiscrete actions, not {space}")
+    loss = ce - ent_weight * ent
+    vloss = th.zeros(())
+    if value_weight > 0 and returns is not None:
+        vloss = F.mse_loss(values, returns)
+        loss = loss + value_weight * vloss
+    if l2_weight > 0:
+        loss = loss + l2_weight * sum((p**2).sum() for p in policy.parameters())
+    return LossParts(loss, float(ce.detach()), float(ent.detach()), float(vloss.detach()), float(agree.detach()))
+
+
+def predict_actions(policy: Any, data: Transitions, batch_size: int = 2048) -> np.ndarray:
+    """The policy's deterministic action at every state of ``data`` (its own decoding, masks applied)."""
+    out = []
+    space = policy.action_space
+    policy.set_training_mode(False)
+    with th.no_grad():
+        for start in range(0, len(data), batch_size):
+            idx = slice(start, start + batch_size)
+            logits, _ = forward_logits(policy, _obs_tensor(data.obs, idx))
+            masks = th.as_tensor(data.masks[idx])
+            if isinstance(space, spaces.Discrete):
+                masked = logits.masked_fill(~masks, _MASKED)
+                decide = getattr(policy, "deterministic_from_logits", None)
+                out.append((decide(masked) if decide is not None else masked.argmax(dim=1)).numpy())
+            else:
+                nvec = np.asarray(space.nvec).reshape(-1)
+                parts = []
+                for _, count, offset, size in _dimension_groups(nvec):
+                    block = logits[:, offset : offset + count * size].reshape(-1, count, size)
+                    mblock = masks[:, offset : offset + count * size].reshape(-1, count, size)
+                    parts.append(block.masked_fill(~mblock, _MASKED).argmax(dim=2).numpy())
+                out.append(np.concatenate(parts, axis=1))
+    return np.concatenate(out) if out else np.zeros((0,), dtype=np.int64)
+
+
+def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> dict[str, float]:
+    """How often the policy's deterministic action is the teacher's.
+
+    Returns:
+        ``agreement`` (all states), ``agreement_commit`` / ``agreement_edit`` (states where the teacher
+        commits / edits the draft; sequential codec), ``agreement_per_dim`` (one-shot codec: share of
+        dimensions), ``edit_share`` (share of states where the teacher edits) and ``states``.
+    """
+    if len(data) == 0:
+        raise AgentError("no states to measure agreement on")
+    pred = predict_actions(policy, data, batch_size)
+    acts = data.acts
+    out: dict[str, float] = {"states": float(len(data))}
+    if isinstance(policy.action_space, spaces.Discrete):
+        ok = pred == acts
+        commit = acts == int(policy.action_space.n) - 1
+        out["agreement"] = float(ok.mean())
+        out["edit_share"] = float((~commit).mean())
+        out["agreement_commit"] = float(ok[commit].mean()) if commit.any() else math.nan
+        out["agreement_edit"] = float(ok[~commit].mean()) if (~commit).any() else math.nan
+    else:
+        ok_dims = pred == acts
+        out["agreement"] = float(ok_dims.all(axis=1).mean())
+        out["agreement_per_dim"] = float(ok_dims.mean())
+    return out
+
+
+def fit(
+    policy: Any,
+    data: Transitions,
+    *,
+    epochs: int,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    ent_weight: float = 1e-3,
+    l2_weight: float = 0.0,
+    value_weight: float = 0.0,
+    seed: int = 0,
+    on_batch: Callable[[int], None] | None = None,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+) -> list[dict[str, float]]:
+    """Train ``policy`` on ``data`` by behaviour cloning (Adam; a fresh optimiser on every call).
+
+    Labels that the stored mask marks invalid are left out (the teacher's actions are always valid for
+    the environment's own codecs; this guards hand-made data).
+
+    Returns:
+        One dict of mean loss terms per epoch.
+    """
+    if len(data) == 0:
+        raise AgentError("no demonstrations to clone; collect at least one episode")
+    if epochs < 0 or batch_size < 1 or not lr > 0:
+        raise AgentError(f"epochs={epochs}, batch_size={batch_size}, lr={lr}: need epochs >= 0, batch >= 1, lr > 0")
+    keep = _valid_labels(policy.action_space, data)
+    if not keep.all():
+        data = data.take(np.flatnonzero(keep))
+    optimizer = th.optim.Adam(policy.parameters(), lr=lr)
+    gen = th.Generator().manual_seed(int(seed))
+    history = []
+    policy.set_training_mode(True)
+    acts_all = th.as_tensor(data.acts)
+    masks_all = th.as_tensor(data.masks)
+    returns_all = th.as_tensor(data.returns)
+    for epoch in range(epochs):
+        perm = th.randperm(len(data), generator=gen).numpy()
+        sums = {"loss": 0.0, "cross_entropy": 0.0, "entropy": 0.0, "value_loss": 0.0, "batch_agreement": 0.0}
+        n_batches = 0
+        for start in range(0, len(data), batch_size):
+            idx = np.sort(perm[start : start + batch_size])
+            parts = bc_loss(
+                policy,
+                _obs_tensor(data.obs, idx),
+                acts_all[idx],
+                masks_all[idx],
+                returns_all[idx],
+                ent_weight=ent_weight,
+                l2_weight=l2_weight,
+                value_weight=value_weight,
+            )
+            optimizer.zero_grad()
+            parts.loss.backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), 5.0)
+            optimizer.step()
+            sums["loss"] += float(parts.loss.detach())
+            sums["cross_entropy"] += parts.cross_entropy
+            sums["entropy"] += parts.entropy
+            sums["value_loss"] += parts.value_loss
+            sums["batch_agreement"] += parts.agreement
+            n_batches += 1
+            if on_batch is not None:
+                on_batch(len(idx))
+        stats = {k: v / max(n_batches, 1) for k, v in sums.items()}
+        stats["dropped_labels"] = float((~keep).sum())
+        history.append(stats)
+        if on_epoch is not None:
+            on_epoch(epoch, stats)
+    policy.set_training_mode(False)
+    return history
+
+
+def _valid_labels(space: spaces.Space[Any], data: Transitions) -> np.ndarray:
+    if isinstance(space, spaces.Discrete):
+        return data.masks[np.arange(len(data)), data.acts.astype(np.int64)]
+    nvec = np.asarray(space.nvec).reshape(-1)  # type: ignore[attr-defined]
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    cols = offsets[None, :] + data.acts.astype(np.int64)
+    return data.masks[np.arange(len(data))[:, None], cols].all(axis=1)
+
+
+# --------------------------------------------------------------------------------------------
+# The recipe
+
+
+@dataclass
+class RunResult:
+    """What a recipe returns: the run folder, the model and its metadata."""
+
+    path: Path
+    model: Any
+    meta: AgentMeta
+
+
+def new_model(algo: str, env: Any, arch: str, hidden: int, attention_layers: int, seed: int, **algo_kwargs: Any) -> Any:
+    """An untrained ``algo`` model with the chosen policy network on ``env``."""
+    from agents.policies import policy_spec
+
+    cls = algorithm_class(algo)
+    policy, policy_kwargs = policy_spec(
+        env, arch, maskable=(algo == "maskable-ppo"), hidden=hidden, attention_layers=attention_layers
+    )
+    return cls(policy, env, policy_kwargs=policy_kwargs, seed=seed, device="cpu", verbose=0, **algo_kwargs)
+
+
+def make_logger(folder: Path, track: bool) -> Any:
+    """SB3's logger writing TensorBoard events (and a CSV) into ``folder``; silent when not tracking."""
+    from stable_baselines3.common.logger import configure
+
+    return configure(str(folder), ["tensorboard", "csv"] if track else [])
+
+
+def evaluate_against_teacher(
+    model: Any,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    teacher: str | None,
+    seeds: list[int],
+    *,
+    max_steps: int | None,
+    on_step: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """The agent's and the teacher's mean DSR and average JCT on ``seeds`` (and per seed)."""
+    from agents.evaluation import evaluate_expert, evaluate_model
+
+    if not seeds:
+        return {}
+    mine = evaluate_model(model, env_id, env_kwargs, seeds, max_steps=max_steps, on_step=on_step)
+    out: dict[str, Any] = {
+        "seeds": seeds,
+        "dsr": float(mine["dsr"].mean()),
+        "jct_mean_s": float(mine["jct_mean_s"].mean()),
+        "utilisation": float(mine["utilisation"].mean()),
+        "per_seed_dsr": mine["dsr"].round(6).tolist(),
+        "per_seed_jct_mean_s": mine["jct_mean_s"].round(3).tolist(),
+    }
+    if teacher:
+        ref = evaluate_expert(teacher, env_id, env_kwargs, seeds)
+        out["teacher_dsr"] = float(ref["dsr"].mean())
+        out["teacher_jct_mean_s"] = float(ref["jct_mean_s"].mean())
+        out["teacher_per_seed_dsr"] = ref["dsr"].round(6).tolist()
+        out["dsr_gap"] = out["dsr"] - out["teacher_dsr"]
+        out["dsr_ratio"] = out["dsr"] / out["teacher_dsr"] if out["teacher_dsr"] > 0 else math.nan
+    return out
+
+
+def log_evaluation(logger: Any, result: dict[str, Any], step: int, prefix: str = "eval") -> None:
+    """Record an :func:`evaluate_against_teacher` result (DSR, JCT in hours, utilisation, gaps)."""
+    if not result:
+        return
+    logger.record(f"{prefix}/dsr", result["dsr"])
+    logger.record(f"{prefix}/jct_mean_h", result["jct_mean_s"] / 3600)
+    logger.record(f"{prefix}/utilisation", result["utilisation"])
+    if "teacher_dsr" in result:
+        logger.record(f"{prefix}/dsr_gap_to_teacher", result["dsr_gap"])
+        logger.record(f"{prefix}/jct_gap_to_teacher_h", (result["jct_mean_s"] - result["teacher_jct_mean_s"]) / 3600)
+    logger.dump(step)
+
+
+class _Progress:
+    """A rich progress bar with one task at a time (disabled: every call is a no-op)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            from hetgym.cli._common import console
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def task(self, description: str, total: float | None) -> None:
+        if self._progress is not None:
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+            self._task = self._progress.add_task(description, total=total)
+
+    def advance(self, n: float = 1) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.advance(self._task, n)
+
+    def set_total(self, total: float) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, total=total)
+
+    def log(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text)
+
+
+def expected_steps(env_id: str, env_kwargs: dict[str, Any], teacher: str) -> int:
+    """A rough count of teacher steps per episode (for progress totals): the jobs times 100."""
+    env = make_env(env_id, env_kwargs)
+    try:
+        return int(env.unwrapped.config.workload.num_jobs) * 100  # type: ignore[attr-defined]
+    finally:
+        env.close()
+
+
+def collect_with_progress(
+    bar: _Progress, env_id: str, env_kwargs: dict[str, Any], teacher: str, seeds: list[int], label: str
+) -> Demonstrations:
+    """:func:`~agents.demos.collect_demonstrations` with a progress bar over steps."""
+    bar.task(f"{label}: {teacher} on {len(seeds)} workloads", expected_steps(env_id, env_kwargs, teacher) * len(seeds))
+    demos = collect_demonstrations(env_id, env_kwargs, teacher, seeds, on_step=lambda _n: bar.advance())
+    return demos
+
+
+def train(args: BCArgs, *, progress: bool = False) -> RunResult:
+    """Run the behaviour-cloning recipe (see the module docstring)."""
+    started = time.perf_counter()
+    # Seeding block.
+    seed_everything(args.seed, args.torch_threads)
+    if args.algo not in ("ppo", "maskable-ppo"):
+        raise AgentError(f"algo={args.algo!r}: the clone is saved as 'ppo' or 'maskable-ppo'")
+    name = args.run_name or run_name(args.env_id, "bc", args.teacher, args.seed)
+    folder = Path(args.out_dir) / name
+    env_kwargs = agent_env_kwargs(args.teacher, args.env)
+    train_seeds, val_seeds = parse_seeds(args.train_seeds), parse_seeds(args.val_seeds)
+    eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
+    overlap = set(train_seeds) & (set(val_seeds) | set(eval_seeds))
+    if overlap:
+        raise AgentError(f"seeds {sorted(overlap)} are both training and held-out seeds; keep them apart")
+    demos: Demonstrations | None = None
+    if args.demos:  # checked before anything is written
+        demos = Demonstrations.load(args.demos)
+        if demos.teacher != args.teacher or demos.env_kwargs != env_kwargs or demos.env_id != args.env_id:
+            raise AgentError(
+                f"{args.demos} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
+                f"{args.teacher!r} in {args.env_id} {env_kwargs}; collect new ones or pass the matching --env"
+            )
+    logger = make_logger(folder / "tb", args.track)
+    with _Progress(progress) as bar:
+        if demos is None:
+            demos = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, train_seeds, "demonstrations")
+        if args.save_demos:
+            demos.save(folder / "demos.npz")
+        val = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, val_seeds, "held-out states")
+        data = demos.transitions(args.gamma)
+        val_data = val.transitions(args.gamma)
+        env = make_env(args.env_id, env_kwargs)
+        model = new_model(args.algo, env, args.arch, args.hidden, args.attention_layers, args.seed, gamma=args.gamma)
+        model.set_logger(logger)
+        bar.task(f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states", args.epochs * len(data))
+
+        def on_epoch(epoch: int, stats: dict[str, float]) -> None:
+            for key, value in stats.items():
+                logger.record(f"bc/{key}", value)
+            agree = action_agreement(model.policy, val_data)
+            for key, value in agree.items():
+                if key != "states" and math.isfinite(value):
+                    logger.record(f"bc/val_{key}", value)
+            logger.dump(epoch + 1)
+            bar.log(
+                f"epoch {epoch + 1}: loss {stats['loss']:.4f}, held-out agreement {agree['agreement']:.4f}"
+                + (f" (edits {agree['agreement_edit']:.3f})" if "agreement_edit" in agree else "")
+            )
+
+        history = fit(
+            model.policy,
+            data,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            ent_weight=args.ent_weight,
+            l2_weight=args.l2_weight,
+            value_weight=args.value_weight,
+            seed=args.seed,
+            on_batch=bar.advance,
+            on_epoch=on_epoch,
+        )
+        agreement = action_agreement(model.policy, val_data)
+        train_agreement = action_agreement(model.policy, data.take(np.arange(0, len(data), 7)))
+        bar.task("evaluating on held-out workloads", None)
+        evaluation = evaluate_against_teacher(
+            model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
+        )
+        log_evaluation(logger, evaluation, args.epochs)
+    results = {
+        "agreement": agreement,
+        "train_agreement_sample": train_agreement,
+        "train_states": len(data),
+        "teacher_train_episodes": demos.episode_metrics(),
+        "history": history,
+        "evaluation": evaluation,
+        "wall_s": time.perf_counter() - started,
+    }
+    meta = AgentMeta(
+        env_id=args.env_id,
+        env_kwargs=env_kwargs,
+        teacher=args.teacher,
+        recipe="bc",
+        algo=args.algo,
+        arch=args.arch,
+        seed=args.seed,
+        args=dataclasses.asdict(args),
+        results=results,
+    )
+    save_agent(model, meta, folder)
+    logger.close()
+    return RunResult(folder, model, meta)
+
+
+__all__ = [
+    "BCArgs",
+    "LossParts",
+    "RunResult",
+    "action_agreement",
+    "bc_loss",
+    "evaluate_against_teacher",
+    "fit",
+    "forward_logits",
+    "new_model",
+    "predict_actions",
+    "train",
+]

@@ -1,0 +1,108 @@
+"""Stable-Baselines3 callbacks: per-episode scheduling metrics and the gap to the teacher, and checkpoints.
+
+:class:`EpisodeMetricsCallback` reads the final ``info["metrics"]`` of every episode the environment
+ends during training and records, next to SB3's own losses, ``episode/dsr``, ``episode/jct_mean_h``,
+``episode/utilisation`` and ``episode/num_reconfigs``; with a teacher it also runs the teacher on the
+same workload (the raw simulator, cached by workload seed) and records ``episode/dsr_gap_to_teacher``
+and ``episode/jct_gap_to_teacher_h`` (positive DSR gap: the agent met more deadlines).
+
+:class:`PeriodicCheckpoint` saves ``model_<steps>.zip`` into the run folder every ``every`` steps, next to
+the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.zip`` finds the environment.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+
+from agents.common import AgentMeta, save_agent
+
+
+class TeacherReference:
+    """The teacher's metrics on a workload seed (run once per seed on the raw simulator, then cached)."""
+
+    def __init__(self, teacher: str, env_id: str, env_kwargs: dict[str, Any]) -> None:
+        self.teacher = teacher
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs)
+        self._cache: dict[int, dict[str, float]] = {}
+
+    def metrics(self, seed: int) -> dict[str, float]:
+        hit = self._cache.get(seed)
+        if hit is None:
+            from agents.evaluation import evaluate_expert
+
+            row = evaluate_expert(self.teacher, self.env_id, self.env_kwargs, [seed]).iloc[0]
+            hit = self._cache[seed] = {str(k): float(v) for k, v in row.items() if k != "seed"}
+        return hit
+
+
+def episode_record(metrics: dict[str, float], teacher: dict[str, float] | None) -> dict[str, float]:
+    """The scalars logged for one finished episode."""
+    out = {
+        "dsr": metrics.get("dsr", math.nan),
+        "jct_mean_h": metrics.get("jct_mean_s", math.nan) / 3600,
+        "utilisation": metrics.get("utilisation", math.nan),
+        "num_reconfigs": metrics.get("num_reconfigs", math.nan),
+    }
+    if teacher is not None:
+        out["dsr_gap_to_teacher"] = out["dsr"] - teacher.get("dsr", math.nan)
+        out["jct_gap_to_teacher_h"] = out["jct_mean_h"] - teacher.get("jct_mean_s", math.nan) / 3600
+    return out
+
+
+class EpisodeMetricsCallback(BaseCallback):
+    """Log each finished episode's DSR, average JCT, utilisation and gap to the teacher (see module).
+
+    Args:
+        teacher: A :class:`TeacherReference`, or ``None`` for no gap.
+        verbose: SB3 verbosity.
+
+    Attributes:
+        episodes: Every logged record (with ``timesteps`` and ``workload_seed``).
+    """
+
+    def __init__(self, teacher: TeacherReference | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.teacher = teacher
+        self.episodes: list[dict[str, float]] = []
+
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos", [])
+        dones = self.locals.get("dones", [])
+        for done, info in zip(dones, infos, strict=False):
+            if not done or "metrics" not in info:
+                continue
+            seed = info.get("workload_seed")
+            ref = self.teacher.metrics(int(seed)) if (self.teacher is not None and seed is not None) else None
+            record = episode_record(info["metrics"], ref)
+            for key, value in record.items():
+                if math.isfinite(value):
+                    self.logger.record_mean(f"episode/{key}", value)
+            record.update(timesteps=float(self.num_timesteps), workload_seed=float(seed) if seed is not None else -1.0)
+            self.episodes.append(record)
+        return True
+
+
+class PeriodicCheckpoint(BaseCallback):
+    """Save the model as ``<folder>/model_<steps>.zip`` (with ``agent.json``) every ``every`` steps."""
+
+    def __init__(self, folder: str | Path, meta: AgentMeta, every: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.folder = Path(folder)
+        self.meta = meta
+        self.every = int(every)
+        self._last = 0
+        self.saved: list[Path] = []
+
+    def _on_step(self) -> bool:
+        if self.every > 0 and self.num_timesteps - self._last >= self.every:
+            self._last = self.num_timesteps
+            self.saved.append(save_agent(self.model, self.meta, self.folder, f"model_{self.num_timesteps}.zip"))
+        return True
+
+
+__all__ = ["EpisodeMetricsCallback", "PeriodicCheckpoint", "TeacherReference", "episode_record"]

@@ -1,0 +1,235 @@
+"""What every recipe shares: the agent's environment, seeding, run folders and checkpoints.
+
+**The agent's environment.** :func:`agent_env_kwargs` resolves the ``gym.make`` overrides a recipe trains
+in: the teacher's round length (so the teacher acts in the environment exactly as on the simulator),
+then :data:`AGENT_ENV_DEFAULTS`, then the user's overrides. The defaults widen the window to 32 slots
+(on the ``default`` preset up to some 35 jobs are active at once, and a teacher's decision about a job
+outside a 16-slot window cannot be expressed) and use the ``window-levels`` observation (each job's speed
+and deadline slack per GPU type and count level, what a deadline-aware teacher compares).
+
+**Checkpoints.** A run folder holds ``model.zip`` (a Stable-Baselines3 ``PPO`` or sb3-contrib
+``MaskablePPO`` archive, whatever recipe trained it: a cloned policy is saved inside the algorithm it
+will be fine-tuned with) and, beside it, ``agent.json``: the environment id and overrides, the teacher's
+name, the recipe and its arguments, and the measured figures. :func:`load_agent` rebuilds both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+
+from agents.args import AgentError, parse_seeds
+
+#: Environment overrides every recipe starts from (the user's ``env`` overrides win).
+AGENT_ENV_DEFAULTS: dict[str, Any] = {"queue_slots": 32, "observation": "window-levels"}
+#: Algorithm names and their Stable-Baselines3 classes (``module:Class``).
+ALGORITHMS: dict[str, str] = {
+    "ppo": "stable_baselines3:PPO",
+    "maskable-ppo": "sb3_contrib:MaskablePPO",
+}
+#: File names inside a run folder.
+MODEL_FILE = "model.zip"
+META_FILE = "agent.json"
+
+
+def agent_env_kwargs(teacher: str | None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``gym.make`` overrides for an agent taught by ``teacher`` (see the module docstring).
+
+    Args:
+        teacher: A registered policy name whose round length the environment takes, or ``None``.
+        overrides: The user's overrides (``sim`` is merged with the teacher's, the rest replace).
+    """
+    from hetgym.experts import expert_env_kwargs
+
+    out: dict[str, Any] = dict(expert_env_kwargs(teacher)) if teacher else {}
+    out.update(AGENT_ENV_DEFAULTS)
+    for key, value in dict(overrides or {}).items():
+        if key in ("sim", "workload") and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return _plain(out)
+
+
+def make_env(env_id: str, env_kwargs: Mapping[str, Any], *, teacher: str | None = None) -> gym.Env[Any, Any]:
+    """``gym.make(env_id, **env_kwargs)``, wrapped in an ``ExpertLabelWrapper`` when ``teacher`` is given."""
+    import hetgym  # noqa: F401  (registers the ids)
+
+    env = gym.make(env_id, **dict(env_kwargs))
+    if teacher:
+        from hetgym.experts import ExpertLabelWrapper
+
+        return ExpertLabelWrapper(env, teacher)
+    return env
+
+
+def env_factory(env_id: str, env_kwargs: Mapping[str, Any]) -> Callable[[], gym.Env[Any, Any]]:
+    """A picklable-enough factory for SB3's vector envs."""
+    kwargs = dict(env_kwargs)
+
+    def _make() -> gym.Env[Any, Any]:
+        return make_env(env_id, kwargs)
+
+    return _make
+
+
+def seed_everything(seed: int, torch_threads: int = 1) -> None:
+    """The seeding block of every recipe: Python, numpy and torch, one torch thread by default.
+
+    One thread keeps runs reproducible bit for bit and avoids oversubscribing a small machine; the
+    networks are small enough that more threads add little.
+    """
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - SB3 draws some of its randomness from numpy's global generator
+    th.manual_seed(seed)
+    th.set_num_threads(max(1, int(torch_threads)))
+
+
+def run_name(env_id: str, recipe: str, teacher: str | None, seed: int) -> str:
+    """cleanrl-style run name: ``<env>__<recipe>[-<teacher>]__<seed>__<unix time>``."""
+    who = f"{recipe}-{teacher}" if teacher else recipe
+    return f"{env_id.replace(':', '-')}__{who}__{seed}__{int(time.time())}"
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly copy (tuples become lists, numpy scalars Python numbers)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
+    """Write through a temporary file in the same folder and rename it (no half-written file is left)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+@dataclass
+class AgentMeta:
+    """What ``agent.json`` holds beside a model's weights.
+
+    Attributes:
+        env_id: The registered environment id.
+        env_kwargs: The ``gym.make`` overrides (they rebuild the exact environment).
+        teacher: The expert policy the agent learned from (``None`` for RL from scratch).
+        recipe: ``bc``, ``dagger``, ``ppo`` or ``maskable-ppo``.
+        algo: The algorithm whose archive ``model.zip`` is (``ppo`` or ``maskable-ppo``).
+        arch: Policy architecture (``slot`` or ``mlp``).
+        seed: The run's seed.
+        args: The recipe's arguments.
+        results: Figures measured during and after training (agreement, evaluation, ...).
+        parent: The checkpoint a fine-tuning run started from.
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    teacher: str | None
+    recipe: str
+    algo: str
+    arch: str
+    seed: int
+    args: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    parent: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(_plain(dataclasses.asdict(self)), indent=2, default=str)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "agent.json") -> AgentMeta:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise AgentError(f"{source} is not valid JSON ({exc}); re-save the model with its recipe") from exc
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in data]
+        if missing:
+            raise AgentError(f"{source} lacks {missing}; it was not written by an agents recipe")
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def algorithm_class(algo: str) -> Any:
+    """The SB3 algorithm class of an :data:`ALGORITHMS` name."""
+    if algo not in ALGORITHMS:
+        raise AgentError(f"unknown algorithm {algo!r}; use one of {list(ALGORITHMS)}")
+    module, name = ALGORITHMS[algo].split(":")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def save_agent(model: Any, meta: AgentMeta, folder: str | os.PathLike[str], name: str = MODEL_FILE) -> Path:
+    """Save ``model`` (an SB3 algorithm) as ``folder/name`` and ``meta`` as ``folder/agent.json``."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / name
+    atomic_write(target, lambda p: model.save(p))
+    atomic_write(out / META_FILE, lambda p: p.write_text(meta.to_json()))
+    return target
+
+
+def resolve_model_path(path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """``(model.zip, agent.json)`` of a run folder or of a model archive with ``agent.json`` beside it."""
+    p = Path(path)
+    if p.is_dir():
+        model, meta = p / MODEL_FILE, p / META_FILE
+    else:
+        model, meta = p, p.parent / META_FILE
+    if not model.is_file():
+        raise AgentError(f"no model at {model}; give a run folder (holding {MODEL_FILE}) or a model .zip")
+    if not meta.is_file():
+        raise AgentError(f"no {META_FILE} beside {model}; models saved by `hetgym train` keep it in the run folder")
+    return model, meta
+
+
+def load_agent(path: str | os.PathLike[str], env: Any = None) -> tuple[Any, AgentMeta]:
+    """Load a saved agent: ``(SB3 model, metadata)``. ``env`` is attached when given."""
+    model_path, meta_path = resolve_model_path(path)
+    meta = AgentMeta.from_json(meta_path.read_text(), str(meta_path))
+    cls = algorithm_class(meta.algo)
+    model = cls.load(model_path, env=env, device="cpu")
+    return model, meta
+
+
+__all__ = [
+    "AGENT_ENV_DEFAULTS",
+    "ALGORITHMS",
+    "AgentError",
+    "AgentMeta",
+    "agent_env_kwargs",
+    "algorithm_class",
+    "atomic_write",
+    "env_factory",
+    "load_agent",
+    "make_env",
+    "parse_seeds",
+    "resolve_model_path",
+    "run_name",
+    "save_agent",
+    "seed_everything",
+]

@@ -1,0 +1,154 @@
+"""PPO and MaskablePPO: from scratch, or fine-tuning a cloned policy.
+
+Schulman et al., "Proximal Policy Optimization Algorithms", arXiv:1707.06347, 2017, as implemented by
+Stable-Baselines3 (``PPO``) and sb3-contrib (``MaskablePPO``, which applies the environment's
+``action_masks()`` to the policy's logits, so it never takes an invalid action).
+
+With ``init`` the run starts from a saved BC or DAgger agent: a new algorithm with this run's
+hyperparameters is built with the same policy network, and the saved weights (actor and critic) are
+copied into it; the slot network's modules have the same names under PPO and MaskablePPO, so a clone
+saved for one fine-tunes under either. Fine-tuning defaults are conservative (a learning rate of 1e-5, a
+clip range of 0.1, no entropy bonus) so the first updates, driven by a critic fitted to the teacher's
+returns, do not undo the cloning. Without ``init`` the policy starts at random (learning rate 3e-4, a
+small entropy bonus): the "from scratch" baseline.
+
+The episodes' workloads are drawn from the environment's seeded generator (a fresh workload per
+episode; held-out evaluation seeds are small integers that these draws practically never produce). An
+:class:`~agents.callbacks.EpisodeMetricsCallback` logs each finished episode's DSR, JCT, utilisation
+and gap to the teacher beside SB3's losses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from agents.args import PPOArgs
+from agents.bc import RunResult, _Progress, evaluate_against_teacher, log_evaluation, make_logger, new_model
+from agents.callbacks import EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
+from agents.common import (
+    AgentError,
+    AgentMeta,
+    agent_env_kwargs,
+    env_factory,
+    load_agent,
+    parse_seeds,
+    run_name,
+    save_agent,
+    seed_everything,
+)
+
+
+def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
+    """Run the PPO / MaskablePPO recipe (see the module docstring)."""
+    started = time.perf_counter()
+    # Seeding block.
+    seed_everything(args.seed, args.torch_threads)
+    if args.algo not in ("ppo", "maskable-ppo"):
+        raise AgentError(f"algo={args.algo!r}: use 'ppo' or 'maskable-ppo'")
+    if args.total_timesteps < 1 or args.n_envs < 1 or args.n_steps < 1:
+        raise AgentError("total_timesteps, n_envs and n_steps must be >= 1")
+    finetune = args.init is not None
+    recipe = f"{args.algo}-finetune" if finetune else args.algo
+    name = args.run_name or run_name(args.env_id, recipe, args.teacher if finetune else None, args.seed)
+    folder = Path(args.out_dir) / name
+    init_meta: AgentMeta | None = None
+    arch, hidden, attention = args.arch, args.hidden, args.attention_layers
+    if finetune:
+        assert args.init is not None
+        init_model, init_meta = load_agent(args.init)
+        env_kwargs = dict(init_meta.env_kwargs)
+        if args.env:
+            raise AgentError("a fine-tuning run uses its clone's environment; drop --env (or clone again with it)")
+        if init_meta.env_id != args.env_id:
+            raise AgentError(f"{args.init} was trained in {init_meta.env_id}, not {args.env_id}")
+        arch = init_meta.arch
+        hidden = int(init_meta.args.get("hidden", hidden))
+        attention = int(init_meta.args.get("attention_layers", attention))
+    else:
+        env_kwargs = agent_env_kwargs(args.teacher, args.env)
+    lr = args.learning_rate if args.learning_rate is not None else (1e-5 if finetune else 3e-4)
+    clip = args.clip_range if args.clip_range is not None else (0.1 if finetune else 0.2)
+    ent = args.ent_coef if args.ent_coef is not None else (0.0 if finetune else 0.01)
+    venv = DummyVecEnv([env_factory(args.env_id, env_kwargs)] * args.n_envs)
+    model = new_model(
+        args.algo,
+        venv,
+        arch,
+        hidden,
+        attention,
+        args.seed,
+        learning_rate=lr,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        n_epochs=args.n_epochs,
+        gamma=args.gamma,
+        gae_lambda=args.gae_lambda,
+        clip_range=clip,
+        ent_coef=ent,
+        vf_coef=args.vf_coef,
+        target_kl=args.target_kl,
+    )
+    if finetune:
+        missing = model.policy.load_state_dict(init_model.policy.state_dict(), strict=True)
+        del missing
+    logger = make_logger(folder / "tb", args.track)
+    model.set_logger(logger)
+    meta = AgentMeta(
+        env_id=args.env_id,
+        env_kwargs=env_kwargs,
+        teacher=args.teacher if finetune else None,
+        recipe=recipe,
+        algo=args.algo,
+        arch=arch,
+        seed=args.seed,
+        args={**dataclasses.asdict(args), "learning_rate": lr, "clip_range": clip, "ent_coef": ent},
+        parent=str(args.init) if finetune else None,
+    )
+    reference = TeacherReference(args.teacher, args.env_id, env_kwargs) if args.teacher else None
+    episodes = EpisodeMetricsCallback(reference)
+    callbacks: list[Any] = [episodes]
+    if args.checkpoint_every > 0:
+        callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
+    with _Progress(progress) as bar:
+        bar.task(f"{recipe}: {args.total_timesteps} steps", args.total_timesteps)
+        callbacks.append(_ProgressCallback(bar))
+        model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
+        bar.task("evaluating on held-out workloads", None)
+        eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
+        evaluation = evaluate_against_teacher(
+            model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
+        )
+        log_evaluation(logger, evaluation, model.num_timesteps)
+    venv.close()
+    meta.results = {
+        "timesteps": int(model.num_timesteps),
+        "episodes": episodes.episodes,
+        "evaluation": evaluation,
+        "wall_s": time.perf_counter() - started,
+    }
+    if init_meta is not None:
+        meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
+    save_agent(model, meta, folder)
+    logger.close()
+    return RunResult(folder, model, meta)
+
+
+class _ProgressCallback(BaseCallback):
+    """Advances the progress bar by one step per environment step."""
+
+    def __init__(self, bar: _Progress) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def _on_step(self) -> bool:
+        self.bar.advance(self.training_env.num_envs if self.training_env is not None else 1)
+        return True
+
+
+__all__ = ["PPOArgs", "train"]

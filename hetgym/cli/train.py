@@ -1,0 +1,261 @@
+"""``hetgym train`` (behaviour cloning, DAgger, PPO, MaskablePPO) and ``hetgym evaluate MODEL``.
+
+Both commands import torch and the ``agents`` package only when they run, so the rest of the CLI works
+without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from hetgym.cli._common import console, parse_value
+
+RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
+PRESET_IDS = {"default": "HetCluster-v0", "tiny": "HetCluster-Tiny-v0"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from agents.args import BCArgs, DAggerArgs, PPOArgs
+    from agents.cli_args import add_dataclass_options
+
+    p = sub.add_parser(
+        "train",
+        help="train an agent: behaviour cloning, DAgger, PPO or MaskablePPO (from scratch or from a clone)",
+        description="Train an agent in HetCluster-v0 and save it (model.zip + agent.json) in a run folder. "
+        "bc and dagger learn from --teacher; ppo and maskable-ppo train from scratch, or fine-tune a saved "
+        "clone given with --init. The defaults finish in minutes on two CPU cores; docs/agents.md gives a "
+        "larger configuration. Progress goes to the terminal, losses and episode metrics to TensorBoard "
+        "(RUN/tb).",
+    )
+    p.add_argument("--algo", choices=RECIPES, default="bc", help="the recipe (default: bc)")
+    p.add_argument("--teacher", default="dancer", help="expert to learn from / compare with (default: dancer)")
+    p.add_argument("--preset", choices=sorted(PRESET_IDS), help="shorthand for --env-id (default or tiny)")
+    p.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a gym.make override, e.g. queue_slots=16 or sim.round_s=120 (repeatable)",
+    )
+    p.add_argument(
+        "--save-as",
+        choices=("maskable-ppo", "ppo"),
+        help="bc/dagger: the algorithm the clone is saved for (default: maskable-ppo)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs], "recipe options")
+    p.set_defaults(func=cmd_train)
+
+    e = sub.add_parser(
+        "evaluate",
+        help="evaluate saved agents and the experts on the same held-out seeds (table + figure)",
+        description="Run each saved agent (a run folder or model .zip with agent.json beside it) and every "
+        "expert (or a chosen list) on the same held-out workload seeds, or on a trace; print one table and "
+        "write evaluation.csv/.md, the per-seed runs and evaluation.png.",
+    )
+    e.add_argument("models", nargs="*", type=Path, metavar="MODEL", help="run folders or model .zip files")
+    e.add_argument("--seeds", default="1000-1004", help="held-out workload seeds (default 1000-1004)")
+    e.add_argument("--experts", default="all", help="'all' (default), 'none', or a comma-separated list")
+    e.add_argument("--trace", help="evaluate on this canonical trace instead of drawn workloads")
+    e.add_argument("--labels", help="comma-separated names of the models in the table")
+    e.add_argument("--preset", choices=sorted(PRESET_IDS), help="with no MODEL: the environment of the experts")
+    e.add_argument("--out", type=Path, help="output folder (default results/evaluate)")
+    e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
+    e.add_argument("--no-plots", action="store_true", help="skip the figure")
+    e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    e.set_defaults(func=cmd_evaluate)
+
+
+def parse_env_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` items (``sim.round_s=60`` nests) into ``gym.make`` overrides (YAML values)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"--env {item!r} is not KEY=VALUE (e.g. queue_slots=16 or sim.round_s=120)")
+        key, text = item.split("=", 1)
+        value = parse_value(text)
+        parts = key.strip().split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--env {item!r}: {part!r} was already given a value")
+        node[parts[-1]] = value
+    return out
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from agents.args import BCArgs, DAggerArgs, PPOArgs
+    from agents.cli_args import dataclass_from_options
+
+    classes = [BCArgs, DAggerArgs, PPOArgs]
+    env = parse_env_overrides(args.env)
+    if args.preset and getattr(args, "env_id", None):
+        raise ValueError("give --preset or --env-id, not both")
+    fixed: dict[str, Any] = {"env": env, "teacher": args.teacher}
+    if args.preset:
+        fixed["env_id"] = PRESET_IDS[args.preset]
+    started = time.perf_counter()
+    if args.algo == "bc":
+        from agents import bc
+
+        fixed["algo"] = args.save_as or "maskable-ppo"
+        result = bc.train(dataclass_from_options(BCArgs, args, classes, **fixed), progress=not args.no_progress)
+    elif args.algo == "dagger":
+        from agents import dagger
+
+        fixed["algo"] = args.save_as or "maskable-ppo"
+        result = dagger.train(dataclass_from_options(DAggerArgs, args, classes, **fixed), progress=not args.no_progress)
+    else:
+        from agents import ppo
+
+        if args.save_as:
+            raise ValueError("--save-as applies to bc and dagger; ppo runs are saved as their own algorithm")
+        fixed["algo"] = args.algo
+        result = ppo.train(dataclass_from_options(PPOArgs, args, classes, **fixed), progress=not args.no_progress)
+    print_run_summary(result.meta, result.path, time.perf_counter() - started)
+    return 0
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * float(x):.1f}%"
+
+
+def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
+    """The figures a run measured, as a table."""
+    res = meta.results
+    table = Table(title=f"{meta.recipe} on {meta.env_id} (teacher: {meta.teacher or '-'}), saved to {path}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    agree = res.get("agreement")
+    if agree:
+        table.add_row("action agreement with the teacher, held-out states", _pct(agree.get("agreement")))
+        if "agreement_edit" in agree:
+            table.add_row(
+                "  on the teacher's edits / commits",
+                f"{_pct(agree['agreement_edit'])} / {_pct(agree['agreement_commit'])}",
+            )
+    ev = res.get("evaluation") or {}
+    if ev:
+        table.add_row(f"DSR on held-out seeds {ev['seeds']}", f"{ev['dsr']:.3f}")
+        table.add_row("average JCT (h)", f"{ev['jct_mean_s'] / 3600:.2f}")
+        if "teacher_dsr" in ev:
+            table.add_row(
+                "teacher's DSR / average JCT (h)", f"{ev['teacher_dsr']:.3f} / {ev['teacher_jct_mean_s'] / 3600:.2f}"
+            )
+            table.add_row("DSR gap to the teacher", f"{ev['dsr_gap']:+.3f}")
+    if "timesteps" in res:
+        table.add_row("environment steps", str(res["timesteps"]))
+    table.add_row("wall time (s)", f"{wall_s:.0f}")
+    console.print(table)
+    console.print(f"evaluate it: hetgym evaluate {path}    TensorBoard: tensorboard --logdir {path / 'tb'}")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from agents.args import AgentError, parse_seeds
+    from agents.common import load_agent, make_env, seed_everything
+    from agents.evaluation import TABLE_METRICS, compare_on_seeds
+    from hetgym.experiments import default_policies
+    from hetgym.sim.policy import policy_class
+
+    seed_everything(0)
+    seeds = parse_seeds(args.seeds)
+    agents: dict[str, tuple[Any, str, dict[str, Any]]] = {}
+    labels = [s.strip() for s in args.labels.split(",")] if args.labels else []
+    if labels and len(labels) != len(args.models):
+        raise ValueError(f"--labels names {len(labels)} models but {len(args.models)} were given")
+    teacher = None
+    workloads = None
+    for i, path in enumerate(args.models):
+        model, meta = load_agent(path)
+        env_kwargs = dict(meta.env_kwargs)
+        if args.trace:
+            env_kwargs["trace"] = str(args.trace)
+        config = make_env(meta.env_id, env_kwargs).unwrapped.config  # type: ignore[attr-defined]
+        key = (config.cluster, config.workload, config.trace, config.sim)
+        if workloads is None:
+            workloads = key
+        elif key != workloads:
+            raise AgentError(f"{path} runs on another cluster, workload or simulator setting than the first model")
+        label = labels[i] if labels else f"{meta.recipe}" + (f"({meta.teacher})" if meta.teacher else "")
+        while label in agents:
+            label += "'"
+        agents[label] = (model, meta.env_id, env_kwargs)
+        teacher = teacher or meta.teacher
+    if args.trace:
+        seeds = [0]  # a trace is one workload
+    if args.experts == "all":
+        experts = default_policies()
+    elif args.experts == "none":
+        experts = []
+    else:
+        experts = [s.strip() for s in args.experts.split(",") if s.strip()]
+        for name in experts:
+            policy_class(name)
+    reference = None
+    if not agents:
+        if not experts:
+            raise ValueError("nothing to evaluate: give a MODEL or some --experts")
+        from agents.common import agent_env_kwargs
+
+        env_kwargs = agent_env_kwargs(None, {"trace": str(args.trace)} if args.trace else {})
+        reference = (PRESET_IDS[args.preset or "default"], env_kwargs)
+    total = len(seeds) * (len(agents) + len(experts))
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} runs"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=args.no_progress,
+    ) as progress:
+        task = progress.add_task("evaluating", total=total)
+        evaluation = compare_on_seeds(
+            agents,
+            experts,
+            seeds,
+            teacher=teacher if (teacher in experts) else None,
+            reference_env=reference,
+            max_steps=args.max_steps,
+            on_run=lambda name, seed: progress.update(task, advance=1, description=f"{name} seed {seed}"),
+            title=f"held-out seeds {seeds}" if not args.trace else f"trace {args.trace}",
+        )
+    agg = evaluation.aggregate()
+    table = Table(title=evaluation.title + " (mean ± sd over seeds)")
+    table.add_column("policy", no_wrap=True)
+    table.add_column("kind")
+    for _, label, _, _ in TABLE_METRICS:
+        table.add_column(label, justify="right")
+    if "dsr_gap" in agg.columns:
+        table.add_column(f"DSR − {evaluation.teacher}", justify="right")
+    for policy, row in agg.iterrows():
+        cells = [str(policy), str(row["kind"])]
+        for metric, _, scale, fmt in TABLE_METRICS:
+            v = float(row.get(metric, math.nan))
+            cell = "-" if not math.isfinite(v) else fmt.format(v * scale)
+            sd = float(row.get(f"{metric}_std", math.nan))
+            if metric in ("dsr", "jct_mean_s") and len(seeds) > 1 and math.isfinite(sd):
+                cell += f" ± {fmt.format(sd * scale)}"
+            cells.append(cell)
+        if "dsr_gap" in agg.columns:
+            gap = float(row.get("dsr_gap", math.nan))
+            cells.append("-" if not math.isfinite(gap) else f"{gap:+.3f}")
+        style = "bold" if row["kind"] == "agent" else None
+        table.add_row(*cells, style=style)
+    console.print(table)
+    truncated = evaluation.runs.get("truncated_by_eval")
+    if truncated is not None and truncated.fillna(False).astype(bool).any():
+        console.print(f"[yellow]some agent episodes were cut at --max-steps {args.max_steps}[/yellow]")
+    out = args.out or Path("results") / "evaluate"
+    written = evaluation.save(out, plots=not args.no_plots)
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    return 0

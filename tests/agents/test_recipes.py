@@ -1,0 +1,197 @@
+"""Smoke runs of every recipe with a tiny budget on the Tiny preset; saved models reload and reproduce their
+evaluation; runs are reproducible; TensorBoard gets the losses and the episode metrics.
+
+Behaviour cloning takes seconds here and runs in the default suite; the DAgger and PPO runs are marked
+``slow`` (``pytest -m slow``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch as th
+
+from agents import bc, dagger, ppo
+from agents.args import AgentError, BCArgs, DAggerArgs, PPOArgs
+from agents.common import META_FILE, AgentMeta, load_agent, resolve_model_path
+from agents.evaluation import evaluate_model
+
+TINY = "HetCluster-Tiny-v0"
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    before = th.get_num_threads()
+    yield
+    th.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def bc_run(tmp_path_factory: pytest.TempPathFactory) -> bc.RunResult:
+    out = tmp_path_factory.mktemp("runs")
+    args = BCArgs(
+        env_id=TINY,
+        env={"max_decisions": 150},  # short episodes: the PPO smoke runs below finish several
+        train_seeds="0-2",
+        val_seeds="100",
+        eval_seeds="1000-1001",
+        epochs=2,
+        hidden=32,
+        out_dir=str(out),
+        run_name="bc",
+        save_demos=True,
+    )
+    return bc.train(args)
+
+
+def _tb_columns(run: Path) -> set[str]:
+    return set(pd.read_csv(run / "tb" / "progress.csv").columns)
+
+
+def test_bc_run_saves_a_reloadable_model_that_reproduces_its_evaluation(bc_run: bc.RunResult) -> None:
+    path = bc_run.path
+    assert (path / "model.zip").is_file() and (path / META_FILE).is_file() and (path / "demos.npz").is_file()
+    assert any(p.name.startswith("events.out.tfevents") for p in (path / "tb").iterdir())
+    assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_teacher"} <= _tb_columns(
+        path
+    )
+    meta = AgentMeta.from_json((path / META_FILE).read_text())
+    assert meta.teacher == "dancer" and meta.recipe == "bc" and meta.algo == "maskable-ppo"
+    assert meta.env_kwargs["queue_slots"] == 32 and meta.env_kwargs["sim"] == {"round_s": 60.0}
+    assert meta.env_kwargs["max_decisions"] == 150
+    ev = meta.results["evaluation"]
+    assert 0.0 <= meta.results["agreement"]["agreement"] <= 1.0 and ev["seeds"] == [1000, 1001]
+    model, meta2 = load_agent(path)
+    again = evaluate_model(model, meta2.env_id, meta2.env_kwargs, [1000, 1001])
+    assert again["dsr"].round(6).tolist() == ev["per_seed_dsr"]
+    assert again["jct_mean_s"].round(3).fillna(-1).tolist() == pd.Series(ev["per_seed_jct_mean_s"]).fillna(-1).tolist()
+
+
+def test_bc_is_reproducible_and_reads_saved_demonstrations(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    args = BCArgs(
+        env_id=TINY,
+        env={"max_decisions": 150},
+        demos=str(bc_run.path / "demos.npz"),
+        val_seeds="100",
+        eval_seeds="",
+        epochs=2,
+        hidden=32,
+        out_dir=str(tmp_path),
+        run_name="again",
+        track=False,
+    )
+    again = bc.train(args)
+    for (k1, v1), (k2, v2) in zip(
+        bc_run.model.policy.state_dict().items(), again.model.policy.state_dict().items(), strict=True
+    ):
+        assert k1 == k2 and th.equal(v1, v2), k1
+    with pytest.raises(AgentError, match="holds 'dancer' demonstrations"):
+        bc.train(BCArgs(env_id=TINY, teacher="edf", demos=str(bc_run.path / "demos.npz"), out_dir=str(tmp_path)))
+    with pytest.raises(AgentError, match="both training and held-out"):
+        bc.train(BCArgs(env_id=TINY, train_seeds="0-2", eval_seeds="2", out_dir=str(tmp_path)))
+
+
+@pytest.mark.slow
+def test_dagger_runs_from_a_clone_and_logs_its_rounds(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    args = DAggerArgs(
+        env_id=TINY,
+        env={"max_decisions": 150},
+        init=str(bc_run.path),
+        train_seeds="0-2",
+        val_seeds="100",
+        eval_seeds="1000",
+        rounds=2,
+        rampdown_rounds=2,
+        epochs_per_round=1,
+        max_steps=3000,
+        out_dir=str(tmp_path),
+        run_name="dagger",
+    )
+    run = dagger.train(args)
+    rounds = run.meta.results["rounds"]
+    assert [r["round"] for r in rounds] == [0, 1, 2] and [r["beta"] for r in rounds] == [1.0, 0.5, 0.0]
+    assert rounds[2]["learner_action_share"] == 1.0 and 0.0 < rounds[1]["learner_action_share"] < 1.0
+    assert rounds[2]["seeds"] == [4] and rounds[2]["states"] > rounds[1]["states"] > rounds[0]["states"]
+    assert run.meta.parent == str(bc_run.path) and run.meta.recipe == "dagger"
+    assert {"dagger/beta", "dagger/val_agreement", "bc/loss", "eval/dsr"} <= _tb_columns(run.path)
+    model, meta = load_agent(run.path)
+    again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
+    assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]
+
+
+@pytest.mark.slow
+def test_dagger_from_scratch_clones_in_round_zero(tmp_path: Path) -> None:
+    args = DAggerArgs(
+        env_id=TINY,
+        teacher="edf",
+        train_seeds="0",
+        val_seeds="100",
+        eval_seeds="",
+        rounds=1,
+        epochs=1,
+        epochs_per_round=1,
+        hidden=16,
+        out_dir=str(tmp_path),
+        run_name="d0",
+        track=False,
+    )
+    run = dagger.train(args)
+    assert run.meta.teacher == "edf" and run.meta.parent is None
+    assert len(run.meta.results["rounds"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["maskable-ppo", "ppo"])
+def test_ppo_fine_tunes_a_clone_and_logs_episode_metrics(bc_run: bc.RunResult, tmp_path: Path, algo: str) -> None:
+    args = PPOArgs(
+        env_id=TINY,
+        algo=algo,
+        init=str(bc_run.path),
+        total_timesteps=1024,
+        n_steps=512,
+        batch_size=128,
+        n_epochs=1,
+        eval_seeds="1000",
+        checkpoint_every=512,
+        out_dir=str(tmp_path),
+        run_name=algo,
+    )
+    run = ppo.train(args)
+    assert run.meta.recipe == f"{algo}-finetune" and run.meta.algo == algo and run.meta.results["timesteps"] >= 1024
+    saved = sorted(p.name for p in run.path.glob("model_*.zip"))
+    assert saved == ["model_1024.zip", "model_512.zip"]
+    assert resolve_model_path(run.path / "model_512.zip")[1] == run.path / META_FILE
+    columns = _tb_columns(run.path)
+    assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_teacher"} <= columns
+    episodes = run.meta.results["episodes"]
+    assert episodes and {"dsr", "jct_mean_h", "utilisation", "dsr_gap_to_teacher"} <= set(episodes[0])
+    assert "episode/dsr" in columns and "episode/dsr_gap_to_teacher" in columns
+    model, meta = load_agent(run.path)
+    again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
+    assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]
+
+
+@pytest.mark.slow
+def test_ppo_from_scratch_and_bad_fine_tuning_input(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    run = ppo.train(
+        PPOArgs(
+            env_id=TINY,
+            total_timesteps=512,
+            n_steps=256,
+            batch_size=64,
+            n_epochs=1,
+            hidden=16,
+            eval_seeds="",
+            out_dir=str(tmp_path),
+            run_name="scratch",
+        )
+    )
+    assert run.meta.recipe == "maskable-ppo" and run.meta.teacher is None and run.meta.parent is None
+    assert json.loads((run.path / META_FILE).read_text())["args"]["learning_rate"] == 3e-4
+    with pytest.raises(AgentError, match="drop --env"):
+        ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), env={"queue_slots": 8}, out_dir=str(tmp_path)))
+    with pytest.raises(AgentError, match="no model"):
+        load_agent(tmp_path / "nowhere")

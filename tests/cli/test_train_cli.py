@@ -1,0 +1,169 @@
+"""``hetgym train`` and ``hetgym evaluate``: options, errors, and an end-to-end run on the Tiny preset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hetgym.cli import main
+from hetgym.cli.train import parse_env_overrides
+
+
+def test_train_help_lists_every_recipe_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--algo",
+        "--teacher",
+        "--env",
+        "--train-seeds",
+        "--rounds",
+        "--beta-schedule",
+        "--init",
+        "--total-timesteps",
+        "--epochs",
+        "--track",
+        "--save-as",
+    ):
+        assert option in text, option
+    assert "[dagger]" in text and "[ppo]" in text  # options that only some recipes take say which
+
+
+def test_cli_lists_commands_without_importing_torch() -> None:
+    code = "import sys; from hetgym.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
+
+
+def test_env_overrides_nest_and_parse_values() -> None:
+    assert parse_env_overrides(["queue_slots=16", "sim.round_s=120", "modes=[sync, fork]"]) == {
+        "queue_slots": 16,
+        "sim": {"round_s": 120},
+        "modes": ["sync", "fork"],
+    }
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_env_overrides(["queue_slots"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--algo", "bc", "--rounds", "2"], "--rounds does not apply"),
+        (["train", "--algo", "ppo", "--save-as", "ppo"], "--save-as applies to bc and dagger"),
+        (["train", "--algo", "bc", "--train-seeds", "3-1"], "runs backwards"),
+        (["train", "--algo", "bc", "--preset", "tiny", "--env-id", "HetCluster-v0"], "not both"),
+        (["evaluate", "nowhere"], "no model at"),
+        (["evaluate", "--experts", "none"], "nothing to evaluate"),
+        (["evaluate", "--experts", "edff", "--preset", "tiny"], "edf"),
+    ],
+)
+def test_bad_input_fails_with_a_clear_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main([*argv, "--no-progress"] if argv[0] == "train" else argv)
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_evaluate_experts_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ev"
+    code = main(
+        ["evaluate", "--preset", "tiny", "--experts", "edf,srtf", "--seeds", "0-1", "--out", str(out), "--no-progress"]
+    )
+    assert code == 0
+    assert "edf" in capsys.readouterr().out
+    runs = pd.read_csv(out / "evaluation_runs.csv")
+    assert sorted(runs["policy"].unique()) == ["edf", "srtf"] and len(runs) == 4
+    assert (out / "evaluation.png").stat().st_size > 1000 and (out / "evaluation.md").is_file()
+
+
+@pytest.mark.slow
+def test_train_then_evaluate_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    code = main(
+        [
+            "train",
+            "--algo",
+            "bc",
+            "--preset",
+            "tiny",
+            "--teacher",
+            "dancer",
+            "--train-seeds",
+            "0-1",
+            "--val-seeds",
+            "100",
+            "--eval-seeds",
+            "1000",
+            "--epochs",
+            "1",
+            "--hidden",
+            "32",
+            "--out-dir",
+            str(runs),
+            "--run-name",
+            "clone",
+            "--env",
+            "max_decisions=200",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "action agreement" in text and "DSR gap to the teacher" in text
+    meta = json.loads((runs / "clone" / "agent.json").read_text())
+    assert meta["env_kwargs"]["max_decisions"] == 200 and meta["args"]["hidden"] == 32
+    code = main(
+        [
+            "train",
+            "--algo",
+            "maskable-ppo",
+            "--preset",
+            "tiny",
+            "--init",
+            str(runs / "clone"),
+            "--total-timesteps",
+            "256",
+            "--n-steps",
+            "128",
+            "--batch-size",
+            "64",
+            "--eval-seeds",
+            "",
+            "--out-dir",
+            str(runs),
+            "--run-name",
+            "ft",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    out = tmp_path / "ev"
+    code = main(
+        [
+            "evaluate",
+            str(runs / "clone"),
+            str(runs / "ft" / "model.zip"),
+            "--experts",
+            "dancer",
+            "--seeds",
+            "1000",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    runs_csv = pd.read_csv(out / "evaluation_runs.csv")
+    assert list(runs_csv["policy"]) == ["bc(dancer)", "maskable-ppo-finetune(dancer)", "dancer"]
+    clone_dsr = runs_csv.loc[runs_csv["policy"] == "bc(dancer)", "dsr"].iloc[0]
+    assert clone_dsr == pytest.approx(meta["results"]["evaluation"]["per_seed_dsr"][0], abs=1e-6)
+    summary = pd.read_csv(out / "evaluation.csv", index_col=0)
+    assert summary.loc["dancer", "dsr_gap"] == 0.0
