@@ -110,7 +110,7 @@ class DAggerArgs:
     """Arguments of the DAgger recipe (``hetgym train --algo dagger``).
 
     The defaults (4 teacher episodes and 8 epochs of cloning, then 3 rounds of one learner episode and 3
-    epochs each) take some 10 minutes on two CPU cores on ``HetCluster-v0``; see ``docs/agents.md`` for
+    epochs each) take some 13 minutes on two CPU cores on ``HetCluster-v0``; see ``docs/agents.md`` for
     a larger configuration.
     """
 
@@ -182,7 +182,7 @@ class DAggerArgs:
 class PPOArgs:
     """Arguments of the PPO / MaskablePPO recipe (``hetgym train --algo ppo|maskable-ppo``).
 
-    The defaults (50,000 steps, a few episodes of the default preset) take some 5 minutes on two CPU
+    The defaults (50,000 steps, a few episodes of the default preset) take some 3 minutes on two CPU
     cores; ``docs/agents.md`` gives a larger configuration.
     """
 
