@@ -19,7 +19,6 @@ import dataclasses
 import json
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ import numpy as np
 import torch as th
 
 from agents.args import AgentError, parse_seeds
+from hetgym.atomic import atomic_write as _atomic_write
 
 #: Environment overrides every recipe starts from (the user's ``env`` overrides win).
 AGENT_ENV_DEFAULTS: dict[str, Any] = {"queue_slots": 32, "observation": "window-levels"}
@@ -117,18 +117,9 @@ def _plain(value: Any) -> Any:
 
 
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Write through a temporary file in the same folder and rename it (no half-written file is left)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """:func:`hetgym.atomic.atomic_write`, the temporary file keeping ``path``'s suffix (SB3, numpy and
+    matplotlib infer the format from it or append it)."""
+    return _atomic_write(path, write, keep_suffix=True)
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hetgym.atomic import atomic_write
 from hetgym.sim.config import SimConfig
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.policy import make_policy, policy_class
@@ -120,10 +120,10 @@ class Comparison:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = [
-            _atomic(out / "runs.csv", lambda p: self.runs.to_csv(p, index=False)),
-            _atomic(out / "summary.csv", lambda p: self.aggregate().to_csv(p)),
-            _atomic(out / "jobs.csv.gz", lambda p: self.jobs.to_csv(p, index=False, compression="gzip")),
-            _atomic(
+            atomic_write(out / "runs.csv", lambda p: self.runs.to_csv(p, index=False)),
+            atomic_write(out / "summary.csv", lambda p: self.aggregate().to_csv(p)),
+            atomic_write(out / "jobs.csv.gz", lambda p: self.jobs.to_csv(p, index=False, compression="gzip")),
+            atomic_write(
                 out / "summary.json",
                 lambda p: p.write_text(json.dumps(self.summary_dict(), indent=2, default=_json_default)),
             ),
@@ -163,19 +163,6 @@ def _json_default(v: Any) -> Any:
     if isinstance(v, Mapping):
         return dict(v)
     return str(v)
-
-
-def _atomic(path: Path, write: Callable[[Path], Any]) -> Path:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def compare(

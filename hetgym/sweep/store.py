@@ -19,14 +19,14 @@ import contextlib
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from hetgym.atomic import atomic_write
 from hetgym.sim.errors import HetgymError
 
 #: Column order of the results table: these first (when present), then the other configuration
@@ -52,30 +52,6 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return str(value)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()
-
-
-def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.chmod(tmp, _FILE_MODE)  # mkstemp makes the file private; give it the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def order_columns(columns: Iterable[str]) -> list[str]:

@@ -3,7 +3,6 @@ weights that move between PPO and MaskablePPO, and the two-stage deterministic d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -16,14 +15,6 @@ from stable_baselines3 import PPO
 import hetgym  # noqa: F401
 from agents.bc import forward_logits, new_model
 from agents.policies import SlotLayout, policy_spec, two_stage_argmax
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
 
 
 def _obs(env: gym.Env[Any, Any], steps: int = 0, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:

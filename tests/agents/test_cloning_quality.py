@@ -12,11 +12,8 @@ its figures are measured and reported in ``docs/results/agents.md`` rather than 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-import torch as th
 
 from agents.bc import action_agreement, fit, new_model
 from agents.common import agent_env_kwargs, make_env, seed_everything
@@ -24,13 +21,6 @@ from agents.demos import collect_demonstrations
 from agents.evaluation import evaluate_expert, evaluate_model
 
 TINY = "HetCluster-Tiny-v0"
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    yield
-    th.set_num_threads(before)
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,6 @@ from agents.demos import Demonstrations, Transitions, collect_demonstrations, mo
 from agents.evaluation import evaluate_expert
 
 TINY = "HetCluster-Tiny-v0"
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ Behaviour cloning takes seconds here and runs in the default suite; the DAgger a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -20,13 +19,6 @@ from agents.common import META_FILE, AgentMeta, load_agent, resolve_model_path
 from agents.evaluation import evaluate_model
 
 TINY = "HetCluster-Tiny-v0"
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    yield
-    th.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,55 @@
+"""Writing files atomically: through a temporary file in the same folder, renamed into place.
+
+Every writer of results, checkpoints and tables goes through :func:`atomic_write`, so an interrupted or
+failing write leaves neither a half-written file nor a stray temporary one behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: Permissions of a written file: what ``open(path, "w")`` would give (``mkstemp`` makes files private).
+FILE_MODE = 0o666 & ~_umask()
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], Any], *, keep_suffix: bool = False) -> Path:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it to ``path``.
+
+    Args:
+        path: The file to write; its folder is created if missing.
+        write: Writes the whole file at the path it is given.
+        keep_suffix: Give the temporary file ``path``'s suffix rather than ``.tmp``: for writers that infer
+            the format from it or append it when it is missing (matplotlib's ``savefig``, ``numpy.savez``,
+            Stable-Baselines3's ``save``).
+
+    Returns:
+        ``path``. On any error the temporary file is removed and the error propagates.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = target.suffix if keep_suffix else ".tmp"
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+__all__ = ["FILE_MODE", "atomic_write"]
