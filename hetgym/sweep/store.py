@@ -113,10 +113,19 @@ class ResultsStore:
                 raise HetgymError(
                     f"another sweep is writing to {self.dir}; wait for it to end or give a different --out"
                 ) from None
+            self._remove_temporaries()  # left by a sweep killed mid-write
             try:
                 yield
             finally:
+                # A signal can land between creating a temporary file and the handler that removes it.
+                self._remove_temporaries()
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _remove_temporaries(self) -> None:
+        """Delete half-written ``.<name>.*.tmp`` files (only called while holding the lock)."""
+        for folder in (self.dir, self.runs_dir):
+            for path in folder.glob(".*.tmp"):
+                path.unlink(missing_ok=True)
 
     def finished(self) -> dict[str, dict[str, Any]]:
         """Rows of every run with a result file, by run id (unreadable files are ignored: such runs re-run)."""
