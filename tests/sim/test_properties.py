@@ -164,7 +164,18 @@ def _kept(before: ClusterView, decision: Allocation, job_id: int) -> bool:
     new = decision.jobs.get(job_id)
     if old is None or new is None:
         return False
-    return new is old or (new.counts == old.counts and new.mode == old.mode and new.servers in (None, old.servers))
+    if new is old:
+        return True
+    if new.counts != old.counts or new.mode != old.mode or new.servers not in (None, old.servers):
+        return False
+    if new.servers is None:
+        # Sticky placement keeps the job where it is unless another job's explicit placement claims one of
+        # its servers; then it moves (and pays the restart penalty), so it was not kept.
+        mine = {sid for sid, _ in old.servers or ()}
+        for other_id, other in decision.jobs.items():
+            if other_id != job_id and other.servers and mine & {sid for sid, _ in other.servers}:
+                return False
+    return True
 
 
 def _check_progress(before: ClusterView, decision: Allocation, after: ClusterView) -> None:
