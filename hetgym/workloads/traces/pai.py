@@ -148,50 +148,32 @@ class PaiReader(Reader):
         end = array("d")  # nan = a GPU task without an end time (still running)
         types = array("q")
         bad_jobs: set[str] = set()
-        for member, fh in iter_members(task_path, ["pai_task_table*.csv"]):
-            label = member.label
-            ctx.sources.append(label)
-            rows = csv_rows(fh)
-            first = next(rows, None)
-            if first is None:
-                raise TraceError(f"{label}: empty task table")
-            idx, width, has_header = _columns(first[1], TASK_COLUMNS, label, "pai_task_table")
-            pending = [] if has_header else [first]
-            for row, (line, fields) in enumerate(_chain(pending, rows), start=1):
-                name = fields[0].strip() if fields else ""
-                try:
-                    self._task(ctx, label, row, line, fields, idx, width, type_bit, index, pct, start, end, types)
-                except BadRow:
-                    bad_jobs.add(name)
+        for label, row, line, fields, idx, width in _table_rows(ctx, task_path, TASK_COLUMNS, "task"):
+            name = fields[0].strip() if fields else ""
+            try:
+                self._task(ctx, label, row, line, fields, idx, width, type_bit, index, pct, start, end, types)
+            except BadRow:
+                bad_jobs.add(name)
 
         # ---- pass 2: job table
         seen: set[str] = set()
-        for member, fh in iter_members(job_path, ["pai_job_table*.csv"]):
-            label = member.label
-            ctx.sources.append(label)
-            rows = csv_rows(fh)
-            first = next(rows, None)
-            if first is None:
-                raise TraceError(f"{label}: empty job table")
-            idx, width, has_header = _columns(first[1], JOB_COLUMNS, label, "pai_job_table")
-            pending = [] if has_header else [first]
-            for row, (line, fields) in enumerate(_chain(pending, rows), start=1):
-                ctx.report.read += 1
-                if fields and fields[idx["job_name"]].strip() in bad_jobs:
-                    ctx.report.drop("invalid task row")
-                    continue
-                try:
-                    job = self._job(
-                        ctx, label, row, line, fields, idx, width, index, pct, start, end, types, type_names, mapping
-                    )
-                except BadRow:
-                    continue
-                if job is None:
-                    continue
-                if job.source_id in seen:
-                    ctx.fail(label, row, "job_name", f"duplicate job {job.source_id!r}")
-                seen.add(job.source_id)
-                yield job
+        for label, row, line, fields, idx, width in _table_rows(ctx, job_path, JOB_COLUMNS, "job"):
+            ctx.report.read += 1
+            if fields and fields[idx["job_name"]].strip() in bad_jobs:
+                ctx.report.drop("invalid task row")
+                continue
+            try:
+                job = self._job(
+                    ctx, label, row, line, fields, idx, width, index, pct, start, end, types, type_names, mapping
+                )
+            except BadRow:
+                continue
+            if job is None:
+                continue
+            if job.source_id in seen:
+                ctx.fail(label, row, "job_name", f"duplicate job {job.source_id!r}")
+            seen.add(job.source_id)
+            yield job
 
     def _task(
         self,
@@ -338,6 +320,23 @@ class PaiReader(Reader):
 
 
 _Row = tuple[int, list[str]]
+
+
+def _table_rows(
+    ctx: LoadContext, path: Path, columns: tuple[str, ...], table: str
+) -> Iterator[tuple[str, int, int, list[str], dict[str, int], int]]:
+    """Rows of every ``pai_<table>_table*.csv`` member: ``(label, row, line, fields, column index, width)``."""
+    for member, fh in iter_members(path, [f"pai_{table}_table*.csv"]):
+        label = member.label
+        ctx.sources.append(label)
+        rows = csv_rows(fh)
+        first = next(rows, None)
+        if first is None:
+            raise TraceError(f"{label}: empty {table} table")
+        idx, width, has_header = _columns(first[1], columns, label, f"pai_{table}_table")
+        pending = [] if has_header else [first]
+        for row, (line, fields) in enumerate(_chain(pending, rows), start=1):
+            yield label, row, line, fields, idx, width
 
 
 def _chain(pending: list[_Row], rows: Iterator[_Row]) -> Iterator[_Row]:
