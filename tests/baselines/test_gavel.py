@@ -163,7 +163,8 @@ def test_makespan_jobs_finish_together_and_match_gavel_bisection(m: int, k: int,
     np.testing.assert_allclose(finish, sol.duration_s, rtol=1e-5)  # all predicted to finish at T*
     bis = solve_min_total_duration(rates, scale, cap, rem, method="bisection")
     # Gavel's search stops within 5% of the optimum, from above.
-    assert sol.duration_s <= bis.duration_s * (1 + 1e-6)
+    # Both solve LPs (the bisection one per probe) to the solver's feasibility tolerance: compare to 1e-4.
+    assert sol.duration_s <= bis.duration_s * (1 + 1e-4)
     assert bis.duration_s <= sol.duration_s * 1.06
 
 
