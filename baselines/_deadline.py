@@ -10,22 +10,21 @@
   The simulator charges exactly that when the placement is not fragmented.
 * **Options.** A job's options are count vectors over the cluster's GPU types with a rate each
   (:class:`JobOptions`), so planners treat single-type and mixed-type configurations alike.
-* **Buddy placement** (:func:`buddy_place`): power-of-two jobs placed largest first, each on one
-  server (previous server first, else best fit), or on whole servers when larger than a server.
+* **Buddy placement** lives in the simulator (:mod:`hetgym.sim.placement.buddy`, the ``buddy`` placer).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec
-from hetgym.sim.throughput import ServerGroup, ThroughputModel
+from hetgym.sim.throughput import ThroughputModel
 
 
 def power_of_two_levels(min_gpus: int, cap: int) -> list[int]:
@@ -172,60 +171,3 @@ def job_options(
 def slot_of(time_s: float, slot_s: float) -> int:
     """Index of the slot containing ``time_s`` (slot ``s`` is ``[s * slot_s, (s + 1) * slot_s)``)."""
     return math.floor(time_s / slot_s + 1e-9)
-
-
-def buddy_place(
-    cluster: ClusterSpec,
-    requests: Mapping[int, Mapping[str, int]],
-    previous: Mapping[int, Sequence[ServerGroup]],
-) -> dict[int, dict[int, int]]:
-    """Buddy-style placement of per-type counts onto servers: ``{job_id: {server_id: n}}``.
-
-    Jobs are placed per type in decreasing count (ties by job id). A job of at most one server's GPUs
-    goes on a single server: its previous server of that type if it still has room, else the fullest
-    server that fits (best fit). A larger job takes whole free servers, previous ones first. When all
-    counts are powers of two and all servers of a type have the same power-of-two size, every server's
-    free count stays a multiple of the count being placed, so this never fragments (the property buddy
-    allocation gives ElasticFlow); otherwise it falls back to the fewest servers, largest free first.
-    """
-    free = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
-    items = [(jid, t, n) for jid, counts in requests.items() for t, n in counts.items() if n > 0]
-    items.sort(key=lambda x: (-x[2], x[0], x[1]))
-    out: dict[int, dict[int, int]] = {jid: {} for jid in requests}
-    for jid, t, n in items:
-        ids = cluster.servers_by_type[t]
-        prev = [g.server_id for g in previous.get(jid, ()) if g.gpu_type == t]
-        size = cluster.max_gpus_per_server[t]
-        chosen: dict[int, int] = {}
-        if n <= size:
-            cands = [s for s in prev if free[s] >= n] or [s for s in ids if free[s] >= n]
-            if cands:
-                best = min(cands, key=lambda s: (s not in prev, int(free[s]), s))
-                chosen = {best: n}
-        else:
-            whole = [s for s in ids if free[s] == cluster.servers[s].num_gpus]
-            whole.sort(key=lambda s: (s not in prev, s))
-            left = n
-            for s in whole:
-                if left <= 0:
-                    break
-                take = min(left, int(free[s]))
-                chosen[s] = take
-                left -= take
-            if left > 0:
-                chosen = {}
-        if not chosen:  # fragmented (mixed server sizes): fewest servers, largest free first
-            left = n
-            for s in sorted(ids, key=lambda s: (-int(free[s]), s)):
-                take = min(left, int(free[s]))
-                if take > 0:
-                    chosen[s] = chosen.get(s, 0) + take
-                    left -= take
-                if left == 0:
-                    break
-            if left:
-                raise AssertionError(f"buddy placement ran out of {t} GPUs; the counts exceed capacity")
-        for s, k in chosen.items():
-            free[s] -= k
-            out[jid][s] = out[jid].get(s, 0) + k
-    return out

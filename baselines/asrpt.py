@@ -8,12 +8,14 @@ reconstruction [I], exposed as a knob:
 * **Job graph and its cost** under a placement: :mod:`hetgym.sim.comm` (TP pairs, PP stage boundaries,
   DP rings; ``tau(pi) = c + sum of cut volumes / bandwidth``). The simulator charges the same cost when run
   with ``SimConfig(comm="bandwidth")``.
-* **Communication-aware placement** (:func:`comm_aware_place`): best fit on one server when one has
-  room; otherwise the fewest servers, counting on each only whole atomic units (a pipeline replica
-  ``pp * tp`` when that does not need more servers, else a TP group ``tp``), so a TP group that fits a
-  server is never split and consecutive pipeline stages share a server; the ranks are then laid out
-  contiguously over the chosen servers (the simulator's layout). The optional Kernighan-Lin refinement
-  is not implemented: with contiguous layouts on whole units it has little left to gain.
+* **Communication-aware placement** (the simulator's ``comm-aware`` placer,
+  :mod:`hetgym.sim.placement.comm_aware`, declared by this policy; the policy applies the same rule to
+  decide which waiting jobs fit, and returns GPU counts only): best fit on one server when one has room;
+  otherwise the fewest servers, counting on each only whole atomic units (a pipeline replica ``pp * tp``
+  when that does not need more servers, else a TP group ``tp``), so a TP group that fits a server is never
+  split and consecutive pipeline stages share a server; the ranks are then laid out contiguously over the
+  chosen servers (the simulator's layout). The optional Kernighan-Lin refinement is not implemented: with
+  contiguous layouts on whole units it has little left to gain.
 * **Iteration predictor** (:class:`RandomForestPredictor`): scikit-learn random forest on log iterations,
   features of the job and statistics of earlier recurrences of its template and of its (user, model)
   key, trained on a warm-up history and refit online every ``refit_every`` completions; unseen templates
@@ -55,7 +57,7 @@ from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
-from hetgym.sim.placement import place_count
+from hetgym.sim.placement import comm_aware_place, place_count, placement_units, random_place
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 from hetgym.sim.view import ClusterView, JobView
@@ -425,95 +427,6 @@ class VirtualSRPT:
 # Placement
 
 
-def placement_units(spec: JobSpec, server_gpus: int) -> tuple[int, ...]:
-    """Atomic unit sizes to try, largest first: a pipeline replica ``pp * tp``, then a TP group ``tp``.
-
-    A unit larger than a server cannot be kept whole and is skipped; a TP group larger than a server
-    leaves single GPUs as the unit.
-    """
-    _, pp, tp = spec.parallelism or (spec.num_gpus, 1, 1)
-    units = [u for u in (pp * tp, tp) if u <= server_gpus]
-    if tp > server_gpus:
-        units.append(1)
-    return tuple(dict.fromkeys(units))
-
-
-def _fewest_servers(free: np.ndarray, ids: Sequence[int], num_gpus: int, unit: int) -> list[tuple[int, int]] | None:
-    usable = {s: (int(free[s]) // unit) * unit for s in ids}
-    if sum(usable.values()) < num_gpus:
-        return None
-    order = sorted((s for s in ids if usable[s] > 0), key=lambda s: (-usable[s], s))
-    chosen: list[tuple[int, int]] = []
-    left = num_gpus
-    for pos, s in enumerate(order):
-        if usable[s] >= left:
-            # The last piece goes to the best-fitting remaining server, keeping large holes for later jobs.
-            rest = [t for t in order[pos:] if usable[t] >= left]
-            best = min(rest, key=lambda t: (usable[t], t))
-            chosen.append((best, left))
-            return chosen
-        chosen.append((s, usable[s]))
-        left -= usable[s]
-    return None
-
-
-def comm_aware_place(
-    spec: JobSpec, free: np.ndarray, cluster: ClusterSpec, gpu_types: Sequence[str]
-) -> list[ServerGroup] | None:
-    """A-SRPT's communication-aware placement on the free GPUs ``free`` (per server id; not modified).
-
-    For each GPU type in ``gpu_types`` (preference order): best fit on one server if one has room;
-    otherwise the fewest servers counting only whole units (pipeline replicas if that needs no more
-    servers than TP groups, else TP groups). A job larger than every type's capacity pools the types'
-    servers. Returns the groups in server-id order (the rank layout), or ``None`` when the job does not
-    fit now.
-    """
-    g = spec.num_gpus
-    for gpu_type in gpu_types:
-        ids = cluster.servers_by_type[gpu_type]
-        fits = [s for s in ids if free[s] >= g]
-        if fits:
-            best = min(fits, key=lambda s: (int(free[s]), s))
-            return [ServerGroup(best, gpu_type, g)]
-        max_server = cluster.max_gpus_per_server[gpu_type]
-        best_plan: list[tuple[int, int]] | None = None
-        for unit in placement_units(spec, max_server):
-            plan = _fewest_servers(free, ids, g, unit)
-            if plan is not None and (best_plan is None or len(plan) < len(best_plan)):
-                best_plan = plan
-        if best_plan is not None:
-            return [ServerGroup(s, gpu_type, n) for s, n in sorted(best_plan)]
-    if gpu_types and all(cluster.capacity[t] < g for t in gpu_types):
-        # No single type can ever hold the job: pool the types' servers (the job runs in sync mode).
-        pooled = [s for t in gpu_types for s in cluster.servers_by_type[t]]
-        max_server = max(cluster.max_gpus_per_server[t] for t in gpu_types)
-        for unit in placement_units(spec, max_server):
-            plan = _fewest_servers(free, pooled, g, unit)
-            if plan is not None:
-                return [ServerGroup(s, cluster.servers[s].gpu_type, n) for s, n in sorted(plan)]
-    return None
-
-
-def random_place(
-    spec: JobSpec, free: np.ndarray, cluster: ClusterSpec, gpu_types: Sequence[str], rng: np.random.Generator
-) -> list[ServerGroup] | None:
-    """A communication-unaware placement: free GPUs taken from servers in a random order."""
-    g = spec.num_gpus
-    for gpu_type in gpu_types:
-        ids = [s for s in cluster.servers_by_type[gpu_type] if free[s] > 0]
-        if sum(int(free[s]) for s in ids) < g:
-            continue
-        out: dict[int, int] = {}
-        left = g
-        for s in rng.permutation(ids).tolist():
-            take = min(left, int(free[s]))
-            out[s] = take
-            left -= take
-            if left == 0:
-                return [ServerGroup(s, gpu_type, n) for s, n in sorted(out.items())]
-    return None
-
-
 def consolidated_groups(spec: JobSpec, cluster: ClusterSpec, gpu_type: str) -> list[ServerGroup] | None:
     """The most consolidated placement of ``spec`` on an empty cluster of ``gpu_type`` (for ``tau*``)."""
     empty = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
@@ -645,6 +558,7 @@ class ASRPT(Policy):
     """
 
     name = "asrpt"
+    placer = "comm-aware"
     round_s = 60.0
 
     def __init__(
@@ -674,6 +588,7 @@ class ASRPT(Policy):
         self.early_release = early_release
         self.strict_order = strict_order
         self.placement = placement
+        self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[placement]
         self.overrun_margin = overrun_margin
         self.min_run_s = min_run_s
         self.type_choice = check_type_choice(type_choice)
@@ -712,8 +627,8 @@ class ASRPT(Policy):
         for g in groups:
             counts[g.gpu_type] = counts.get(g.gpu_type, 0) + g.num_gpus
             free[g.server_id] -= g.num_gpus
-        servers = None if self.placement == "default" else {g.server_id: g.num_gpus for g in groups}
-        builder.assign(job.job_id, JobAllocation(counts, servers=servers))
+        # Counts only: the declared placer (comm-aware, random or default) maps them onto servers.
+        builder.assign(job.job_id, JobAllocation(counts))
 
     # ---------------------------------------------------------------------------------------
     def schedule(self, view: ClusterView) -> Allocation:

@@ -28,8 +28,9 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
   ``leftover_rule="speedup"`` (default: relative speed-up per extra GPU, ``(r_next / r_now - 1) / extra``,
   the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
   remaining GPU-time per extra GPU, largest first). A job grows on the type it holds.
-* **Placement** [C: buddy allocation]. :func:`baselines._deadline.buddy_place` (``placement="buddy"``),
-  or the simulator's default placer (``"default"``).
+* **Placement** [C: buddy allocation]. The policy decides counts; it declares the simulator's ``buddy``
+  placer (:mod:`hetgym.sim.placement.buddy`, ``placement="buddy"``), which re-packs the cluster at every
+  decision, or the ``default`` placer (``"default"``).
 
 Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
 event loop; between them the allocation stays as it is.
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._deadline import JobOptions, buddy_place, job_options
+from baselines._deadline import JobOptions, job_options
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.view import ClusterView, JobView
@@ -269,6 +270,7 @@ class ElasticFlow(Policy):
 
     name = "elasticflow"
     round_s = 60.0
+    placer = "buddy"
 
     def __init__(
         self,
@@ -294,6 +296,7 @@ class ElasticFlow(Policy):
         self.rejected_jobs = rejected_jobs
         self.leftover_rule = leftover_rule
         self.placement = placement
+        self.placer = placement
         self.overhead_aware = overhead_aware
         self.max_count = max_count
 
@@ -442,11 +445,8 @@ class ElasticFlow(Policy):
         if not replan and self._last is not None:
             return self._last  # nothing happened since the last decision: it stands
         self._replan(view, admitted, rejected, last)
+        # Counts only: the declared placer (buddy, or the default) maps them onto servers.
         jobs = {jid: JobAllocation(c, mode="sync") for jid, c in self._decision.items() if c and jid not in rejected}
-        if self.placement == "buddy" and jobs:
-            previous = {jid: view.job(jid).groups for jid in jobs}
-            servers = buddy_place(view.cluster, {j: a.as_dict() for j, a in jobs.items()}, previous)
-            jobs = {jid: JobAllocation(a.counts, servers[jid], mode="sync") for jid, a in jobs.items()}
         self._last = Allocation(jobs)
         return Allocation(jobs, frozenset(rejected))
 

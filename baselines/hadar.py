@@ -33,7 +33,10 @@ an empty cluster:
 
 Inside a round (arrivals, completions) running jobs keep their GPUs and waiting jobs take the free GPUs
 by the same greedy, with prices from the current occupancy (``fill_between_rounds``). Placements are
-explicit (``JobAllocation(..., servers=...)``, mode ``sync``).
+decided as GPU counts per type (mode ``sync``); the simulator's ``priced`` placer, which this policy
+declares (:mod:`hetgym.sim.placement.priced`), maps them onto nodes by the same node prices, placing the
+changed jobs largest first (a reconstruction: Hadar's own order is its payoff order), and a job whose
+counts are unchanged keeps its nodes.
 
 **Utility** ``u_j(T)``, non-increasing in the JCT ``T`` (the knob that "expresses other scheduling
 algorithms"), with ``T_min = total iterations / best single-type rate`` and ``theta_j`` the job's
@@ -76,6 +79,7 @@ import numpy as np
 
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.placement import NodePool
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
@@ -84,148 +88,6 @@ HADAR_ROUND_S = 360.0
 UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid")
 UtilityFn = Callable[[JobView, float, float], float]
 _EPS = 1e-9
-
-
-# --------------------------------------------------------------------------------------------
-# Node occupancy and per-node prices
-
-
-class NodePool:
-    """GPUs committed per node during one decision, with per-node exponential prices.
-
-    Nodes of one GPU type, capacity and committed count are interchangeable for pricing; they are kept
-    in buckets so that the cheapest nodes are found without sorting every node.
-
-    Args:
-        cluster: The cluster.
-        used: GPUs already committed per node (e.g. zeros at a round boundary).
-        price_l: ``L``, the price of a GPU on an empty node.
-        price_u: ``U``, the price of the last GPU of a full node.
-    """
-
-    def __init__(self, cluster: ClusterSpec, used: Sequence[int], price_l: float, price_u: float) -> None:
-        if not 0 < price_l <= price_u:
-            raise ValueError(f"prices need 0 < L <= U, got L={price_l}, U={price_u}")
-        self.cluster = cluster
-        self.types = cluster.gpu_types
-        self.type_of = np.array([self.types.index(s.gpu_type) for s in cluster.servers])
-        self.cap = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
-        self.used = np.array(used, dtype=np.int64)
-        if np.any(self.used < 0) or np.any(self.used > self.cap):
-            raise ValueError("used GPUs per node must be within 0..capacity")
-        self.price_l = float(price_l)
-        self.price_u = float(price_u)
-        self._cum: dict[int, np.ndarray] = {}
-        self.version = 0
-        self._level_cache: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
-        # (type, capacity, used) -> insertion-ordered node ids
-        self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
-        for h in range(len(self.cap)):
-            if self.used[h] < self.cap[h]:
-                self._bucket(h)[h] = None
-        self.free_by_type = np.zeros(len(self.types), dtype=np.int64)
-        np.add.at(self.free_by_type, self.type_of, self.cap - self.used)
-
-    def _levels(self, types: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per version)."""
-        key = (types, self.version)
-        levels = self._level_cache.get(key)
-        if levels is None:
-            wanted = set(types)
-            ranked = sorted(
-                (used / cap, -(cap - used), t, cap, used)
-                for (t, cap, used), nodes in self._buckets.items()
-                if t in wanted and nodes
-            )
-            levels = [(t, cap, used) for _, _, t, cap, used in ranked]
-            if len(self._level_cache) > 64:
-                self._level_cache.clear()
-            self._level_cache[key] = levels
-        return levels
-
-    def _bucket(self, h: int) -> dict[int, None]:
-        key = (int(self.type_of[h]), int(self.cap[h]), int(self.used[h]))
-        b = self._buckets.get(key)
-        if b is None:
-            b = self._buckets[key] = {}
-        return b
-
-    def cumulative_prices(self, capacity: int) -> np.ndarray:
-        """``cum[g]`` = cost of the first ``g`` GPUs of an empty node of ``capacity`` GPUs."""
-        cum = self._cum.get(capacity)
-        if cum is None:
-            g = np.arange(capacity)
-            marginal = self.price_l * (self.price_u / self.price_l) ** (g / capacity)
-            cum = self._cum[capacity] = np.concatenate([[0.0], np.cumsum(marginal)])
-        return cum
-
-    def price(self, node: int) -> float:
-        """Marginal price of the next GPU on ``node``."""
-        c = int(self.cap[node])
-        return self.price_l * (self.price_u / self.price_l) ** (self.used[node] / c)
-
-    def cost(self, node: int, num_gpus: int) -> float:
-        """Price of taking ``num_gpus`` more GPUs on ``node``."""
-        cap = int(self.cap[node])
-        cum = self._cum.get(cap)
-        if cum is None:
-            cum = self.cumulative_prices(cap)
-        u = int(self.used[node])
-        return float(cum[u + num_gpus] - cum[u])
-
-    def free(self, node: int) -> int:
-        """Uncommitted GPUs on ``node``."""
-        return int(self.cap[node] - self.used[node])
-
-    def take(self, node: int, num_gpus: int) -> None:
-        """Commit ``num_gpus`` GPUs of ``node``."""
-        if num_gpus <= 0:
-            return
-        if num_gpus > self.free(node):
-            raise ValueError(f"node {node}: {num_gpus} GPUs requested, {self.free(node)} free")
-        del self._bucket(node)[node]
-        self.version += 1
-        self.used[node] += num_gpus
-        self.free_by_type[self.type_of[node]] -= num_gpus
-        if self.used[node] < self.cap[node]:
-            self._bucket(node)[node] = None
-
-    def cheapest(
-        self, type_ids: Iterable[int], num_gpus: int, preferred: Iterable[int] = ()
-    ) -> tuple[list[tuple[int, int]], float] | None:
-        """The ``num_gpus`` cheapest free GPUs on nodes of ``type_ids``: ``([(node, n), ...], cost)``.
-
-        Nodes are taken in increasing marginal price, then preferred nodes (the job's current ones),
-        then most free, then insertion order; each node gives as many GPUs as it can. ``None`` if
-        fewer GPUs are free.
-        """
-        types = tuple(type_ids)
-        if sum(int(self.free_by_type[t]) for t in types) < num_gpus:
-            return None
-        pref = list(dict.fromkeys(preferred))
-        levels = self._levels(types)
-        out: list[tuple[int, int]] = []
-        cost = 0.0
-        need = num_gpus
-        for t, cap, used in levels:
-            nodes = self._buckets[(t, cap, used)]
-            first = [h for h in pref if h in nodes]
-            for h in _chain_unique(first, nodes):
-                take = min(need, cap - used)
-                out.append((h, take))
-                cost += self.cost(h, take)
-                need -= take
-                if need == 0:
-                    return out, cost
-        raise AssertionError("free GPU count and buckets disagree; this is a bug")
-
-
-def _chain_unique(first: list[int], rest: Iterable[int]) -> Iterable[int]:
-    yield from first
-    seen = set(first)
-    for h in rest:
-        if h not in seen:
-            yield h
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,6 +189,7 @@ class Hadar(Policy):
 
     name: ClassVar[str] = "hadar"
     round_s = HADAR_ROUND_S
+    placer = "priced"
 
     def __init__(
         self,
@@ -626,22 +489,29 @@ class Hadar(Policy):
         return pool
 
     def to_allocation(self, view: ClusterView, decision: _Decision) -> Allocation:
-        """``sync`` allocations with explicit servers; running jobs kept unchanged keep their exact allocation."""
-        assert self.cluster is not None
+        """``sync`` GPU counts per job; the declared ``priced`` placer maps them onto nodes.
+
+        A job whose counts are unchanged keeps its exact allocation (and so its nodes: no restart).
+        """
         out: dict[int, JobAllocation] = {}
-        servers = self.cluster.servers
         for jid, groups in decision.groups.items():
             job = view.job(jid)
-            current = sorted((g.server_id, g.num_gpus) for g in job.groups)
-            if job.allocation is not None and sorted(groups) == current:
+            counts = self.counts_of(groups)
+            if job.allocation is not None and job.allocation.mode == "sync" and job.allocation.as_dict() == counts:
                 out[jid] = job.allocation
                 continue
-            counts: dict[str, int] = {}
-            for h, n in groups:
-                t = servers[h].gpu_type
-                counts[t] = counts.get(t, 0) + n
-            out[jid] = JobAllocation(counts, dict(_merge(groups)), mode="sync")
+            out[jid] = JobAllocation(counts, mode="sync")
         return Allocation(out)
+
+    def counts_of(self, groups: Iterable[tuple[int, int]]) -> dict[str, int]:
+        """GPUs per type of ``[(node, n), ...]``."""
+        assert self.cluster is not None
+        servers = self.cluster.servers
+        counts: dict[str, int] = {}
+        for h, n in groups:
+            t = servers[h].gpu_type
+            counts[t] = counts.get(t, 0) + n
+        return counts
 
     def schedule(self, view: ClusterView) -> Allocation:
         return self.to_allocation(view, self.decide(view))

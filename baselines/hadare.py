@@ -19,6 +19,9 @@ parameters; against Hadar, cluster utilisation rises 1.45x and the total time du
    (``copy_rule="gain"``, default) or the shortest remaining time (``copy_rule="srpt"``). Jobs that
    did not fit as a gang thus start on fewer GPUs than they asked for (the "all-or-nothing" problem
    the paper motivates).
+   The policy returns GPU counts per type; the simulator's ``copies`` placer, which it declares
+   (:mod:`hetgym.sim.placement.priced`), lays ``fork`` jobs out as one copy per node of at most ``W_j``
+   GPUs, its previous nodes first (a reconstruction of the same rule from counts alone).
 3. Each job runs in the simulator's ``fork`` mode: every server group is an independent copy, and
    per round the job progresses by ``fork_efficiency * sum_copies rate(type, n) * (round -
    aggregation)``, with ``aggregation = model_bytes / NIC bandwidth`` charged when there are two or
@@ -96,6 +99,8 @@ class HadarE(Hadar):
     """
 
     name: ClassVar[str] = "hadare"
+    placer = "copies"
+    modes = ("sync", "fork")
 
     def __init__(
         self,
@@ -201,7 +206,11 @@ class HadarE(Hadar):
         return decision
 
     def to_allocation(self, view: ClusterView, decision: _Decision) -> Allocation:
-        """``fork`` allocations (one copy per server group), or ``sync`` for a lone gang when faster."""
+        """``fork`` GPU counts per job (copies), or ``sync`` for a lone gang when faster.
+
+        The declared ``copies`` placer maps them onto nodes (one copy per node); a job whose counts are
+        unchanged keeps its exact allocation, mode included (no restart).
+        """
         assert self.cluster is not None
         out: dict[int, JobAllocation] = {}
         servers = self.cluster.servers
@@ -209,14 +218,10 @@ class HadarE(Hadar):
         for jid, groups in decision.groups.items():
             job = view.job(jid)
             merged = _merge(groups)
-            current = {g.server_id: g.num_gpus for g in job.groups}
-            if job.allocation is not None and merged == current:
-                out[jid] = job.allocation  # same nodes: keep the mode too (no restart)
+            counts = self.counts_of(merged.items())
+            if job.allocation is not None and job.allocation.as_dict() == counts:
+                out[jid] = job.allocation  # same GPUs: keep the mode and the nodes too (no restart)
                 continue
-            counts: dict[str, int] = {}
-            for h, n in merged.items():
-                t = servers[h].gpu_type
-                counts[t] = counts.get(t, 0) + n
             mode = "fork"
             primary = decision.offers.get(jid)
             if len(merged) > 1 and primary is not None and sorted(primary.groups) == sorted(merged.items()):
@@ -240,5 +245,5 @@ class HadarE(Hadar):
                     sync_rate == fork_rate and job.allocation is not None and job.allocation.mode == "sync"
                 ):
                     mode = "sync"
-            out[jid] = JobAllocation(counts, merged, mode=mode)  # type: ignore[arg-type]
+            out[jid] = JobAllocation(counts, mode=mode)  # type: ignore[arg-type]
         return Allocation(out)

@@ -838,6 +838,9 @@ class JPSPolicy(Policy):
     """
 
     name = "jps"
+    # Workers of one class are interchangeable, so the matching step decides GPU counts per type and the
+    # simulator's default placer maps them onto servers; every job runs in the proportional mode.
+    modes = ("proportional",)
 
     def __init__(
         self,

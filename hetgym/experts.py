@@ -23,13 +23,17 @@ a level, the simulator's default placement, the job's current mode, out-of-windo
 ``info["expert_exact"]`` is then ``False`` and ``info["expert_reasons"]`` says why, and the environment's
 own steps of that epoch report ``info["target_exact"]``/``info["target_reasons"]`` likewise.
 
-The expert only matches its run on the raw simulator when both use the same round length: make the
-environment with ``sim={"round_s": policy.round_s}`` for a policy that has one (:func:`expert_env_kwargs`).
+The expert matches its run on the raw simulator exactly when the environment runs the policy's own
+physics (its round, declared placer and execution modes) and its window can hold every active job: make
+it with ``gym.make(env_id, **expert_env_kwargs(policy))``, i.e. ``policy_compat=name``. A tracker warns
+once when the env's physics differ from the policy's declaration (:func:`physics_gaps`);
+:func:`labelled_env` applies the overrides itself.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -39,7 +43,7 @@ from hetgym.envs.codecs import Encoding, SequentialCodec
 from hetgym.envs.env import HetClusterEnv
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
-from hetgym.sim.policy import PolicyProtocol, make_policy
+from hetgym.sim.policy import Policy, PolicyProtocol, make_policy, policy_modes, policy_placer
 
 
 def _make(policy: PolicyProtocol | str, policy_kwargs: dict[str, Any]) -> PolicyProtocol:
@@ -58,10 +62,37 @@ def _unwrap(env: Any) -> HetClusterEnv:
 
 
 def expert_env_kwargs(policy: PolicyProtocol | str, **policy_kwargs: Any) -> dict[str, Any]:
-    """``gym.make`` overrides that give the environment the policy's own round length (if it has one)."""
+    """``gym.make`` overrides that run the environment with the policy's own physics.
+
+    ``policy_compat`` (see :class:`~hetgym.envs.config.HetClusterConfig`) plus the round, placer and
+    execution modes of this very instance (knobs such as ElasticFlow's ``placement`` or a policy's
+    ``round_s`` change them). With these the policy acting through the env takes the decisions, and gets
+    the results, it gets on :meth:`Simulator.run <hetgym.sim.Simulator.run>`.
+    """
     pol = _make(policy, policy_kwargs)
-    round_s = getattr(pol, "round_s", None)
-    return {"sim": {"round_s": float(round_s)}} if round_s else {}
+    if not isinstance(pol, Policy):
+        return {}  # a protocol object declares no physics: the simulator's defaults apply
+    sim: dict[str, Any] = {"placer": policy_placer(pol)}
+    if pol.round_s:
+        sim["round_s"] = float(pol.round_s)
+    return {"policy_compat": pol.name, "sim": sim, "modes": list(policy_modes(pol))}
+
+
+def physics_gaps(policy: PolicyProtocol, env: Any) -> list[str]:
+    """How ``env``'s physics differ from what ``policy`` declares (empty when the expert can act exactly)."""
+    base = _unwrap(env)
+    if not isinstance(policy, Policy):
+        return []
+    gaps = []
+    placer = base.sim_config.placer or "default"
+    if placer != policy_placer(policy):
+        gaps.append(f"placer {placer!r} (the policy declares {policy_placer(policy)!r})")
+    missing = [m for m in policy_modes(policy) if m not in base.config.modes]
+    if missing:
+        gaps.append(f"execution modes {list(base.config.modes)} lack {missing}")
+    if policy.round_s and base.sim_config.round_s != policy.round_s:
+        gaps.append(f"round {base.sim_config.round_s} s (the policy's is {policy.round_s} s)")
+    return gaps
 
 
 class ExpertTracker:
@@ -91,6 +122,7 @@ class ExpertTracker:
         self._episode = -1
         self._key: tuple[int, int] | None = None
         self._env_id: int | None = None
+        self._checked = False
 
     def label(self, env: Any) -> Any:
         """The expert's action for ``env``'s current observation (calls ``schedule`` at new epochs only)."""
@@ -101,6 +133,17 @@ class ExpertTracker:
         if base.view is None:
             return base.noop_action()
         if base.episode_id != self._episode:
+            if not self._checked:
+                self._checked = True
+                gaps = physics_gaps(self.policy, base)
+                if gaps:
+                    warnings.warn(
+                        f"{self.name} acts in an env whose physics differ from its own ({'; '.join(gaps)}); its "
+                        f"decisions may not be expressible exactly. Make the env with "
+                        f"gym.make(..., **hetgym.experts.expert_env_kwargs({self.name!r})) or policy_compat="
+                        f"{self.name!r}.",
+                        stacklevel=3,
+                    )
             self.policy.reset(base.cluster, rng=np.random.default_rng(base.sim_config.seed))
             self._episode = base.episode_id
             self._key = None
@@ -260,12 +303,22 @@ def labelled_env(
     policy_kwargs: dict[str, Any] | None = None,
     **env_kwargs: Any,
 ) -> ExpertLabelWrapper:
-    """``gym.make(env_id, **env_kwargs)`` wrapped in :class:`ExpertLabelWrapper` (a picklable factory).
+    """``gym.make(env_id, **expert_env_kwargs(policy), **env_kwargs)`` wrapped in :class:`ExpertLabelWrapper`.
+
+    A picklable factory; the policy's own physics are applied (``policy_compat``) unless
+    ``env_kwargs`` says otherwise (``policy_compat=None`` turns that off).
 
     Use it to build vector envs whose workers label their own observations, e.g.
     ``SubprocVecEnv([functools.partial(labelled_env, "hetgym:HetCluster-Tiny-v0", "srtf")] * 4)``.
     """
-    return ExpertLabelWrapper(gym.make(env_id, **env_kwargs), policy, **(policy_kwargs or {}))
+    kwargs = dict(env_kwargs)
+    if "policy_compat" not in kwargs:
+        compat = expert_env_kwargs(policy, **(policy_kwargs or {}))
+        sim = {**compat.pop("sim", {}), **dict(kwargs.pop("sim", None) or {})}
+        kwargs = {**compat, **kwargs, "sim": sim}
+    elif kwargs["policy_compat"] is None:
+        kwargs.pop("policy_compat")
+    return ExpertLabelWrapper(gym.make(env_id, **kwargs), policy, **(policy_kwargs or {}))
 
 
 def _local_envs(env: Any) -> list[Any] | None:
@@ -298,4 +351,4 @@ def _is_batched(observation: Any, space: gym.Space[Any] | None) -> bool:
     return arr.ndim > 1
 
 
-__all__ = ["ExpertAgent", "ExpertLabelWrapper", "ExpertTracker", "expert_env_kwargs", "labelled_env"]
+__all__ = ["ExpertAgent", "ExpertLabelWrapper", "ExpertTracker", "expert_env_kwargs", "labelled_env", "physics_gaps"]

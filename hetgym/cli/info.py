@@ -26,14 +26,28 @@ def cmd_policies(args: argparse.Namespace) -> int:
     table.add_column("name", style="bold")
     table.add_column("description")
     if args.knobs:
+        table.add_column("placer")
+        table.add_column("modes")
         table.add_column("knobs (defaults)")
     for name, doc in list_policies().items():
         row = [name, doc]
         if args.knobs:
-            sig = inspect.signature(policy_class(name).__init__)
+            cls = policy_class(name)
+            sig = inspect.signature(cls.__init__)
+            row.append(cls.placer)
+            row.append(",".join(cls.modes))
             row.append(", ".join(f"{k}={v.default!r}" for k, v in sig.parameters.items() if k != "self"))
         table.add_row(*row)
     console.print(table)
+    if args.knobs:
+        from hetgym.sim.placement import list_placers
+
+        placers = Table(title="Placers (SimConfig(placer=...); a policy declares its own)")
+        placers.add_column("name", style="bold")
+        placers.add_column("description")
+        for pname, pdoc in list_placers().items():
+            placers.add_row(pname, pdoc)
+        console.print(placers)
     return 0
 
 

@@ -26,6 +26,7 @@ from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, config_from_dict
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec
+from hetgym.sim.policy import policy_class
 from hetgym.sim.throughput import EXECUTION_MODES
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 from hetgym.workloads.schema import read_trace
@@ -119,6 +120,13 @@ class HetClusterConfig:
             or of a one-shot action that needed repair.
         max_time_s: Truncate the episode at this simulated time (``None``: the scenario's ``sim``).
         max_decisions: Truncate after this many decision epochs (``None``: the scenario's ``sim``).
+        policy_compat: A registered policy name: run the environment with that policy's own physics, so
+            that the policy acting through the env (:class:`~hetgym.experts.ExpertAgent`) takes exactly
+            the decisions, and gets exactly the results, it gets on :meth:`Simulator.run
+            <hetgym.sim.Simulator.run>`. Sets, unless given explicitly: ``sim.round_s`` to the policy's
+            round, ``sim.placer`` to its declared placer, ``modes`` to its declared execution modes,
+            ``count_levels`` to ``"all"``, and ``queue_slots`` to the workload's number of jobs (an
+            expert decides for every active job, so the window must be able to hold them all).
     """
 
     scenario: str = "default"
@@ -139,6 +147,7 @@ class HetClusterConfig:
     invalid_action_penalty: float = 0.0
     max_time_s: float | None = None
     max_decisions: int | None = None
+    policy_compat: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.count_levels, list):
@@ -183,6 +192,8 @@ class HetClusterConfig:
             raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
         cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
         count_levels_for(self.count_levels, cluster)
+        if self.policy_compat is not None:
+            policy_class(self.policy_compat)  # raises for an unknown policy, naming the nearest
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -199,6 +210,9 @@ class HetClusterConfig:
             if key not in valid:
                 raise UnknownNameError("environment option", key, valid, "See HetClusterConfig for each option.")
         sc = get_scenario(scenario)
+        compat = overrides.get("policy_compat")
+        if compat is not None:
+            overrides = _compat_defaults(str(compat), overrides)
         cluster = overrides.pop("cluster", None) or sc.cluster
         get_cluster(cluster)
         workload_changes = overrides.pop("workload", None)
@@ -223,6 +237,8 @@ class HetClusterConfig:
                 max_time_s=float(max_time_s) if max_time_s is not None else sim.max_time_s,
                 max_epochs=int(max_decisions) if max_decisions is not None else sim.max_epochs,
             )
+        if compat is not None and "queue_slots" not in overrides:
+            overrides["queue_slots"] = max(1, int(workload.num_jobs))
         return cls(scenario=sc.name, cluster=cluster, workload=workload, sim=sim, trace=trace, **overrides)
 
     @classmethod
@@ -258,6 +274,23 @@ class HetClusterConfig:
     def draw_jobs(self, seed: int) -> tuple[JobSpec, ...]:
         """The workload of one episode: drawn from the recipe with ``seed``, or the trace's jobs."""
         return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
+
+
+def _compat_defaults(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` completed with the physics that policy ``name`` declares (explicit keys win)."""
+    pol = policy_class(name)
+    out = dict(overrides)
+    sim = out.get("sim")
+    if sim is not None and not isinstance(sim, Mapping):
+        return out  # a SimConfig given whole is used as it is
+    sim = dict(sim or {})
+    if pol.round_s and "round_s" not in sim:
+        sim["round_s"] = float(pol.round_s)
+    sim.setdefault("placer", pol.placer)
+    out["sim"] = sim
+    out.setdefault("modes", tuple(pol.modes))
+    out.setdefault("count_levels", "all")
+    return out
 
 
 def _merge(base: Any, changes: Any, cls: type[Any], what: str) -> Any:

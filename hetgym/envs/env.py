@@ -115,8 +115,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     :class:`~hetgym.envs.config.HetClusterConfig`: ``scenario``, ``cluster``, ``workload={...}``,
     ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``count_levels``, ``modes``, ``allow_reject``,
     ``max_actions_per_epoch``, ``window_order``, ``observation``, ``reward``, ``time_scale_s``,
-    ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``; and ``render_mode`` (``"ansi"`` or
-    ``"rgb_array"``). An unknown key raises an error naming the nearest valid one.
+    ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``, ``policy_compat`` (a policy's own round,
+    placer and execution modes, every count level and a window for every job, so that the policy acts
+    through the env exactly as on the simulator); and ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
+    An unknown key raises an error naming the nearest valid one.
     ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
@@ -124,7 +126,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Version History
 
-    * v0: Initial version.
+    * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
+      option and the simulator's ``sim.placer`` (placement as a simulator strategy).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012

@@ -29,6 +29,8 @@ from hetgym.sim.policy import (
     list_policies,
     make_policy,
     policy_class,
+    policy_modes,
+    policy_placer,
     register_policy,
 )
 from hetgym.sim.throughput import ExecutionMode, ServerGroup, ThroughputModel, allocation_rate
@@ -68,6 +70,8 @@ __all__ = [
     "make_policy",
     "placement_rate",
     "policy_class",
+    "policy_modes",
+    "policy_placer",
     "register_cluster",
     "register_policy",
     "run_policy",

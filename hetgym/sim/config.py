@@ -51,6 +51,9 @@ class SimConfig:
             still to arrive (a policy that can never run the remaining jobs).
         seed: Seed of the policy's random generator in :meth:`Simulator.run`.
         record_timeline: Record per-type GPU usage over time (for plots and utilisation curves).
+        placer: How allocated GPU counts are mapped onto servers (:mod:`hetgym.sim.placement`);
+            ``None`` (default) takes the policy's declared ``placer`` in :meth:`Simulator.run`, else
+            ``"default"``.
         comm: Multi-server communication model (:class:`~hetgym.sim.comm.CommModel`, or its kind
             ``"measured"`` / ``"bandwidth"``, or a mapping of its fields). The default ``"measured"``
             applies measured consolidation factors; ``"bandwidth"`` (opt-in) charges jobs that give
@@ -69,8 +72,13 @@ class SimConfig:
     seed: int = 0
     record_timeline: bool = True
     comm: CommModel | str | Mapping[str, Any] = field(default_factory=CommModel)
+    placer: str | None = None
 
     def __post_init__(self) -> None:
+        if self.placer is not None:
+            from hetgym.sim.placement import placer_class
+
+            placer_class(self.placer)  # an unknown name raises, naming the nearest registered placer
         if self.round_s is not None and not self.round_s > 0:
             raise HetgymError(f"SimConfig.round_s is {self.round_s}; give a positive number of seconds or None")
         if not self.restart_penalty_s >= 0:

@@ -32,7 +32,8 @@ from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
-from hetgym.sim.placement import place_jobs
+from hetgym.sim.placement import PlacementRequest, Placer, make_placer
+from hetgym.sim.policy import policy_placer
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView, _submission_order
 
@@ -253,6 +254,13 @@ class Simulator:
         for t in self.cluster.gpu_types:
             self.throughput.check_gpu_type(t)
         self._round_s = self.config.round_s or DEFAULT_ROUND_S
+        self._placer: Placer = make_placer(self.config.placer or "default")
+        # Clock and counters read before reset(): a simulation that has not started is at time 0.
+        self._now = 0.0
+        self._epoch = 0
+        self._events = 0
+        self._ended = 0
+        self._done = False
         self._started = False
         self._latencies_s: list[float] = []
         self._ended_log: list[tuple[int, float, JobStatus]] = []
@@ -310,7 +318,9 @@ class Simulator:
         """
         return self._ended_log[start:]
 
-    def reset(self, round_s: float | None = None, *, ticks: bool = True) -> ClusterView | None:
+    def reset(
+        self, round_s: float | None = None, *, ticks: bool = True, placer: str | None = None
+    ) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
         Args:
@@ -318,12 +328,17 @@ class Simulator:
             ticks: Whether round ticks are decision epochs. Policies whose decisions depend only on
                 arrivals and completions (``uses_ticks = False``) run without them, which is faster
                 and gives the same schedule.
+            placer: The placer (:mod:`hetgym.sim.placement`) for this run when the configuration leaves
+                it open (``SimConfig.placer``); ``None`` for ``"default"``.
 
         Returns:
             The first view, or ``None`` if the workload is empty.
         """
         self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
         self._ticks = ticks
+        self._placer = make_placer(self.config.placer or placer or "default")
+        # The placer's own stream (the random placer), independent of the policy's.
+        self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
         self._jobs: dict[int, _Job] = {s.job_id: _Job(s) for s in self.specs}
         self._order: list[_Job] = [self._jobs[s.job_id] for s in self.specs]
         self._next_arrival = 0
@@ -376,7 +391,7 @@ class Simulator:
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
         if ticks is None:
             ticks = getattr(policy, "uses_ticks", True)
-        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks)
+        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -552,6 +567,17 @@ class Simulator:
             self._ended_log.append((jid, now, JobStatus.REJECTED))
 
         new = allocation.jobs
+        if self._placer.replaces_all:
+            moved: dict[int, JobAllocation | None] = {}
+            if new or self._running:
+                free, placed = self._place_all(new, keep_unchanged=False)
+                moved = self._moved(new, placed)
+                for jid, target in moved.items():
+                    self._reconfigure(active[jid], target, placed.get(jid, ()), now)
+                self._state.free = free
+            if moved or allocation.reject:
+                self._record_usage()
+            return
         changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
         for jid, ja in new.items():
             cur = active[jid].alloc
@@ -568,21 +594,36 @@ class Simulator:
             for jid in changes:
                 for g in active[jid].groups:
                     free[g.server_id] += g.num_gpus
-            final = self._place_changes(changes, free)
-            if final is None:
+            found = self._place_changes(changes, free)
+            if found is None:
                 # An explicit placement claims GPUs that unchanged jobs hold: place everything afresh.
-                free, final = self._place_all(new)
-                changes = {
-                    jid: new.get(jid)
-                    for jid, job in active.items()
-                    if final.get(jid, ()) != job.groups
-                    or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
-                }
+                free, final = self._place_all(new, keep_unchanged=True)
+                changes = self._moved(new, final)
+            else:
+                final = found
             for jid, target in changes.items():
                 self._reconfigure(active[jid], target, final.get(jid, ()), now)
             self._state.free = free
         if changes or allocation.reject:
             self._record_usage()
+
+    def _moved(
+        self, new: Mapping[int, JobAllocation], final: Mapping[int, tuple[ServerGroup, ...]]
+    ) -> dict[int, JobAllocation | None]:
+        """The active jobs whose servers or mode differ between now and ``final`` (the new allocation)."""
+        return {
+            jid: new.get(jid)
+            for jid, job in self._active.items()
+            if final.get(jid, ()) != job.groups
+            or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
+        }
+
+    def _requests(self, pending: Mapping[int, JobAllocation]) -> list[PlacementRequest]:
+        active = self._active
+        return [
+            PlacementRequest(jid, active[jid].spec, ja.counts, ja.mode, active[jid].groups)
+            for jid, ja in sorted(pending.items())
+        ]
 
     def _place_changes(
         self, changes: Mapping[int, JobAllocation | None], free: np.ndarray
@@ -590,12 +631,12 @@ class Simulator:
         """Place the changed jobs into ``free`` (modified); ``None`` if an explicit placement conflicts."""
         servers = self.cluster.servers
         final: dict[int, tuple[ServerGroup, ...]] = {}
-        pending: dict[int, dict[str, int]] = {}
+        pending: dict[int, JobAllocation] = {}
         for jid, ja in changes.items():
             if ja is None:
                 continue
             if ja.servers is None:
-                pending[jid] = ja.as_dict()
+                pending[jid] = ja
                 continue
             for s, n in ja.servers:
                 free[s] -= n
@@ -603,34 +644,49 @@ class Simulator:
                     return None
             final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
         if pending:
-            active = self._active
-            final.update(place_jobs(self.cluster, free, pending, {jid: active[jid].groups for jid in pending}))
+            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
         return final
 
-    def _place_all(self, new: Mapping[int, JobAllocation]) -> tuple[np.ndarray, dict[int, tuple[ServerGroup, ...]]]:
-        """Place every allocated job from an empty cluster: explicit placements first, then unchanged
-        jobs on their servers where possible, then the rest with the default placer."""
+    def _place_all(
+        self, new: Mapping[int, JobAllocation], *, keep_unchanged: bool
+    ) -> tuple[np.ndarray, dict[int, tuple[ServerGroup, ...]]]:
+        """Place every allocated job from an empty cluster: explicit placements first, then (when
+        ``keep_unchanged``) unchanged jobs on their servers where possible, then the rest with the placer."""
         free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
         servers = self.cluster.servers
         final: dict[int, tuple[ServerGroup, ...]] = {}
+        active = self._active
+        if keep_unchanged:
+            explicit = {jid for jid, ja in new.items() if ja.servers is not None}
+        else:
+            # A placer that re-packs the cluster moves kept jobs too: a job's current placement repeated
+            # (what keeping it spells out) is no pin, only a new explicit placement is.
+            explicit = {
+                jid for jid, ja in new.items() if ja.servers is not None and not _repeats(ja, active[jid].alloc)
+            }
+        for jid in explicit:
+            ja = new[jid]
+            assert ja.servers is not None
+            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
+            for s, n in ja.servers:
+                free[s] -= n
+        pending: dict[int, JobAllocation] = {}
         for jid, ja in new.items():
-            if ja.servers is not None:
-                final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
-                for s, n in ja.servers:
-                    free[s] -= n
-        pending: dict[int, dict[str, int]] = {}
-        for jid, ja in new.items():
-            if ja.servers is not None:
+            if jid in explicit:
                 continue
             job = self._active[jid]
-            if ja.same_resources(job.alloc) and all(free[g.server_id] >= g.num_gpus for g in job.groups):
+            if (
+                keep_unchanged
+                and ja.same_resources(job.alloc)
+                and all(free[g.server_id] >= g.num_gpus for g in job.groups)
+            ):
                 for g in job.groups:
                     free[g.server_id] -= g.num_gpus
                 final[jid] = job.groups
             else:
-                pending[jid] = ja.as_dict()
+                pending[jid] = ja
         if pending:
-            final.update(place_jobs(self.cluster, free, pending, {jid: self._active[jid].groups for jid in pending}))
+            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
         return free, final
 
     def _reconfigure(self, job: _Job, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float) -> None:
@@ -772,6 +828,11 @@ class Simulator:
             num_events=self._events,
             wall_s=getattr(self, "_wall_s", time.perf_counter() - self._wall_start),
         )
+
+
+def _repeats(ja: JobAllocation, current: JobAllocation | None) -> bool:
+    """Whether ``ja`` spells out ``current`` (same counts, mode and servers)."""
+    return current is not None and ja.same_resources(current) and ja.servers == current.servers
 
 
 def run_policy(

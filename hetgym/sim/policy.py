@@ -3,13 +3,13 @@
 A policy is any object with a ``name``, ``reset(cluster, rng=...)`` and ``schedule(view) ->
 Allocation``. Subclass :class:`Policy` and decorate with :func:`register_policy` to make it
 available to :func:`make_policy`, the ``hetgym`` command and the environment's experts. The built-in
-policies live in the :mod:`baselines` package, imported on first use of the registry; third-party
-packages can register theirs through the ``hetgym.policies`` entry-point group.
+policies and third-party ones alike register through the ``hetgym.policies`` entry-point group,
+loaded on first use of the registry (the built-in entry, ``builtin``, names the package of the expert
+and classic policies; this simulator package imports none of them).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -23,6 +23,7 @@ from hetgym.sim.errors import HetgymError, UnknownNameError
 if TYPE_CHECKING:
     from hetgym.sim.allocation import Allocation
     from hetgym.sim.cluster import ClusterSpec
+    from hetgym.sim.throughput import ExecutionMode
     from hetgym.sim.view import ClusterView
 
 
@@ -48,10 +49,17 @@ class Policy(ABC):
             depend only on arrivals and completions sets it to ``False``; :meth:`Simulator.run` then
             skips the ticks (same schedule, fewer epochs).
         in_default_comparison: Whether ``hetgym compare`` runs it when no policies are named.
+        placer: The placer (:mod:`hetgym.sim.placement`) that maps this policy's GPU counts onto
+            servers, the one its paper uses; the simulator and the Gym environment apply it
+            (``SimConfig.placer`` overrides it).
+        modes: The execution modes this policy's allocations use (the first for single-type jobs);
+            the Gym environment offers exactly these as mode actions under ``policy_compat``.
     """
 
     name: ClassVar[str] = "policy"
     round_s: float | None = None
+    placer: str = "default"
+    modes: tuple[ExecutionMode, ...] = ("sync",)
     uses_ticks: ClassVar[bool] = True
     in_default_comparison: ClassVar[bool] = True
 
@@ -85,6 +93,16 @@ class Policy(ABC):
         return f"{type(self).__name__}({args})"
 
 
+def policy_placer(policy: PolicyProtocol) -> str:
+    """The placer a policy declares (``"default"`` for protocol objects that are not :class:`Policy`)."""
+    return policy.placer if isinstance(policy, Policy) else "default"
+
+
+def policy_modes(policy: PolicyProtocol) -> tuple[ExecutionMode, ...]:
+    """The execution modes a policy declares (``("sync",)`` for protocol objects that are not :class:`Policy`)."""
+    return tuple(policy.modes) if isinstance(policy, Policy) else ("sync",)
+
+
 _REGISTRY: dict[str, type[Policy]] = {}
 _P = TypeVar("_P", bound=type[Policy])
 
@@ -113,9 +131,15 @@ def _load_builtin() -> None:
     if _LOADED:
         return
     _LOADED = True
-    importlib.import_module("baselines")
+    # The built-in policies register through the same entry-point group as third-party ones (the
+    # ``baselines`` distribution entry in pyproject.toml), so this package names no policy package.
     for ep in entry_points(group="hetgym.policies"):
         ep.load()
+    if not _REGISTRY:
+        raise HetgymError(
+            "no policy is registered: the 'hetgym.policies' entry points are missing; reinstall the package "
+            "(python -m pip install -e .)"
+        )
 
 
 def list_policies() -> dict[str, str]:

@@ -159,7 +159,7 @@ class ThroughputModel:
             self._job_types.setdefault(str(job), set()).add(str(gpu))
             self._sources.setdefault((str(job), str(gpu)), str(src))
         self._mean_factor = self._mean_consolidation_factors()
-        self._memo: dict[tuple[str, int, str, int], float] = {}
+        self._memo: dict[tuple[str, int, str, float], float] = {}
         # The table's figures as given (before clamping and running maxima), for trace conversion.
         self._raw: dict[tuple[str, int, str, int, str], float] = {
             (str(j), int(float(b)), str(g), int(n), str(p)): float(r)
@@ -257,11 +257,13 @@ class ThroughputModel:
         """
         if num_gpus <= 0:
             return 0.0
-        key = (job_type, int(batch_size), gpu_type, int(num_gpus))
+        # Keyed on the exact count: a fractional count (interpolated) must not share an integer's entry.
+        n = float(num_gpus)
+        key = (job_type, int(batch_size), gpu_type, n)
         hit = self._memo.get(key)
         if hit is not None:
             return hit
-        value = self._rate(job_type, int(batch_size), gpu_type, float(num_gpus), "consolidated")
+        value = self._rate(job_type, int(batch_size), gpu_type, n, "consolidated")
         self._memo[key] = value
         return value
 

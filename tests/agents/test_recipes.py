@@ -52,7 +52,8 @@ def test_bc_run_saves_a_reloadable_model_that_reproduces_its_evaluation(bc_run: 
     )
     meta = AgentMeta.from_json((path / META_FILE).read_text())
     assert meta.teacher == "dancer" and meta.recipe == "bc" and meta.algo == "maskable-ppo"
-    assert meta.env_kwargs["queue_slots"] == 32 and meta.env_kwargs["sim"] == {"round_s": 60.0}
+    assert meta.env_kwargs["queue_slots"] == 32 and meta.env_kwargs["sim"] == {"round_s": 60.0, "placer": "default"}
+    assert meta.env_kwargs["policy_compat"] == "dancer"  # the teacher's own physics
     assert meta.env_kwargs["max_decisions"] == 150
     ev = meta.results["evaluation"]
     assert 0.0 <= meta.results["agreement"]["agreement"] <= 1.0 and ev["seeds"] == [1000, 1001]

@@ -22,6 +22,7 @@ from baselines.asrpt import (
 )
 from hetgym.sim import ClusterSpec, JobSpec, Server, SimConfig, Simulator, ThroughputModel, make_policy
 from hetgym.sim.comm import cut_bytes, layout
+from hetgym.sim.placement import PlacementRequest, make_placer
 from hetgym.sim.throughput import ServerGroup
 from hetgym.workloads import recurring
 
@@ -110,7 +111,11 @@ def test_a_single_job_starts_at_once_on_the_fewest_servers() -> None:
     policy = make_policy("asrpt", predictor="oracle")
     policy.reset(cluster, rng=np.random.default_rng(0))
     ja = policy.schedule(view).jobs[0]
-    assert ja.total_gpus == 16 and ja.servers is not None and len(ja.servers) == 2
+    assert ja.total_gpus == 16 and ja.servers is None  # counts only: the declared placer chooses servers
+    assert policy.placer == "comm-aware"
+    free = np.array([s.num_gpus for s in cluster.servers])
+    placed = make_placer(policy.placer).place(cluster, free, [PlacementRequest(0, spec, ja.counts, ja.mode)])
+    assert [g.num_gpus for g in placed[0]] == [8, 8]
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,17 +194,15 @@ def test_policy_keeps_tp_groups_whole_in_every_decision() -> None:
     checked = 0
 
     def checking(view):  # type: ignore[no-untyped-def]
+        # The servers are the simulator's comm-aware placer's: check every running job's layout.
         nonlocal checked
-        alloc = original(view)
-        for jid, ja in alloc.jobs.items():
-            spec = view.job(jid).spec
-            tp = spec.parallelism[2]
-            assert ja.servers is not None
-            ranks = np.repeat([s for s, _ in ja.servers], [n for _, n in ja.servers])
-            for first in range(0, spec.num_gpus, tp):
+        for job in view.running:
+            tp = job.spec.parallelism[2]
+            ranks = np.repeat([g.server_id for g in job.groups], [g.num_gpus for g in job.groups])
+            for first in range(0, job.spec.num_gpus, tp):
                 assert len(set(ranks[first : first + tp].tolist())) == 1
             checked += 1
-        return alloc
+        return original(view)
 
     policy.schedule = checking  # type: ignore[method-assign]
     result = Simulator(cluster, jobs[30:], config=SimConfig(comm="bandwidth")).run(policy)

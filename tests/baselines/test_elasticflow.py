@@ -9,9 +9,10 @@ from helpers import toy_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._deadline import buddy_place, job_options
+from baselines._deadline import job_options
 from baselines.elasticflow import ElasticFlow, Timeline, job_levels, mss_plan
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, make_policy
+from hetgym.sim.placement import buddy_place
 from hetgym.sim.throughput import ServerGroup
 from hetgym.workloads import WorkloadConfig
 

@@ -21,6 +21,7 @@ from hetgym.sim import (
     make_policy,
     validate_allocation,
 )
+from hetgym.sim.placement import PlacementRequest, make_placer
 from hetgym.workloads import WorkloadConfig
 
 VPK = {"v100": (1, 4), "p100": (1, 4), "k80": (1, 4)}
@@ -61,8 +62,13 @@ def test_single_job_on_empty_cluster_gets_its_fastest_gpus_on_one_node() -> None
     fastest = max(cluster.gpu_types, key=lambda t: view.rate(view.job(0), t, 4))
     assert fastest == "p100"  # the table's quirk: ResNet-50, global batch 256 on 4 GPUs (NOTICE.md)
     assert ja.as_dict() == {fastest: 4}
-    assert ja.servers is not None and len(ja.servers) == 1
-    assert ja.mode == "sync"
+    assert ja.servers is None and ja.mode == "sync"  # counts only: the declared priced placer places them
+    placed = make_placer("priced").place(
+        cluster,
+        np.array([s.num_gpus for s in cluster.servers]),
+        [PlacementRequest(0, view.job(0).spec, ja.counts, "sync")],
+    )
+    assert len(placed[0]) == 1  # one node
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,10 +113,12 @@ def test_task_level_mixing_when_no_single_type_has_room() -> None:
     sim, view = first_view(cluster, [JobSpec(0, 0.0, "resnet50", 256, 1e5, 4)], restart_penalty_s=0.0)
     alloc = decide(make_policy("hadar"), cluster, view)  # type: ignore[arg-type]
     assert alloc.jobs[0].as_dict() == {"v100": 2, "p100": 2}
-    assert alloc.jobs[0].mode == "sync" and alloc.jobs[0].servers == ((0, 2), (1, 2))
+    assert alloc.jobs[0].mode == "sync" and alloc.jobs[0].servers is None
+    sim.reset(round_s=360.0, placer="priced")
     after = sim.step(alloc)
     assert after is not None
     job = after.job(0)
+    assert [(g.server_id, g.num_gpus) for g in job.groups] == [(0, 2), (1, 2)]
     slowest = min(("v100", "p100"), key=lambda t: view.rate(job, t, 4))
     kappa = view.throughput.consolidation_factor("resnet50", 256, slowest, 4)
     assert job.rate_iters_per_s == pytest.approx(view.rate(job, slowest, 4) * kappa)

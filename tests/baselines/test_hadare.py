@@ -22,16 +22,18 @@ def test_no_node_idles_while_jobs_are_unfinished() -> None:
     sim = Simulator(cluster, jobs, config=SimConfig(max_time_s=360.0 * 40))
     pol = make_policy("hadare")
     pol.reset(cluster, rng=np.random.default_rng(0))
-    view = sim.reset(round_s=360.0)
+    view = sim.reset(round_s=360.0, placer=pol.placer)  # the declared 'copies' placer lays out the copies
     ticks = 0
+    decided_at_round = False
     while view is not None:
-        alloc = pol.schedule(view)
-        if view.is_tick or view.epoch == 0:
-            busy = {h for ja in alloc.jobs.values() for h, _ in (ja.servers or ())}
+        if decided_at_round and view.num_ended == 0:
+            # The view after a round decision shows where the simulator placed every job's GPUs.
+            busy = {g.server_id for job in view.running for g in job.groups}
             assert busy == set(range(len(cluster.servers))), f"idle nodes at t={view.now_s}"
-            assert all(ja.mode == "fork" for ja in alloc.jobs.values() if ja.servers and len(ja.servers) > 1)
+            assert all(job.allocation.mode == "fork" for job in view.running if len(job.groups) > 1)
             ticks += 1
-        view = sim.step(alloc)
+        decided_at_round = view.is_tick or view.epoch == 0
+        view = sim.step(pol.schedule(view))
     assert ticks >= 5
 
 
@@ -64,14 +66,16 @@ def test_per_round_progress_equals_the_sum_over_copies_on_real_rates() -> None:
     sim = Simulator(cluster, jobs, config=SimConfig(restart_penalty_s=0.0))
     pol = make_policy("hadare")
     pol.reset(cluster, rng=np.random.default_rng(0))
-    view = sim.reset(round_s=360.0)
+    view = sim.reset(round_s=360.0, placer=pol.placer)
     assert view is not None
     alloc = pol.schedule(view)
     ja = alloc.jobs[0]
-    assert ja.mode == "fork" and ja.servers is not None and len(ja.servers) == 3  # one copy per node
+    assert ja.mode == "fork" and ja.servers is None and ja.total_gpus == 3
     view = sim.step(alloc)
     assert view is not None and view.now_s == pytest.approx(360.0)
-    expected = sum(view.rate(view.job(0), cluster.servers[h].gpu_type, n) for h, n in ja.servers) * 360.0
+    groups = view.job(0).groups
+    assert len(groups) == 3  # one copy per node, laid out by the 'copies' placer
+    expected = sum(view.rate(view.job(0), g.gpu_type, g.num_gpus) for g in groups) * 360.0
     assert view.job(0).done_iters == pytest.approx(expected)
 
 

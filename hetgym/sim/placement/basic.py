@@ -1,10 +1,9 @@
-"""Default placement: map per-type GPU counts onto servers.
+"""The default placer and the one "fewest servers, largest free first" loop every placer falls back on.
 
-The rule, applied per (job, GPU type) for the jobs whose placement is not given explicitly:
+The default rule, applied per (job, GPU type) for the jobs whose resources change:
 
-1. **Sticky.** A job whose resources did not change keeps its servers. A job whose count on a type
-   did change first tries its previous servers of that type: if they have room for the new count,
-   it stays on (a subset of) them.
+1. **Sticky.** A job whose count on a type changed first tries its previous servers of that type: if
+   they have room for the new count, it stays on (a subset of) them.
 2. **Best fit on one server.** Otherwise the smallest server of that type with enough free GPUs.
 3. **Fewest servers.** Otherwise servers by free GPUs, largest first (ties by id), until covered;
    the job then pays the multi-server throughput factor.
@@ -15,12 +14,41 @@ Jobs are placed in decreasing GPU count (ties by job id), so large jobs get whol
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.placement.base import PlacementRequest, Placer, register_placer
 from hetgym.sim.throughput import ServerGroup
+
+
+def take_fewest_servers(free: np.ndarray, ids: Iterable[int], num_gpus: int) -> dict[int, int] | None:
+    """Cover ``num_gpus`` from servers ``ids`` by free GPUs, largest first (ties by id); take them from ``free``.
+
+    Returns ``{server_id: n}``, or ``None`` (``free`` untouched) when the servers hold fewer free GPUs.
+    """
+    order = sorted((s for s in ids if free[s] > 0), key=lambda s: (-int(free[s]), s))
+    if sum(int(free[s]) for s in order) < num_gpus:
+        return None
+    out: dict[int, int] = {}
+    left = num_gpus
+    for s in order:
+        if left == 0:
+            break
+        take = min(left, int(free[s]))
+        out[s] = take
+        free[s] -= take
+        left -= take
+    return out
+
+
+def take_or_fail(free: np.ndarray, ids: Iterable[int], num_gpus: int, gpu_type: str) -> dict[int, int]:
+    """:func:`take_fewest_servers`, raising when capacity (validated before placement) is short."""
+    out = take_fewest_servers(free, ids, num_gpus)
+    if out is None:
+        raise AssertionError(f"placement ran out of {gpu_type} GPUs; capacity was validated, so this is a bug")
+    return out
 
 
 def place_count(
@@ -30,7 +58,7 @@ def place_count(
     num_gpus: int,
     previous: Sequence[ServerGroup] = (),
 ) -> list[ServerGroup]:
-    """Choose servers for ``num_gpus`` GPUs of ``gpu_type`` and take them from ``free`` (in place)."""
+    """Choose servers for ``num_gpus`` GPUs of ``gpu_type`` by the default rule; take them from ``free``."""
     ids = cluster.servers_by_type[gpu_type]
     prev = [g for g in previous if g.gpu_type == gpu_type]
     if prev and sum(int(free[g.server_id]) for g in prev) >= num_gpus:
@@ -55,19 +83,8 @@ def place_count(
     if best >= 0:
         free[best] -= num_gpus
         return [ServerGroup(best, gpu_type, num_gpus)]
-    out = []
-    left = num_gpus
-    for s in sorted(ids, key=lambda s: (-int(free[s]), s)):
-        take = min(left, int(free[s]))
-        if take > 0:
-            out.append(ServerGroup(s, gpu_type, take))
-            free[s] -= take
-            left -= take
-        if left == 0:
-            break
-    if left:
-        raise AssertionError(f"placement ran out of {gpu_type} GPUs; capacity was validated, so this is a bug")
-    return sorted(out, key=lambda g: g.server_id)
+    taken = take_or_fail(free, ids, num_gpus, gpu_type)
+    return [ServerGroup(s, gpu_type, n) for s, n in sorted(taken.items())]
 
 
 def place_jobs(
@@ -76,7 +93,7 @@ def place_jobs(
     requests: Mapping[int, Mapping[str, int]],
     previous: Mapping[int, Sequence[ServerGroup]],
 ) -> dict[int, tuple[ServerGroup, ...]]:
-    """Place several jobs' per-type counts on the free servers (``free`` is updated in place).
+    """Place several jobs' per-type counts by the default rule (``free`` is updated in place).
 
     Args:
         cluster: The cluster.
@@ -90,3 +107,17 @@ def place_jobs(
     for jid, t, n in items:
         out[jid].extend(place_count(cluster, free, t, n, previous.get(jid, ())))
     return {jid: tuple(sorted(groups, key=lambda g: g.server_id)) for jid, groups in out.items()}
+
+
+@register_placer()
+class DefaultPlacer(Placer):
+    """Sticky, then best fit on one server, then fewest servers (the simulator's default)."""
+
+    name = "default"
+
+    def place(
+        self, cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest]
+    ) -> dict[int, tuple[ServerGroup, ...]]:
+        return place_jobs(
+            cluster, free, {r.job_id: dict(r.counts) for r in requests}, {r.job_id: r.previous for r in requests}
+        )
