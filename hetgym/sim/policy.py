@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import numpy as np
 
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.registry import Knobs, Registry
 
 if TYPE_CHECKING:
     from hetgym.sim.allocation import Allocation
@@ -54,12 +55,15 @@ class Policy(ABC):
             (``SimConfig.placer`` overrides it).
         modes: The execution modes this policy's allocations use (the first for single-type jobs);
             the Gym environment offers exactly these as mode actions under ``policy_compat``.
+        knobs: The frozen dataclass of the constructor's knobs (:class:`~hetgym.sim.registry.Knobs`),
+            validated on construction, or ``None``.
     """
 
     name: ClassVar[str] = "policy"
     round_s: float | None = None
     placer: str = "default"
     modes: tuple[ExecutionMode, ...] = ("sync",)
+    knobs: ClassVar[type[Knobs] | None] = None
     uses_ticks: ClassVar[bool] = True
     in_default_comparison: ClassVar[bool] = True
 
@@ -103,21 +107,20 @@ def policy_modes(policy: PolicyProtocol) -> tuple[ExecutionMode, ...]:
     return tuple(policy.modes) if isinstance(policy, Policy) else ("sync",)
 
 
-_REGISTRY: dict[str, type[Policy]] = {}
+#: Every registered policy class (see :mod:`hetgym.sim.registry`).
+POLICIES: Registry[type[Policy]] = Registry("policy", "List them with `hetgym policies`.")
 _P = TypeVar("_P", bound=type[Policy])
 
 
 def register_policy(name: str | None = None) -> Callable[[_P], _P]:
-    """Class decorator: register a :class:`Policy` subclass under ``name`` (default ``cls.name``)."""
+    """Class decorator: register a :class:`Policy` subclass under ``name`` (default ``cls.name``).
+
+    The class's ``knobs`` attribute (a frozen :class:`~hetgym.sim.registry.Knobs` dataclass), when set,
+    is recorded with the entry.
+    """
 
     def deco(cls: _P) -> _P:
-        key = (name or cls.name).lower()
-        existing = _REGISTRY.get(key)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise HetgymError(
-                f"policy name {key!r} is already registered by {existing.__module__}.{existing.__qualname__}"
-            )
-        _REGISTRY[key] = cls
+        POLICIES.register(name or cls.name, cls, knobs=cls.knobs)
         return cls
 
     return deco
@@ -132,10 +135,10 @@ def _load_builtin() -> None:
         return
     _LOADED = True
     # The built-in policies register through the same entry-point group as third-party ones (the
-    # ``baselines`` distribution entry in pyproject.toml), so this package names no policy package.
+    # ``builtin`` entry in pyproject.toml), so this package names no policy package.
     for ep in entry_points(group="hetgym.policies"):
         ep.load()
-    if not _REGISTRY:
+    if not len(POLICIES):
         raise HetgymError(
             "no policy is registered: the 'hetgym.policies' entry points are missing; reinstall the package "
             "(python -m pip install -e .)"
@@ -145,20 +148,13 @@ def _load_builtin() -> None:
 def list_policies() -> dict[str, str]:
     """Registered policy names with the first line of their docstring."""
     _load_builtin()
-    out = {}
-    for key, cls in sorted(_REGISTRY.items()):
-        doc = (cls.__doc__ or "").strip().splitlines()
-        out[key] = doc[0] if doc else ""
-    return out
+    return POLICIES.describe()
 
 
 def policy_class(name: str) -> type[Policy]:
     """The class registered as ``name``."""
     _load_builtin()
-    key = name.lower()
-    if key not in _REGISTRY:
-        raise UnknownNameError("policy", name, _REGISTRY, "List them with `hetgym policies`.")
-    return _REGISTRY[key]
+    return POLICIES.get(name)
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:

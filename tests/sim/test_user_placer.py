@@ -34,8 +34,8 @@ def documented() -> Iterator[dict[str, object]]:
     exec(compile(code.group(1), str(PAGE), "exec"), namespace)  # the page's code, as a user would run it
     yield namespace
     # Leave the registries as other tests expect them.
-    policy_module._REGISTRY.pop("packed-fifo", None)
-    placement_base._PLACERS.pop("lowest-id-first", None)
+    policy_module.POLICIES.unregister("packed-fifo")
+    placement_base.PLACERS.unregister("lowest-id-first")
 
 
 def test_the_documented_placer_packs_the_lowest_servers(documented: dict[str, object]) -> None:

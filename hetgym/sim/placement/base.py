@@ -16,8 +16,8 @@ from typing import ClassVar, TypeVar
 import numpy as np
 
 from hetgym.sim.cluster import ClusterSpec
-from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec
+from hetgym.sim.registry import Registry
 from hetgym.sim.throughput import ExecutionMode, ServerGroup
 
 
@@ -83,7 +83,8 @@ class Placer(ABC):
         return f"{type(self).__name__}()"
 
 
-_PLACERS: dict[str, type[Placer]] = {}
+#: Every registered placer class (see :mod:`hetgym.sim.registry`).
+PLACERS: Registry[type[Placer]] = Registry("placer", "List them with hetgym.sim.placement.list_placers().")
 _T = TypeVar("_T", bound=type[Placer])
 
 
@@ -91,13 +92,7 @@ def register_placer(name: str | None = None) -> Callable[[_T], _T]:
     """Class decorator: register a :class:`Placer` subclass under ``name`` (default ``cls.name``)."""
 
     def deco(cls: _T) -> _T:
-        key = (name or cls.name).lower()
-        existing = _PLACERS.get(key)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise HetgymError(
-                f"placer name {key!r} is already registered by {existing.__module__}.{existing.__qualname__}"
-            )
-        _PLACERS[key] = cls
+        PLACERS.register(name or cls.name, cls)
         return cls
 
     return deco
@@ -105,10 +100,7 @@ def register_placer(name: str | None = None) -> Callable[[_T], _T]:
 
 def placer_class(name: str) -> type[Placer]:
     """The class registered as ``name``."""
-    key = str(name).lower()
-    if key not in _PLACERS:
-        raise UnknownNameError("placer", name, _PLACERS, "List them with hetgym.sim.placement.list_placers().")
-    return _PLACERS[key]
+    return PLACERS.get(name)
 
 
 def make_placer(name: str) -> Placer:
@@ -118,11 +110,7 @@ def make_placer(name: str) -> Placer:
 
 def list_placers() -> dict[str, str]:
     """Registered placer names with the first line of their docstring."""
-    out = {}
-    for key, cls in sorted(_PLACERS.items()):
-        doc = (cls.__doc__ or "").strip().splitlines()
-        out[key] = doc[0] if doc else ""
-    return out
+    return PLACERS.describe()
 
 
 def groups_from_counts(cluster: ClusterSpec, by_server: dict[int, int]) -> tuple[ServerGroup, ...]:

@@ -1,0 +1,57 @@
+"""The typed registry and self-validating knobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.registry import KnobError, Knobs, Registry, knob
+
+
+@dataclass(frozen=True)
+class ToyKnobs(Knobs):
+    rule: str = knob("gain", choices=("gain", "srpt"))
+    round_s: float = knob(60.0, low=0.0, low_open=True)
+    copies: int | None = knob(None, low=1, integer=True, optional=True)
+    share: float = knob(0.5, low=0.0, high=1.0)
+
+
+def test_knobs_validate_every_field_naming_knob_value_and_fix() -> None:
+    assert ToyKnobs().as_dict() == {"rule": "gain", "round_s": 60.0, "copies": None, "share": 0.5}
+    with pytest.raises(KnobError, match=r"rule='gains' is not one of \['gain', 'srpt'\]"):
+        ToyKnobs(rule="gains")
+    with pytest.raises(KnobError, match="round_s=0.0.*> 0.0"):
+        ToyKnobs(round_s=0.0)
+    with pytest.raises(KnobError, match="finite"):
+        ToyKnobs(round_s=float("inf"))
+    with pytest.raises(KnobError, match="finite"):
+        ToyKnobs(share=float("nan"))
+    with pytest.raises(KnobError, match="integer"):
+        ToyKnobs(copies=2.5)  # type: ignore[arg-type]
+    with pytest.raises(KnobError, match="integer"):
+        ToyKnobs(copies=True)  # type: ignore[arg-type]
+    with pytest.raises(KnobError, match="<= 1.0"):
+        ToyKnobs(share=1.5)
+    with pytest.raises(UnknownNameError, match="did you mean 'round_s'"):
+        ToyKnobs.from_kwargs(round=60.0)
+    assert isinstance(KnobError("x"), ValueError)
+
+
+def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
+    reg: Registry[type] = Registry("toy component", "List them with toys().")
+
+    @reg.decorator("alpha", knobs=ToyKnobs)
+    class Alpha:
+        """The first toy."""
+
+    assert reg.get("ALPHA") is Alpha and "alpha" in reg and reg.entry("alpha").knobs is ToyKnobs
+    assert reg.describe() == {"alpha": "The first toy."}
+    reg.register("alpha", Alpha)  # the same object again is fine
+    with pytest.raises(HetgymError, match="already registered"):
+        reg.register("alpha", type("Other", (), {}))
+    with pytest.raises(UnknownNameError, match="did you mean 'alpha'.*toys"):
+        reg.get("alpah")
+    reg.unregister("alpha")
+    assert len(reg) == 0 and Registry.ALL["toy component"] is reg
