@@ -11,9 +11,11 @@ committed fraction ``g / c_h`` whatever ``L < U``, the node order, and so the pl
 the price constants: :class:`PricedPlacer` places without them. Hadar's own policy uses the same pool with
 its prices to value candidate placements.
 
-Reconstruction (documented in ``docs/heterogeneity-policies.md``): the simulator places the jobs whose
-counts change in decreasing GPU count (ties by job id) rather than in Hadar's payoff order, and a job
-whose per-type counts are unchanged keeps its nodes.
+Reconstruction (documented in ``docs/heterogeneity-policies.md``): at every decision the allocated jobs
+are placed afresh on the whole cluster (as Hadar re-decides from an empty cluster) in decreasing GPU
+count (ties by job id) rather than in Hadar's payoff order; a job whose per-type counts are unchanged
+keeps its nodes when they are still free, unless the cheapest placement spans fewer nodes (Hadar keeps a
+job's current placement as one candidate and moves it when the faster placement pays for the restart).
 
 HadarE (:class:`CopiesPlacer`): a job in ``fork`` mode runs as independent copies, one per node, each of
 at most the job's requested GPUs (``W_j``), on its previous nodes first, then the nodes with most free
@@ -180,18 +182,33 @@ def _priced(
     type_ids = {t: i for i, t in enumerate(cluster.gpu_types)}
     out: dict[int, tuple[ServerGroup, ...]] = {}
     for req in sorted(requests, key=lambda r: (-r.total_gpus, r.job_id)):
-        by_server: dict[int, int] = {}
+        cheapest: dict[int, int] = {}
         preferred = [g.server_id for g in req.previous]
         for gpu_type, n in req.counts:
             found = pool.cheapest([type_ids[gpu_type]], n, preferred)
             if found is None:  # pragma: no cover - capacity was validated
                 raise AssertionError(f"priced placement ran out of {gpu_type} GPUs; this is a bug")
             for h, k in found[0]:
-                pool.take(h, k)
-                free[h] -= k
-                by_server[h] = by_server.get(h, 0) + k
-        out[req.job_id] = groups_from_counts(cluster, by_server)
+                cheapest[h] = cheapest.get(h, 0) + k
+        chosen = cheapest
+        current = {g.server_id: g.num_gpus for g in req.previous}
+        same_counts = _counts_of(req.previous) == dict(req.counts)
+        room = all(pool.free(h) >= k for h, k in current.items())
+        # Hadar's offer keeps a job's current nodes unless moving it consolidates it (a restart buys speed).
+        if same_counts and current != cheapest and room and len(current) <= len(cheapest):
+            chosen = current
+        for h, k in chosen.items():
+            pool.take(h, k)
+            free[h] -= k
+        out[req.job_id] = groups_from_counts(cluster, chosen)
     return out
+
+
+def _counts_of(groups: Sequence[ServerGroup]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for g in groups:
+        counts[g.gpu_type] = counts.get(g.gpu_type, 0) + g.num_gpus
+    return counts
 
 
 def place_copies(cluster: ClusterSpec, free: np.ndarray, req: PlacementRequest) -> tuple[ServerGroup, ...]:
@@ -221,6 +238,7 @@ class PricedPlacer(Placer):
     """Hadar's priced node pool: a job's GPUs on the least-committed nodes, its current nodes preferred."""
 
     name = "priced"
+    replaces_all = True
 
     def place(
         self, cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest]
@@ -233,6 +251,7 @@ class CopiesPlacer(Placer):
     """HadarE: ``fork`` jobs as one copy per node; other jobs on Hadar's priced node pool first."""
 
     name = "copies"
+    replaces_all = True
 
     def place(
         self, cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest]
