@@ -34,6 +34,7 @@ from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
 from hetgym.sim.placement import PlacementRequest, Placer, make_placer
 from hetgym.sim.policy import policy_placer
+from hetgym.sim.runtime import JobRecord, job_order
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView, _submission_order
 
@@ -42,148 +43,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ROUND_S = 360.0
 _EPS_S = 1e-9
-
-
-class _Job:
-    """Mutable runtime record of one job (simulator-internal).
-
-    Progress is accounted lazily: ``remaining``, ``attained_gpu_s``, ``executed_s`` and
-    ``gpu_s_by_type`` hold their values at ``last_update_s`` (the last allocation change), and the
-    values at any later time follow from the current rate and GPUs (:meth:`flush` brings them up to
-    date when the allocation changes or the job ends).
-    """
-
-    __slots__ = (
-        "alloc",
-        "attained_gpu_s",
-        "executed_s",
-        "finish_s",
-        "first_start_s",
-        "gpu_s_by_type",
-        "groups",
-        "last_change_s",
-        "last_run_s",
-        "last_update_s",
-        "num_gpus_now",
-        "num_reconfigs",
-        "penalty_until_s",
-        "rate",
-        "remaining",
-        "run_start_s",
-        "spec",
-        "status",
-        "version",
-        "view",
-    )
-
-    def __init__(self, spec: JobSpec) -> None:
-        self.spec = spec
-        self.status = JobStatus.PENDING
-        self.remaining = float(spec.total_iters)
-        self.alloc: JobAllocation | None = None
-        self.groups: tuple[ServerGroup, ...] = ()
-        self.num_gpus_now = 0
-        self.rate = 0.0
-        self.penalty_until_s = 0.0
-        self.last_update_s = spec.submit_s
-        self.attained_gpu_s = 0.0
-        self.gpu_s_by_type: dict[str, float] = {}
-        self.executed_s = 0.0
-        self.first_start_s: float | None = None
-        self.last_change_s: float | None = None
-        self.run_start_s = 0.0
-        self.last_run_s = 0.0
-        self.finish_s: float | None = None
-        self.num_reconfigs = 0
-        self.version = 0
-        self.view: JobView | None = None
-
-    @property
-    def allocation(self) -> JobAllocation | None:
-        return self.alloc
-
-    def remaining_at(self, now: float) -> float:
-        """Iterations left at ``now`` under the current allocation."""
-        if self.status != JobStatus.RUNNING or self.rate <= 0:
-            return self.remaining
-        effective = now - max(self.last_update_s, self.penalty_until_s)
-        return max(0.0, self.remaining - self.rate * effective) if effective > 0 else self.remaining
-
-    def flush(self, now: float) -> None:
-        """Bring the accounted progress and service up to ``now``."""
-        dt = now - self.last_update_s
-        if dt > 0 and self.status == JobStatus.RUNNING:
-            self.remaining = self.remaining_at(now)
-            self.attained_gpu_s += self.num_gpus_now * dt
-            self.executed_s += dt
-            per_type = dict(self.gpu_s_by_type)  # copy on write: views keep the old mapping
-            for g in self.groups:
-                per_type[g.gpu_type] = per_type.get(g.gpu_type, 0.0) + g.num_gpus * dt
-            self.gpu_s_by_type = per_type
-        self.last_update_s = now
-
-    def make_view(self, now: float) -> JobView:
-        view = self.view
-        if view is not None:
-            return view
-        s = self.spec
-        if self.status == JobStatus.RUNNING:
-            dt = now - self.last_update_s
-            return JobView(
-                s,
-                s.job_id,
-                s.submit_s,
-                s.job_type,
-                s.batch_size,
-                s.total_iters,
-                s.num_gpus,
-                s.deadline_s,
-                self.status,
-                self.remaining_at(now),
-                self.alloc,
-                self.groups,
-                self.rate,
-                max(0.0, self.penalty_until_s - now),
-                self.attained_gpu_s + self.num_gpus_now * dt,
-                self.executed_s + dt,
-                self.first_start_s,
-                self.last_change_s,
-                now - self.run_start_s,
-                self.num_reconfigs,
-                self.gpu_s_by_type,
-                dt,
-            )
-        # A waiting job's snapshot stays valid until its state changes.
-        view = JobView(
-            s,
-            s.job_id,
-            s.submit_s,
-            s.job_type,
-            s.batch_size,
-            s.total_iters,
-            s.num_gpus,
-            s.deadline_s,
-            self.status,
-            self.remaining,
-            None,
-            (),
-            0.0,
-            0.0,
-            self.attained_gpu_s,
-            self.executed_s,
-            self.first_start_s,
-            self.last_change_s,
-            self.last_run_s,
-            self.num_reconfigs,
-            self.gpu_s_by_type,
-            0.0,
-        )
-        self.view = view
-        return view
-
-
-def _job_order(job: _Job) -> tuple[float, int]:
-    return (job.spec.submit_s, job.spec.job_id)
 
 
 @dataclass
@@ -339,11 +198,11 @@ class Simulator:
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
-        self._jobs: dict[int, _Job] = {s.job_id: _Job(s) for s in self.specs}
-        self._order: list[_Job] = [self._jobs[s.job_id] for s in self.specs]
+        self._jobs: dict[int, JobRecord] = {s.job_id: JobRecord(s) for s in self.specs}
+        self._order: list[JobRecord] = [self._jobs[s.job_id] for s in self.specs]
         self._next_arrival = 0
-        self._active: dict[int, _Job] = {}  # arrived, not ended, in submission order
-        self._running: dict[int, _Job] = {}  # the active jobs holding GPUs
+        self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
+        self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
         self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
         self._state = ClusterState(self.cluster)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
@@ -689,7 +548,9 @@ class Simulator:
             final.update(self._placer.place(self.cluster, free, self._requests(pending)))
         return free, final
 
-    def _reconfigure(self, job: _Job, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float) -> None:
+    def _reconfigure(
+        self, job: JobRecord, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float
+    ) -> None:
         job.flush(now)
         started_before = job.first_start_s is not None
         job.version += 1
@@ -725,15 +586,15 @@ class Simulator:
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
             self._insert_waiting(job, now)
 
-    def _insert_running(self, job: _Job) -> None:
+    def _insert_running(self, job: JobRecord) -> None:
         """Add a job to the running ones, keeping submission order (views need no sorting)."""
         running = self._running
-        if not running or _job_order(next(reversed(running.values()))) < _job_order(job):
+        if not running or job_order(next(reversed(running.values()))) < job_order(job):
             running[job.spec.job_id] = job
             return
-        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=_job_order)}
+        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=job_order)}
 
-    def _insert_waiting(self, job: _Job, now: float) -> None:
+    def _insert_waiting(self, job: JobRecord, now: float) -> None:
         """Put a preempted job's view back among the waiting ones, keeping submission order."""
         views = self._waiting_views
         view = job.make_view(now)
