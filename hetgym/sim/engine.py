@@ -19,11 +19,9 @@ import heapq
 import math
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
@@ -31,9 +29,9 @@ from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.metrics import compute_metrics, jobs_frame
 from hetgym.sim.placement import PlacementRequest, Placer, make_placer
 from hetgym.sim.policy import policy_placer
+from hetgym.sim.result import SimulationResult, build_result
 from hetgym.sim.runtime import JobRecord, job_order
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView, _submission_order
@@ -43,43 +41,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ROUND_S = 360.0
 _EPS_S = 1e-9
-
-
-@dataclass
-class SimulationResult:
-    """What :meth:`Simulator.run` returns.
-
-    Attributes:
-        policy: Policy name.
-        cluster: Cluster name.
-        metrics: Scalar metrics (see :mod:`hetgym.sim.metrics` for each definition).
-        jobs: One row per job with its outcome.
-        timeline: GPUs in use per type over time (a step function: one row per change).
-        stalled: Whether the run stopped because no job could make progress.
-        num_epochs: Decision epochs.
-        num_events: Arrival, completion and tick events processed.
-        wall_s: Wall-clock duration of the run.
-    """
-
-    policy: str
-    cluster: str
-    metrics: dict[str, float]
-    jobs: pd.DataFrame
-    timeline: pd.DataFrame
-    stalled: bool = False
-    num_epochs: int = 0
-    num_events: int = 0
-    wall_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """A short human-readable line of the headline metrics."""
-        m = self.metrics
-        return (
-            f"{self.policy} on {self.cluster}: DSR {m['dsr']:.3f}, avg JCT {m['jct_mean_s'] / 3600:.2f} h, "
-            f"makespan {m['makespan_s'] / 3600:.2f} h, util {m['utilisation']:.3f}, "
-            f"{int(m['num_completed'])}/{int(m['num_jobs'])} done"
-        )
 
 
 class Simulator:
@@ -657,33 +618,13 @@ class Simulator:
         """Metrics and per-job table of the finished (or stopped) simulation."""
         if not self._started:
             raise HetgymError("the simulation has not been run; call run(policy) or reset()/step()")
-        jobs = [j for j in self._order if j.status != JobStatus.PENDING]
-        frame = jobs_frame(
-            [
-                (
-                    j.spec,
-                    j.status,
-                    j.first_start_s,
-                    j.finish_s,
-                    j.attained_gpu_s,
-                    j.num_reconfigs,
-                    j.remaining,
-                )
-                for j in jobs
-            ],
-            self.throughput,
+        return build_result(
+            policy_name,
             self.cluster,
-        )
-        types = list(self.cluster.gpu_types)
-        timeline = pd.DataFrame([(t, *used) for t, used in self._timeline], columns=["time_s", *types])
-        metrics = compute_metrics(frame, timeline, self.cluster, self._latencies_s)
-        metrics["num_not_arrived"] = float(len(self._order) - len(jobs))
-        return SimulationResult(
-            policy=policy_name,
-            cluster=self.cluster.name,
-            metrics=metrics,
-            jobs=frame,
-            timeline=timeline,
+            self.throughput,
+            self._order,
+            self._timeline,
+            self._latencies_s,
             stalled=self._stalled,
             num_epochs=self._epoch,
             num_events=self._events,
