@@ -27,9 +27,7 @@ import itertools
 import json
 import math
 import sys
-import types
-import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,18 @@ from hetgym.sim.cluster import ClusterSpec, Server, get_cluster, register_cluste
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.policy import make_policy
+from hetgym.sweep.checks import (
+    SweepConfigError,
+    as_axis,
+    as_list,
+    as_mapping,
+    check_field,
+    check_keys,
+    check_types,
+    parse_seeds,
+    positive_numbers,
+    resolve_path,
+)
 from hetgym.workloads.scenario import Scenario, WorkloadConfig, get_scenario
 
 #: Keys of a sweep mapping, in the order documented in ``docs/sweeps.md``.
@@ -65,10 +75,6 @@ _WORKLOAD_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadConfig) if f
 #: The simulator's seed is the run's seed; it is not a sweep knob of its own.
 _SIM_FIELDS = tuple(f.name for f in dataclasses.fields(SimConfig) if f.init and f.name != "seed")
 _LOAD_KEYS = ("target_utilisation", "arrival_rate_per_h")
-
-
-class SweepConfigError(HetgymError, ValueError):
-    """A sweep description is malformed; the message names the key and how to fix it."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -281,7 +287,7 @@ def _parse_policy(item: Any, where: str) -> PolicyEntry:
         return PolicyEntry(item, item)
     if not isinstance(item, Mapping):
         raise SweepConfigError(f"{where}: give a policy name or a mapping with keys {list(_POLICY_KEYS)}, not {item!r}")
-    _check_keys(item, _POLICY_KEYS, f"{where} key")
+    check_keys(item, _POLICY_KEYS, f"{where} key")
     if "name" not in item:
         raise SweepConfigError(f"{where}: the policy mapping needs a 'name' (a registered policy)")
     options = item.get("options") or {}
@@ -290,7 +296,7 @@ def _parse_policy(item: Any, where: str) -> PolicyEntry:
         raise SweepConfigError(f"{where}.options: give a mapping knob: value, not {options!r}")
     if not isinstance(grid, Mapping):
         raise SweepConfigError(f"{where}.grid: give a mapping knob: [values...], not {grid!r}")
-    axes = {str(k): _axis(v, f"{where}.grid.{k}") for k, v in grid.items()}
+    axes = {str(k): as_axis(v, f"{where}.grid.{k}") for k, v in grid.items()}
     both = set(options) & set(axes)
     if both:
         raise SweepConfigError(f"{where}: knob(s) {sorted(both)} are both in options and grid; keep one")
@@ -303,11 +309,11 @@ def _parse_scenario(item: Any, where: str) -> Scenario:
         return get_scenario(item)
     if not isinstance(item, Mapping):
         raise SweepConfigError(f"{where}: give an embedded scenario name or a mapping, not {item!r}")
-    _check_keys(item, _SCENARIO_KEYS, f"{where} key")
+    check_keys(item, _SCENARIO_KEYS, f"{where} key")
     if "name" not in item:
         raise SweepConfigError(f"{where}: an inline scenario needs a 'name'")
-    workload = _mapping(item.get("workload"), f"{where}.workload")
-    sim = _mapping(item.get("sim"), f"{where}.sim")
+    workload = as_mapping(item.get("workload"), f"{where}.workload")
+    sim = as_mapping(item.get("sim"), f"{where}.sim")
     if "base" in item:
         base = get_scenario(str(item["base"]))
         changes: dict[str, Any] = {"name": str(item["name"])}
@@ -394,7 +400,7 @@ class SweepSpec:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], *, base_dir: str | Path = ".") -> SweepSpec:
         """Parse a sweep mapping (keys :data:`SPEC_KEYS`); file paths in it are relative to ``base_dir``."""
-        _check_keys(values, SPEC_KEYS, "sweep config key")
+        check_keys(values, SPEC_KEYS, "sweep config key")
         base = Path(base_dir)
         try:
             return cls._from_dict(values, base)
@@ -408,7 +414,7 @@ class SweepSpec:
             raise SweepConfigError("'policies' is missing or empty; list registered policies, e.g. [fifo, srtf]")
         if isinstance(policies_raw, (str, Mapping)):
             policies_raw = [policies_raw]
-        policies = tuple(_parse_policy(p, f"policies[{i}]") for i, p in enumerate(_as_list(policies_raw, "policies")))
+        policies = tuple(_parse_policy(p, f"policies[{i}]") for i, p in enumerate(as_list(policies_raw, "policies")))
         labels = [p.label for p in policies]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
@@ -417,47 +423,45 @@ class SweepSpec:
         if isinstance(scenarios_raw, (str, Mapping)):
             scenarios_raw = [scenarios_raw]
         scenarios = tuple(
-            _parse_scenario(s, f"scenarios[{i}]") for i, s in enumerate(_as_list(scenarios_raw, "scenarios"))
+            _parse_scenario(s, f"scenarios[{i}]") for i, s in enumerate(as_list(scenarios_raw, "scenarios"))
         )
         clusters = values.get("clusters")
         if clusters is not None:
-            clusters = tuple(
-                str(c) for c in _as_list([clusters] if isinstance(clusters, str) else clusters, "clusters")
-            )
-        scales = tuple(_positive_numbers(values.get("cluster_scales", [1]), "cluster_scales"))
+            clusters = tuple(str(c) for c in as_list([clusters] if isinstance(clusters, str) else clusters, "clusters"))
+        scales = tuple(positive_numbers(values.get("cluster_scales", [1]), "cluster_scales"))
         loads = values.get("loads")
         rates = values.get("arrival_rates_per_h")
         if loads is not None and rates is not None:
             raise SweepConfigError("give either 'loads' (offered utilisation) or 'arrival_rates_per_h', not both")
-        workload = dict(_mapping(values.get("workload"), "workload"))
-        sim = dict(_mapping(values.get("sim"), "sim"))
+        workload = dict(as_mapping(values.get("workload"), "workload"))
+        sim = dict(as_mapping(values.get("sim"), "sim"))
         for key in workload:
-            _check_field(key, _WORKLOAD_FIELDS, "workload key")
+            check_field(key, _WORKLOAD_FIELDS, "workload key")
         for key in sim:
-            _check_field(key, _SIM_FIELDS, "sim key", hint="The simulator seed is the run's seed: use 'seeds'.")
+            check_field(key, _SIM_FIELDS, "sim key", hint="The simulator seed is the run's seed: use 'seeds'.")
         if workload.get("trace"):
-            workload["trace"] = _resolve_path(workload["trace"], base)
+            workload["trace"] = resolve_path(workload["trace"], base)
         grid: dict[str, tuple[Any, ...]] = {}
-        for key, axis in _mapping(values.get("grid"), "grid").items():
+        for key, axis in as_mapping(values.get("grid"), "grid").items():
             section, _, name = str(key).partition(".")
             if section == "workload":
-                _check_field(name, _WORKLOAD_FIELDS, "workload key", where=f"grid.{key}")
+                check_field(name, _WORKLOAD_FIELDS, "workload key", where=f"grid.{key}")
             elif section == "sim":
-                _check_field(name, _SIM_FIELDS, "sim key", where=f"grid.{key}")
+                check_field(name, _SIM_FIELDS, "sim key", where=f"grid.{key}")
             else:
                 raise SweepConfigError(
                     f"grid key {key!r}: write 'workload.<field>' or 'sim.<field>' (policy knob axes go under "
                     "the policy's own 'grid'; loads, seeds, clusters and cluster_scales have their own keys)"
                 )
-            values_ = _axis(axis, f"grid.{key}")
+            values_ = as_axis(axis, f"grid.{key}")
             if section == "workload" and name == "trace":
-                values_ = tuple(_resolve_path(v, base) if v else v for v in values_)
+                values_ = tuple(resolve_path(v, base) if v else v for v in values_)
             grid[str(key)] = values_
         if loads is not None and any(f"workload.{k}" in grid for k in _LOAD_KEYS):
             raise SweepConfigError("'loads' and a grid axis over the load both set the load; keep one")
         imports = tuple(
-            _resolve_path(i, base) if str(i).endswith(".py") else str(i)
-            for i in _as_list(values.get("imports", []), "imports")
+            resolve_path(i, base) if str(i).endswith(".py") else str(i)
+            for i in as_list(values.get("imports", []), "imports")
         )
         return cls(
             name=str(values.get("name") or "sweep"),
@@ -465,8 +469,8 @@ class SweepSpec:
             scenarios=scenarios,
             clusters=clusters,
             cluster_scales=scales,
-            loads=None if loads is None else tuple(_positive_numbers(loads, "loads")),
-            arrival_rates_per_h=None if rates is None else tuple(_positive_numbers(rates, "arrival_rates_per_h")),
+            loads=None if loads is None else tuple(positive_numbers(loads, "loads")),
+            arrival_rates_per_h=None if rates is None else tuple(positive_numbers(rates, "arrival_rates_per_h")),
             seeds=tuple(parse_seeds(values.get("seeds", [0]))),
             workload=workload,
             sim=sim,
@@ -573,7 +577,7 @@ def _workload_fields(scenario: Scenario, overrides: Mapping[str, Any], where: st
     elif over.get("static"):
         over.update({k: None for k in _LOAD_KEYS if k not in over})
     values = {**scenario.workload.__dict__, **over}
-    _check_types(WorkloadConfig, values, f"{where}: workload")
+    check_types(WorkloadConfig, values, f"{where}: workload")
     try:
         config = WorkloadConfig.from_dict(values)
     except (HetgymError, ValueError) as exc:
@@ -585,7 +589,7 @@ def _workload_fields(scenario: Scenario, overrides: Mapping[str, Any], where: st
 
 def _sim_fields(scenario: Scenario, overrides: Mapping[str, Any], where: str) -> dict[str, Any]:
     values = {**scenario.sim.__dict__, **overrides}
-    _check_types(SimConfig, values, f"{where}: sim")
+    check_types(SimConfig, values, f"{where}: sim")
     try:
         config = SimConfig.from_dict(values)
     except (HetgymError, ValueError) as exc:
@@ -593,122 +597,3 @@ def _sim_fields(scenario: Scenario, overrides: Mapping[str, Any], where: str) ->
     out = {k: getattr(config, k) for k in _SIM_FIELDS}
     out["restart_penalty_by_type"] = dict(out["restart_penalty_by_type"])
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Small parsers and checks
-
-
-def parse_seeds(value: Any) -> list[int]:
-    """Seeds from a list of ints, a count ``n`` (0..n-1), or a string ``"0-9"`` / ``"0,1,2"``."""
-    if isinstance(value, bool):
-        raise SweepConfigError(f"seeds: {value!r} is not a list of integers")
-    if isinstance(value, int):
-        if value < 1:
-            raise SweepConfigError(f"seeds: {value} seeds; give a count >= 1 or a list")
-        return list(range(value))
-    if isinstance(value, str):
-        out: list[int] = []
-        for part in value.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            lo, dash, hi = part.partition("-")
-            try:
-                out += list(range(int(lo), int(hi) + 1)) if dash else [int(part)]
-            except ValueError:
-                raise SweepConfigError(f"seeds: {value!r}; write e.g. '0-9' or '0,1,2'") from None
-        value = out
-    seeds = _as_list(value, "seeds")
-    if not seeds:
-        raise SweepConfigError("seeds is empty; give e.g. [0, 1, 2] or a count")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise SweepConfigError(f"seeds: {s!r} is not an integer")
-    if len(set(seeds)) != len(seeds):
-        raise SweepConfigError(f"seeds: {seeds} repeats a seed")
-    return list(seeds)
-
-
-def _as_list(value: Any, where: str) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise SweepConfigError(f"{where}: give a list, not {value!r}")
-
-
-def _axis(value: Any, where: str) -> tuple[Any, ...]:
-    values = _as_list(value, where)
-    if not values:
-        raise SweepConfigError(f"{where}: the axis is empty; give at least one value")
-    return tuple(values)
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SweepConfigError(f"{where}: give a mapping key: value, not {value!r}")
-    return value
-
-
-def _positive_numbers(value: Any, where: str) -> list[float]:
-    values = _axis([value] if isinstance(value, (int, float)) and not isinstance(value, bool) else value, where)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-            raise SweepConfigError(f"{where}: {v!r} is not a positive number")
-    if len(set(values)) != len(values):
-        raise SweepConfigError(f"{where}: {list(values)} repeats a value")
-    return list(values)
-
-
-def _check_keys(values: Mapping[str, Any], valid: Sequence[str], kind: str) -> None:
-    for key in values:
-        if key not in valid:
-            raise SweepConfigError(str(UnknownNameError(kind, key, valid)))
-
-
-def _check_field(key: str, valid: Sequence[str], kind: str, *, where: str = "", hint: str = "") -> None:
-    if key not in valid:
-        msg = str(UnknownNameError(kind, key, valid, hint))
-        raise SweepConfigError(f"{where}: {msg}" if where else msg)
-
-
-def _resolve_path(value: Any, base: Path) -> str:
-    path = Path(str(value)).expanduser()
-    return str(path if path.is_absolute() else (base / path))
-
-
-def _check_types(cls: type, values: Mapping[str, Any], where: str) -> None:
-    """Reject values whose type does not match the dataclass field's annotation (e.g. ``num_jobs: "50"``)."""
-    hints = typing.get_type_hints(cls)
-    for key, value in values.items():
-        hint = hints.get(key)
-        if hint is not None and not _matches(value, hint):
-            raise SweepConfigError(f"{where}.{key} = {value!r} ({type(value).__name__}); expected {_hint_name(hint)}")
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return isinstance(value, Mapping)
-    return True
-
-
-def _hint_name(hint: Any) -> str:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_hint_name(h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    return getattr(hint, "__name__", str(hint))
