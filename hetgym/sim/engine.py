@@ -10,32 +10,35 @@ Two ways to drive it:
 
 * :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks and sweeps);
 * :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym env).
+
+This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
+the per-job runtime records in :mod:`hetgym.sim.runtime`, applying a decision (release, place,
+reconfigure) in :mod:`hetgym.sim.apply`, and :class:`SimulationResult` with its assembly in
+:mod:`hetgym.sim.result` (re-exported here).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation
+from hetgym.sim.allocation import Allocation, check_allocation
+from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
-from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.metrics import compute_metrics, jobs_frame
-from hetgym.sim.placement import PlacementRequest, Placer, make_placer
+from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
-from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
-from hetgym.sim.view import ClusterView, JobView, _submission_order
+from hetgym.sim.result import SimulationResult, build_result
+from hetgym.sim.runtime import JobRecord
+from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.view import ClusterView, JobView
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
@@ -44,186 +47,7 @@ DEFAULT_ROUND_S = 360.0
 _EPS_S = 1e-9
 
 
-class _Job:
-    """Mutable runtime record of one job (simulator-internal).
-
-    Progress is accounted lazily: ``remaining``, ``attained_gpu_s``, ``executed_s`` and
-    ``gpu_s_by_type`` hold their values at ``last_update_s`` (the last allocation change), and the
-    values at any later time follow from the current rate and GPUs (:meth:`flush` brings them up to
-    date when the allocation changes or the job ends).
-    """
-
-    __slots__ = (
-        "alloc",
-        "attained_gpu_s",
-        "executed_s",
-        "finish_s",
-        "first_start_s",
-        "gpu_s_by_type",
-        "groups",
-        "last_change_s",
-        "last_run_s",
-        "last_update_s",
-        "num_gpus_now",
-        "num_reconfigs",
-        "penalty_until_s",
-        "rate",
-        "remaining",
-        "run_start_s",
-        "spec",
-        "status",
-        "version",
-        "view",
-    )
-
-    def __init__(self, spec: JobSpec) -> None:
-        self.spec = spec
-        self.status = JobStatus.PENDING
-        self.remaining = float(spec.total_iters)
-        self.alloc: JobAllocation | None = None
-        self.groups: tuple[ServerGroup, ...] = ()
-        self.num_gpus_now = 0
-        self.rate = 0.0
-        self.penalty_until_s = 0.0
-        self.last_update_s = spec.submit_s
-        self.attained_gpu_s = 0.0
-        self.gpu_s_by_type: dict[str, float] = {}
-        self.executed_s = 0.0
-        self.first_start_s: float | None = None
-        self.last_change_s: float | None = None
-        self.run_start_s = 0.0
-        self.last_run_s = 0.0
-        self.finish_s: float | None = None
-        self.num_reconfigs = 0
-        self.version = 0
-        self.view: JobView | None = None
-
-    @property
-    def allocation(self) -> JobAllocation | None:
-        return self.alloc
-
-    def remaining_at(self, now: float) -> float:
-        """Iterations left at ``now`` under the current allocation."""
-        if self.status != JobStatus.RUNNING or self.rate <= 0:
-            return self.remaining
-        effective = now - max(self.last_update_s, self.penalty_until_s)
-        return max(0.0, self.remaining - self.rate * effective) if effective > 0 else self.remaining
-
-    def flush(self, now: float) -> None:
-        """Bring the accounted progress and service up to ``now``."""
-        dt = now - self.last_update_s
-        if dt > 0 and self.status == JobStatus.RUNNING:
-            self.remaining = self.remaining_at(now)
-            self.attained_gpu_s += self.num_gpus_now * dt
-            self.executed_s += dt
-            per_type = dict(self.gpu_s_by_type)  # copy on write: views keep the old mapping
-            for g in self.groups:
-                per_type[g.gpu_type] = per_type.get(g.gpu_type, 0.0) + g.num_gpus * dt
-            self.gpu_s_by_type = per_type
-        self.last_update_s = now
-
-    def make_view(self, now: float) -> JobView:
-        view = self.view
-        if view is not None:
-            return view
-        s = self.spec
-        if self.status == JobStatus.RUNNING:
-            dt = now - self.last_update_s
-            return JobView(
-                s,
-                s.job_id,
-                s.submit_s,
-                s.job_type,
-                s.batch_size,
-                s.total_iters,
-                s.num_gpus,
-                s.deadline_s,
-                self.status,
-                self.remaining_at(now),
-                self.alloc,
-                self.groups,
-                self.rate,
-                max(0.0, self.penalty_until_s - now),
-                self.attained_gpu_s + self.num_gpus_now * dt,
-                self.executed_s + dt,
-                self.first_start_s,
-                self.last_change_s,
-                now - self.run_start_s,
-                self.num_reconfigs,
-                self.gpu_s_by_type,
-                dt,
-            )
-        # A waiting job's snapshot stays valid until its state changes.
-        view = JobView(
-            s,
-            s.job_id,
-            s.submit_s,
-            s.job_type,
-            s.batch_size,
-            s.total_iters,
-            s.num_gpus,
-            s.deadline_s,
-            self.status,
-            self.remaining,
-            None,
-            (),
-            0.0,
-            0.0,
-            self.attained_gpu_s,
-            self.executed_s,
-            self.first_start_s,
-            self.last_change_s,
-            self.last_run_s,
-            self.num_reconfigs,
-            self.gpu_s_by_type,
-            0.0,
-        )
-        self.view = view
-        return view
-
-
-def _job_order(job: _Job) -> tuple[float, int]:
-    return (job.spec.submit_s, job.spec.job_id)
-
-
-@dataclass
-class SimulationResult:
-    """What :meth:`Simulator.run` returns.
-
-    Attributes:
-        policy: Policy name.
-        cluster: Cluster name.
-        metrics: Scalar metrics (see :mod:`hetgym.sim.metrics` for each definition).
-        jobs: One row per job with its outcome.
-        timeline: GPUs in use per type over time (a step function: one row per change).
-        stalled: Whether the run stopped because no job could make progress.
-        num_epochs: Decision epochs.
-        num_events: Arrival, completion and tick events processed.
-        wall_s: Wall-clock duration of the run.
-    """
-
-    policy: str
-    cluster: str
-    metrics: dict[str, float]
-    jobs: pd.DataFrame
-    timeline: pd.DataFrame
-    stalled: bool = False
-    num_epochs: int = 0
-    num_events: int = 0
-    wall_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """A short human-readable line of the headline metrics."""
-        m = self.metrics
-        return (
-            f"{self.policy} on {self.cluster}: DSR {m['dsr']:.3f}, avg JCT {m['jct_mean_s'] / 3600:.2f} h, "
-            f"makespan {m['makespan_s'] / 3600:.2f} h, util {m['utilisation']:.3f}, "
-            f"{int(m['num_completed'])}/{int(m['num_jobs'])} done"
-        )
-
-
-class Simulator:
+class Simulator(ApplyMixin):
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -339,11 +163,11 @@ class Simulator:
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
-        self._jobs: dict[int, _Job] = {s.job_id: _Job(s) for s in self.specs}
-        self._order: list[_Job] = [self._jobs[s.job_id] for s in self.specs]
+        self._jobs: dict[int, JobRecord] = {s.job_id: JobRecord(s) for s in self.specs}
+        self._order: list[JobRecord] = [self._jobs[s.job_id] for s in self.specs]
         self._next_arrival = 0
-        self._active: dict[int, _Job] = {}  # arrived, not ended, in submission order
-        self._running: dict[int, _Job] = {}  # the active jobs holding GPUs
+        self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
+        self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
         self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
         self._state = ClusterState(self.cluster)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
@@ -543,241 +367,6 @@ class Simulator:
         )
 
     # ----------------------------------------------------------------------------------------
-    # Applying a decision
-
-    def _apply(self, allocation: Allocation) -> None:
-        """Apply a validated allocation: only jobs whose resources change are released and re-placed."""
-        now = self._now
-        active = self._active
-        for jid in sorted(allocation.reject):
-            job = active.pop(jid)
-            self._running.pop(jid, None)
-            self._waiting_views.pop(jid, None)
-            job.flush(now)
-            for g in job.groups:
-                self._state.release(g.server_id, g.num_gpus)
-            if job.status == JobStatus.RUNNING:
-                job.last_run_s = now - job.run_start_s
-            job.status = JobStatus.REJECTED
-            job.finish_s = now
-            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
-            job.version += 1
-            job.view = None
-            self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.REJECTED))
-
-        new = allocation.jobs
-        if self._placer.replaces_all:
-            moved: dict[int, JobAllocation | None] = {}
-            if new or self._running:
-                free, placed = self._place_all(new, keep_unchanged=False)
-                moved = self._moved(new, placed)
-                for jid, target in moved.items():
-                    self._reconfigure(active[jid], target, placed.get(jid, ()), now)
-                self._state.free = free
-            if moved or allocation.reject:
-                self._record_usage()
-            return
-        changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
-        for jid, ja in new.items():
-            cur = active[jid].alloc
-            if ja is cur or (
-                cur is not None
-                and ja.counts == cur.counts
-                and ja.mode == cur.mode
-                and (ja.servers is None or ja.servers == cur.servers)
-            ):
-                continue  # unchanged: same resources, and no new placement asked for
-            changes[jid] = ja
-        if changes:
-            free = self._state.free.copy()
-            for jid in changes:
-                for g in active[jid].groups:
-                    free[g.server_id] += g.num_gpus
-            found = self._place_changes(changes, free)
-            if found is None:
-                # An explicit placement claims GPUs that unchanged jobs hold: place everything afresh.
-                free, final = self._place_all(new, keep_unchanged=True)
-                changes = self._moved(new, final)
-            else:
-                final = found
-            for jid, target in changes.items():
-                self._reconfigure(active[jid], target, final.get(jid, ()), now)
-            self._state.free = free
-        if changes or allocation.reject:
-            self._record_usage()
-
-    def _moved(
-        self, new: Mapping[int, JobAllocation], final: Mapping[int, tuple[ServerGroup, ...]]
-    ) -> dict[int, JobAllocation | None]:
-        """The active jobs whose servers or mode differ between now and ``final`` (the new allocation)."""
-        return {
-            jid: new.get(jid)
-            for jid, job in self._active.items()
-            if final.get(jid, ()) != job.groups
-            or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
-        }
-
-    def _requests(self, pending: Mapping[int, JobAllocation]) -> list[PlacementRequest]:
-        active = self._active
-        return [
-            PlacementRequest(jid, active[jid].spec, ja.counts, ja.mode, active[jid].groups)
-            for jid, ja in sorted(pending.items())
-        ]
-
-    def _place_changes(
-        self, changes: Mapping[int, JobAllocation | None], free: np.ndarray
-    ) -> dict[int, tuple[ServerGroup, ...]] | None:
-        """Place the changed jobs into ``free`` (modified); ``None`` if an explicit placement conflicts."""
-        servers = self.cluster.servers
-        final: dict[int, tuple[ServerGroup, ...]] = {}
-        pending: dict[int, JobAllocation] = {}
-        for jid, ja in changes.items():
-            if ja is None:
-                continue
-            if ja.servers is None:
-                pending[jid] = ja
-                continue
-            for s, n in ja.servers:
-                free[s] -= n
-                if free[s] < 0:
-                    return None
-            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
-        if pending:
-            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
-        return final
-
-    def _place_all(
-        self, new: Mapping[int, JobAllocation], *, keep_unchanged: bool
-    ) -> tuple[np.ndarray, dict[int, tuple[ServerGroup, ...]]]:
-        """Place every allocated job from an empty cluster: explicit placements first, then (when
-        ``keep_unchanged``) unchanged jobs on their servers where possible, then the rest with the placer."""
-        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
-        servers = self.cluster.servers
-        final: dict[int, tuple[ServerGroup, ...]] = {}
-        active = self._active
-        if keep_unchanged:
-            explicit = {jid for jid, ja in new.items() if ja.servers is not None}
-        else:
-            # A placer that re-packs the cluster moves kept jobs too: a job's current placement repeated
-            # (what keeping it spells out) is no pin, only a new explicit placement is.
-            explicit = {
-                jid for jid, ja in new.items() if ja.servers is not None and not _repeats(ja, active[jid].alloc)
-            }
-        for jid in explicit:
-            ja = new[jid]
-            assert ja.servers is not None
-            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
-            for s, n in ja.servers:
-                free[s] -= n
-        pending: dict[int, JobAllocation] = {}
-        for jid, ja in new.items():
-            if jid in explicit:
-                continue
-            job = self._active[jid]
-            if (
-                keep_unchanged
-                and ja.same_resources(job.alloc)
-                and all(free[g.server_id] >= g.num_gpus for g in job.groups)
-            ):
-                for g in job.groups:
-                    free[g.server_id] -= g.num_gpus
-                final[jid] = job.groups
-            else:
-                pending[jid] = ja
-        if pending:
-            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
-        return free, final
-
-    def _reconfigure(self, job: _Job, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float) -> None:
-        job.flush(now)
-        started_before = job.first_start_s is not None
-        job.version += 1
-        job.view = None
-        job.last_change_s = now
-        jid = job.spec.job_id
-        if groups and ja is not None:
-            if started_before:
-                job.num_reconfigs += 1
-            else:
-                job.first_start_s = now
-            if job.status != JobStatus.RUNNING:
-                job.run_start_s = now
-            charge = started_before or self.config.charge_first_start
-            job.penalty_until_s = now + (self.config.restart_penalty_for(job.spec.job_type) if charge else 0.0)
-            if job.status != JobStatus.RUNNING:
-                self._insert_running(job)
-            job.status = JobStatus.RUNNING
-            self._waiting_views.pop(jid, None)
-            job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
-            job.groups = groups
-            job.num_gpus_now = sum(g.num_gpus for g in groups)
-            job.rate = self._rate(job.spec, groups, ja)
-            if job.rate > 0:
-                t_done = job.penalty_until_s + job.remaining / job.rate
-                self._seq += 1
-                heapq.heappush(self._heap, (t_done, self._seq, jid, job.version))
-        else:
-            job.num_reconfigs += 1  # a preemption
-            job.last_run_s = now - job.run_start_s
-            job.status = JobStatus.WAITING
-            self._running.pop(jid, None)
-            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
-            self._insert_waiting(job, now)
-
-    def _insert_running(self, job: _Job) -> None:
-        """Add a job to the running ones, keeping submission order (views need no sorting)."""
-        running = self._running
-        if not running or _job_order(next(reversed(running.values()))) < _job_order(job):
-            running[job.spec.job_id] = job
-            return
-        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=_job_order)}
-
-    def _insert_waiting(self, job: _Job, now: float) -> None:
-        """Put a preempted job's view back among the waiting ones, keeping submission order."""
-        views = self._waiting_views
-        view = job.make_view(now)
-        if not views or _submission_order(next(reversed(views.values()))) < _submission_order(view):
-            views[job.spec.job_id] = view
-            return
-        items = list(views.items())
-        keys = [_submission_order(v) for _, v in items]
-        pos = bisect.bisect_left(keys, _submission_order(view))
-        items.insert(pos, (job.spec.job_id, view))
-        self._waiting_views = dict(items)
-
-    def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
-        comm = self.config.comm_model
-        if comm.is_bandwidth and ja.mode != "fork" and spec.model_bytes is not None:
-            return placement_rate(self.throughput, self.cluster, comm, spec, groups, ja.mode)
-        aggregation_s = 0.0
-        if ja.mode == "fork" and self.config.fork_aggregation and spec.model_bytes and len(groups) > 1:
-            nic = min(self.cluster.servers[g.server_id].nic_bw_gb_per_s for g in groups)
-            aggregation_s = spec.model_bytes / 1e9 / nic
-        return allocation_rate(
-            self.throughput,
-            spec.job_type,
-            spec.batch_size,
-            groups,
-            ja.mode,
-            aggregation_s=aggregation_s,
-            round_s=self._round_s,
-            fork_efficiency=self.config.fork_efficiency,
-        )
-
-    def _record_usage(self) -> None:
-        if not self.config.record_timeline:
-            return
-        used = tuple(self._state.used_by_type().tolist())
-        timeline = self._timeline
-        if timeline and timeline[-1][1] == used:
-            return
-        if timeline and timeline[-1][0] == self._now:
-            timeline[-1] = (self._now, used)
-        else:
-            timeline.append((self._now, used))
-
-    # ----------------------------------------------------------------------------------------
     # Results
 
     def _finish(self) -> None:
@@ -796,43 +385,18 @@ class Simulator:
         """Metrics and per-job table of the finished (or stopped) simulation."""
         if not self._started:
             raise HetgymError("the simulation has not been run; call run(policy) or reset()/step()")
-        jobs = [j for j in self._order if j.status != JobStatus.PENDING]
-        frame = jobs_frame(
-            [
-                (
-                    j.spec,
-                    j.status,
-                    j.first_start_s,
-                    j.finish_s,
-                    j.attained_gpu_s,
-                    j.num_reconfigs,
-                    j.remaining,
-                )
-                for j in jobs
-            ],
-            self.throughput,
+        return build_result(
+            policy_name,
             self.cluster,
-        )
-        types = list(self.cluster.gpu_types)
-        timeline = pd.DataFrame([(t, *used) for t, used in self._timeline], columns=["time_s", *types])
-        metrics = compute_metrics(frame, timeline, self.cluster, self._latencies_s)
-        metrics["num_not_arrived"] = float(len(self._order) - len(jobs))
-        return SimulationResult(
-            policy=policy_name,
-            cluster=self.cluster.name,
-            metrics=metrics,
-            jobs=frame,
-            timeline=timeline,
+            self.throughput,
+            self._order,
+            self._timeline,
+            self._latencies_s,
             stalled=self._stalled,
             num_epochs=self._epoch,
             num_events=self._events,
             wall_s=getattr(self, "_wall_s", time.perf_counter() - self._wall_start),
         )
-
-
-def _repeats(ja: JobAllocation, current: JobAllocation | None) -> bool:
-    """Whether ``ja`` spells out ``current`` (same counts, mode and servers)."""
-    return current is not None and ja.same_resources(current) and ja.servers == current.servers
 
 
 def run_policy(

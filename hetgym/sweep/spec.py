@@ -15,32 +15,54 @@ A sweep is a mapping (usually a YAML file, see ``docs/sweeps.md``)::
 every name, key and value: a bad grid fails before anything runs. Each run's id is a hash of its full
 configuration (policy and knobs, cluster, every workload and simulator field, seed), so it does not
 depend on the order of the grid or on display labels, and a resumed sweep recognises finished runs.
+
+This module parses and expands; :class:`RunSpec`, the run ids, cluster scaling and imports live in
+:mod:`hetgym.sweep.runspec`, and the value checks with :class:`SweepConfigError` in
+:mod:`hetgym.sweep.checks` (all re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib
-import importlib.util
 import itertools
 import json
-import math
-import sys
-import types
-import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from hetgym.sim.cluster import ClusterSpec, Server, get_cluster, register_cluster
+from hetgym.sim.cluster import get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.policy import make_policy
+from hetgym.sweep.checks import (
+    SweepConfigError,
+    as_axis,
+    as_list,
+    as_mapping,
+    check_field,
+    check_keys,
+    check_types,
+    parse_seeds,
+    positive_numbers,
+    resolve_path,
+)
+from hetgym.sweep.runspec import RunSpec, canonical, load_imports, run_id_of, scaled_cluster
 from hetgym.workloads.scenario import Scenario, WorkloadConfig, get_scenario
+
+__all__ = [
+    "SPEC_KEYS",
+    "PolicyEntry",
+    "RunSpec",
+    "SweepConfigError",
+    "SweepSpec",
+    "load_imports",
+    "parse_seeds",
+    "run_id_of",
+    "scaled_cluster",
+]
 
 #: Keys of a sweep mapping, in the order documented in ``docs/sweeps.md``.
 SPEC_KEYS: tuple[str, ...] = (
@@ -65,185 +87,6 @@ _WORKLOAD_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadConfig) if f
 #: The simulator's seed is the run's seed; it is not a sweep knob of its own.
 _SIM_FIELDS = tuple(f.name for f in dataclasses.fields(SimConfig) if f.init and f.name != "seed")
 _LOAD_KEYS = ("target_utilisation", "arrival_rate_per_h")
-
-
-class SweepConfigError(HetgymError, ValueError):
-    """A sweep description is malformed; the message names the key and how to fix it."""
-
-
-# --------------------------------------------------------------------------------------------
-# One run
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One point of a sweep grid: everything a worker needs to simulate it (plain, picklable data).
-
-    Attributes:
-        policy: Display label (the policy name, or its entry's ``label``, plus the knob-axis values).
-        policy_name: Registered policy name.
-        policy_options: Knobs passed to the policy's constructor.
-        scenario: Name of the scenario the run derives from.
-        cluster: Cluster preset name (before scaling).
-        cluster_scale: Factor applied to the number of servers of each GPU type (1 = the preset).
-        workload: Every field of the run's :class:`WorkloadConfig`.
-        sim: Every field of the run's :class:`SimConfig` except ``seed`` (the run's ``seed`` is used).
-        seed: Workload and policy seed.
-        imports: Modules or ``.py`` files to import first (they register custom policies or clusters).
-    """
-
-    policy: str
-    policy_name: str
-    policy_options: Mapping[str, Any]
-    scenario: str
-    cluster: str
-    cluster_scale: float
-    workload: Mapping[str, Any]
-    sim: Mapping[str, Any]
-    seed: int
-    imports: tuple[str, ...] = ()
-    run_id: str = field(init=False, default="")
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "run_id", run_id_of(self.config()))
-
-    def config(self) -> dict[str, Any]:
-        """The full configuration that determines the run's result (what the run id hashes)."""
-        return {
-            "policy": self.policy_name,
-            "policy_options": dict(self.policy_options),
-            "cluster": self.cluster,
-            "cluster_scale": self.cluster_scale,
-            "workload": dict(self.workload),
-            "sim": dict(self.sim),
-            "seed": self.seed,
-        }
-
-    def cluster_name(self) -> str:
-        """The preset to simulate on (a scaled copy of ``cluster`` is registered when ``cluster_scale`` != 1)."""
-        return scaled_cluster(self.cluster, self.cluster_scale)
-
-    def scenario_obj(self) -> Scenario:
-        """The run's :class:`Scenario` (cluster, workload and simulator configuration)."""
-        return Scenario(
-            self.scenario,
-            self.cluster_name(),
-            WorkloadConfig.from_dict(self.workload),
-            SimConfig.from_dict(self.sim),
-        )
-
-    def flat(self) -> dict[str, Any]:
-        """The configuration as flat columns of the results table (non-scalar values as JSON text)."""
-        row: dict[str, Any] = {
-            "run_id": self.run_id,
-            "policy": self.policy,
-            "policy_name": self.policy_name,
-            "scenario": self.scenario,
-            "cluster": self.cluster,
-            "cluster_scale": self.cluster_scale,
-            "num_gpus": get_cluster(self.cluster_name()).total_gpus,
-            "seed": self.seed,
-        }
-        row.update({f"workload.{k}": _scalar(v) for k, v in self.workload.items()})
-        row.update({f"sim.{k}": _scalar(v) for k, v in self.sim.items()})
-        row.update({f"policy.{k}": _scalar(v) for k, v in self.policy_options.items()})
-        return row
-
-
-def _scalar(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return json.dumps(_canonical(value), sort_keys=True)
-
-
-def _canonical(value: Any) -> Any:
-    """A JSON-able form in which equal configurations are equal (1 and 1.0 alike, mappings as dicts)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        f = float(value)
-        if math.isnan(f):
-            return "nan"
-        if math.isinf(f):
-            return "inf" if f > 0 else "-inf"
-        return int(f) if f.is_integer() else f
-    if isinstance(value, Mapping):
-        return {str(k): _canonical(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
-    return str(value)
-
-
-def run_id_of(config: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit id: the SHA-256 of the canonical JSON of ``config``."""
-    text = json.dumps(_canonical(config), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# --------------------------------------------------------------------------------------------
-# Cluster scaling and imports (run in the driver and in every worker)
-
-
-def scaled_cluster(name: str, scale: float) -> str:
-    """The preset ``name`` with each GPU type's server count multiplied by ``scale`` (at least one server).
-
-    A scale of 1 returns ``name``; otherwise a preset ``"<name>*<scale>"`` is registered in this process
-    (idempotently) and its name returned.
-    """
-    if scale == 1:
-        return name
-    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 and math.isfinite(scale)):
-        raise SweepConfigError(f"cluster scale {scale!r} is not a positive number")
-    scaled = f"{name}*{scale:g}"
-    try:
-        get_cluster(scaled)
-        return scaled
-    except UnknownNameError:
-        pass
-    base = get_cluster(name)
-    servers: list[Server] = []
-    for gpu_type in base.gpu_types:
-        of_type = [s for s in base.servers if s.gpu_type == gpu_type]
-        count = max(1, round(len(of_type) * scale))
-        for i in range(count):
-            template = of_type[i % len(of_type)]
-            servers.append(dataclasses.replace(template, server_id=len(servers)))
-    spec = ClusterSpec(scaled, tuple(servers))
-    register_cluster(scaled, lambda: spec, f"{name} with server counts x{scale:g}")
-    return scaled
-
-
-_IMPORTED: set[str] = set()
-
-
-def load_imports(imports: Iterable[str]) -> None:
-    """Import each module name or ``.py`` file once per process (custom policies register on import)."""
-    for item in imports:
-        if item in _IMPORTED:
-            continue
-        if item.endswith(".py"):
-            path = Path(item)
-            if not path.is_file():
-                raise SweepConfigError(f"imports: file {item!r} does not exist")
-            mod_name = f"hetgym_sweep_import_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            if spec is None or spec.loader is None:
-                raise SweepConfigError(f"imports: cannot load {item!r} as a Python module")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[mod_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[mod_name]
-                raise
-        else:
-            try:
-                importlib.import_module(item)
-            except ModuleNotFoundError as exc:
-                raise SweepConfigError(
-                    f"imports: module {item!r} cannot be imported ({exc}); give an importable module or a .py file"
-                ) from exc
-        _IMPORTED.add(item)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,7 +116,7 @@ class PolicyEntry:
 
 
 def _label_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(_canonical(value))
+    return value if isinstance(value, str) else json.dumps(canonical(value))
 
 
 def _parse_policy(item: Any, where: str) -> PolicyEntry:
@@ -281,7 +124,7 @@ def _parse_policy(item: Any, where: str) -> PolicyEntry:
         return PolicyEntry(item, item)
     if not isinstance(item, Mapping):
         raise SweepConfigError(f"{where}: give a policy name or a mapping with keys {list(_POLICY_KEYS)}, not {item!r}")
-    _check_keys(item, _POLICY_KEYS, f"{where} key")
+    check_keys(item, _POLICY_KEYS, f"{where} key")
     if "name" not in item:
         raise SweepConfigError(f"{where}: the policy mapping needs a 'name' (a registered policy)")
     options = item.get("options") or {}
@@ -290,7 +133,7 @@ def _parse_policy(item: Any, where: str) -> PolicyEntry:
         raise SweepConfigError(f"{where}.options: give a mapping knob: value, not {options!r}")
     if not isinstance(grid, Mapping):
         raise SweepConfigError(f"{where}.grid: give a mapping knob: [values...], not {grid!r}")
-    axes = {str(k): _axis(v, f"{where}.grid.{k}") for k, v in grid.items()}
+    axes = {str(k): as_axis(v, f"{where}.grid.{k}") for k, v in grid.items()}
     both = set(options) & set(axes)
     if both:
         raise SweepConfigError(f"{where}: knob(s) {sorted(both)} are both in options and grid; keep one")
@@ -303,11 +146,11 @@ def _parse_scenario(item: Any, where: str) -> Scenario:
         return get_scenario(item)
     if not isinstance(item, Mapping):
         raise SweepConfigError(f"{where}: give an embedded scenario name or a mapping, not {item!r}")
-    _check_keys(item, _SCENARIO_KEYS, f"{where} key")
+    check_keys(item, _SCENARIO_KEYS, f"{where} key")
     if "name" not in item:
         raise SweepConfigError(f"{where}: an inline scenario needs a 'name'")
-    workload = _mapping(item.get("workload"), f"{where}.workload")
-    sim = _mapping(item.get("sim"), f"{where}.sim")
+    workload = as_mapping(item.get("workload"), f"{where}.workload")
+    sim = as_mapping(item.get("sim"), f"{where}.sim")
     if "base" in item:
         base = get_scenario(str(item["base"]))
         changes: dict[str, Any] = {"name": str(item["name"])}
@@ -394,7 +237,7 @@ class SweepSpec:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], *, base_dir: str | Path = ".") -> SweepSpec:
         """Parse a sweep mapping (keys :data:`SPEC_KEYS`); file paths in it are relative to ``base_dir``."""
-        _check_keys(values, SPEC_KEYS, "sweep config key")
+        check_keys(values, SPEC_KEYS, "sweep config key")
         base = Path(base_dir)
         try:
             return cls._from_dict(values, base)
@@ -408,7 +251,7 @@ class SweepSpec:
             raise SweepConfigError("'policies' is missing or empty; list registered policies, e.g. [fifo, srtf]")
         if isinstance(policies_raw, (str, Mapping)):
             policies_raw = [policies_raw]
-        policies = tuple(_parse_policy(p, f"policies[{i}]") for i, p in enumerate(_as_list(policies_raw, "policies")))
+        policies = tuple(_parse_policy(p, f"policies[{i}]") for i, p in enumerate(as_list(policies_raw, "policies")))
         labels = [p.label for p in policies]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
@@ -417,47 +260,45 @@ class SweepSpec:
         if isinstance(scenarios_raw, (str, Mapping)):
             scenarios_raw = [scenarios_raw]
         scenarios = tuple(
-            _parse_scenario(s, f"scenarios[{i}]") for i, s in enumerate(_as_list(scenarios_raw, "scenarios"))
+            _parse_scenario(s, f"scenarios[{i}]") for i, s in enumerate(as_list(scenarios_raw, "scenarios"))
         )
         clusters = values.get("clusters")
         if clusters is not None:
-            clusters = tuple(
-                str(c) for c in _as_list([clusters] if isinstance(clusters, str) else clusters, "clusters")
-            )
-        scales = tuple(_positive_numbers(values.get("cluster_scales", [1]), "cluster_scales"))
+            clusters = tuple(str(c) for c in as_list([clusters] if isinstance(clusters, str) else clusters, "clusters"))
+        scales = tuple(positive_numbers(values.get("cluster_scales", [1]), "cluster_scales"))
         loads = values.get("loads")
         rates = values.get("arrival_rates_per_h")
         if loads is not None and rates is not None:
             raise SweepConfigError("give either 'loads' (offered utilisation) or 'arrival_rates_per_h', not both")
-        workload = dict(_mapping(values.get("workload"), "workload"))
-        sim = dict(_mapping(values.get("sim"), "sim"))
+        workload = dict(as_mapping(values.get("workload"), "workload"))
+        sim = dict(as_mapping(values.get("sim"), "sim"))
         for key in workload:
-            _check_field(key, _WORKLOAD_FIELDS, "workload key")
+            check_field(key, _WORKLOAD_FIELDS, "workload key")
         for key in sim:
-            _check_field(key, _SIM_FIELDS, "sim key", hint="The simulator seed is the run's seed: use 'seeds'.")
+            check_field(key, _SIM_FIELDS, "sim key", hint="The simulator seed is the run's seed: use 'seeds'.")
         if workload.get("trace"):
-            workload["trace"] = _resolve_path(workload["trace"], base)
+            workload["trace"] = resolve_path(workload["trace"], base)
         grid: dict[str, tuple[Any, ...]] = {}
-        for key, axis in _mapping(values.get("grid"), "grid").items():
+        for key, axis in as_mapping(values.get("grid"), "grid").items():
             section, _, name = str(key).partition(".")
             if section == "workload":
-                _check_field(name, _WORKLOAD_FIELDS, "workload key", where=f"grid.{key}")
+                check_field(name, _WORKLOAD_FIELDS, "workload key", where=f"grid.{key}")
             elif section == "sim":
-                _check_field(name, _SIM_FIELDS, "sim key", where=f"grid.{key}")
+                check_field(name, _SIM_FIELDS, "sim key", where=f"grid.{key}")
             else:
                 raise SweepConfigError(
                     f"grid key {key!r}: write 'workload.<field>' or 'sim.<field>' (policy knob axes go under "
                     "the policy's own 'grid'; loads, seeds, clusters and cluster_scales have their own keys)"
                 )
-            values_ = _axis(axis, f"grid.{key}")
+            values_ = as_axis(axis, f"grid.{key}")
             if section == "workload" and name == "trace":
-                values_ = tuple(_resolve_path(v, base) if v else v for v in values_)
+                values_ = tuple(resolve_path(v, base) if v else v for v in values_)
             grid[str(key)] = values_
         if loads is not None and any(f"workload.{k}" in grid for k in _LOAD_KEYS):
             raise SweepConfigError("'loads' and a grid axis over the load both set the load; keep one")
         imports = tuple(
-            _resolve_path(i, base) if str(i).endswith(".py") else str(i)
-            for i in _as_list(values.get("imports", []), "imports")
+            resolve_path(i, base) if str(i).endswith(".py") else str(i)
+            for i in as_list(values.get("imports", []), "imports")
         )
         return cls(
             name=str(values.get("name") or "sweep"),
@@ -465,8 +306,8 @@ class SweepSpec:
             scenarios=scenarios,
             clusters=clusters,
             cluster_scales=scales,
-            loads=None if loads is None else tuple(_positive_numbers(loads, "loads")),
-            arrival_rates_per_h=None if rates is None else tuple(_positive_numbers(rates, "arrival_rates_per_h")),
+            loads=None if loads is None else tuple(positive_numbers(loads, "loads")),
+            arrival_rates_per_h=None if rates is None else tuple(positive_numbers(rates, "arrival_rates_per_h")),
             seeds=tuple(parse_seeds(values.get("seeds", [0]))),
             workload=workload,
             sim=sim,
@@ -573,7 +414,7 @@ def _workload_fields(scenario: Scenario, overrides: Mapping[str, Any], where: st
     elif over.get("static"):
         over.update({k: None for k in _LOAD_KEYS if k not in over})
     values = {**scenario.workload.__dict__, **over}
-    _check_types(WorkloadConfig, values, f"{where}: workload")
+    check_types(WorkloadConfig, values, f"{where}: workload")
     try:
         config = WorkloadConfig.from_dict(values)
     except (HetgymError, ValueError) as exc:
@@ -585,7 +426,7 @@ def _workload_fields(scenario: Scenario, overrides: Mapping[str, Any], where: st
 
 def _sim_fields(scenario: Scenario, overrides: Mapping[str, Any], where: str) -> dict[str, Any]:
     values = {**scenario.sim.__dict__, **overrides}
-    _check_types(SimConfig, values, f"{where}: sim")
+    check_types(SimConfig, values, f"{where}: sim")
     try:
         config = SimConfig.from_dict(values)
     except (HetgymError, ValueError) as exc:
@@ -593,122 +434,3 @@ def _sim_fields(scenario: Scenario, overrides: Mapping[str, Any], where: str) ->
     out = {k: getattr(config, k) for k in _SIM_FIELDS}
     out["restart_penalty_by_type"] = dict(out["restart_penalty_by_type"])
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Small parsers and checks
-
-
-def parse_seeds(value: Any) -> list[int]:
-    """Seeds from a list of ints, a count ``n`` (0..n-1), or a string ``"0-9"`` / ``"0,1,2"``."""
-    if isinstance(value, bool):
-        raise SweepConfigError(f"seeds: {value!r} is not a list of integers")
-    if isinstance(value, int):
-        if value < 1:
-            raise SweepConfigError(f"seeds: {value} seeds; give a count >= 1 or a list")
-        return list(range(value))
-    if isinstance(value, str):
-        out: list[int] = []
-        for part in value.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            lo, dash, hi = part.partition("-")
-            try:
-                out += list(range(int(lo), int(hi) + 1)) if dash else [int(part)]
-            except ValueError:
-                raise SweepConfigError(f"seeds: {value!r}; write e.g. '0-9' or '0,1,2'") from None
-        value = out
-    seeds = _as_list(value, "seeds")
-    if not seeds:
-        raise SweepConfigError("seeds is empty; give e.g. [0, 1, 2] or a count")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise SweepConfigError(f"seeds: {s!r} is not an integer")
-    if len(set(seeds)) != len(seeds):
-        raise SweepConfigError(f"seeds: {seeds} repeats a seed")
-    return list(seeds)
-
-
-def _as_list(value: Any, where: str) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise SweepConfigError(f"{where}: give a list, not {value!r}")
-
-
-def _axis(value: Any, where: str) -> tuple[Any, ...]:
-    values = _as_list(value, where)
-    if not values:
-        raise SweepConfigError(f"{where}: the axis is empty; give at least one value")
-    return tuple(values)
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SweepConfigError(f"{where}: give a mapping key: value, not {value!r}")
-    return value
-
-
-def _positive_numbers(value: Any, where: str) -> list[float]:
-    values = _axis([value] if isinstance(value, (int, float)) and not isinstance(value, bool) else value, where)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-            raise SweepConfigError(f"{where}: {v!r} is not a positive number")
-    if len(set(values)) != len(values):
-        raise SweepConfigError(f"{where}: {list(values)} repeats a value")
-    return list(values)
-
-
-def _check_keys(values: Mapping[str, Any], valid: Sequence[str], kind: str) -> None:
-    for key in values:
-        if key not in valid:
-            raise SweepConfigError(str(UnknownNameError(kind, key, valid)))
-
-
-def _check_field(key: str, valid: Sequence[str], kind: str, *, where: str = "", hint: str = "") -> None:
-    if key not in valid:
-        msg = str(UnknownNameError(kind, key, valid, hint))
-        raise SweepConfigError(f"{where}: {msg}" if where else msg)
-
-
-def _resolve_path(value: Any, base: Path) -> str:
-    path = Path(str(value)).expanduser()
-    return str(path if path.is_absolute() else (base / path))
-
-
-def _check_types(cls: type, values: Mapping[str, Any], where: str) -> None:
-    """Reject values whose type does not match the dataclass field's annotation (e.g. ``num_jobs: "50"``)."""
-    hints = typing.get_type_hints(cls)
-    for key, value in values.items():
-        hint = hints.get(key)
-        if hint is not None and not _matches(value, hint):
-            raise SweepConfigError(f"{where}.{key} = {value!r} ({type(value).__name__}); expected {_hint_name(hint)}")
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return isinstance(value, Mapping)
-    return True
-
-
-def _hint_name(hint: Any) -> str:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_hint_name(h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    return getattr(hint, "__name__", str(hint))

@@ -1,0 +1,288 @@
+"""Applying a policy's decision: release, place and reconfigure only the jobs whose resources change.
+
+:class:`ApplyMixin` holds the part of :class:`~hetgym.sim.engine.Simulator` that turns a validated
+:class:`~hetgym.sim.allocation.Allocation` into new placements: rejected jobs end and free their
+GPUs; jobs whose counts, mode or explicit servers change are released and placed again (explicit
+placements first, the rest by the placer in force, see :mod:`hetgym.sim.placement`); each moved job
+is flushed, charged the restart penalty and given its new rate, and its completion is pushed onto the
+event heap. The engine owns the state these methods read and write; they are declared here for the
+type checker only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Mapping
+
+import numpy as np
+
+from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.cluster import ClusterSpec, ClusterState
+from hetgym.sim.comm import placement_rate
+from hetgym.sim.config import SimConfig
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.placement import PlacementRequest, Placer
+from hetgym.sim.runtime import JobRecord, job_order
+from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
+from hetgym.sim.view import JobView, _submission_order
+
+
+class ApplyMixin:
+    """Allocation-applying methods of the simulator (mixed into :class:`~hetgym.sim.engine.Simulator`)."""
+
+    # State owned and initialised by the simulator (its __init__ and reset()).
+    cluster: ClusterSpec
+    config: SimConfig
+    throughput: ThroughputModel
+    _placer: Placer
+    _active: dict[int, JobRecord]  # arrived, not ended, in submission order
+    _running: dict[int, JobRecord]  # the active jobs holding GPUs
+    _waiting_views: dict[int, JobView]  # the others' (cached) views, in submission order
+    _state: ClusterState
+    _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
+    _seq: int
+    _now: float
+    _round_s: float
+    _ended: int
+    _ended_log: list[tuple[int, float, JobStatus]]
+    _timeline: list[tuple[float, tuple[int, ...]]]
+
+    def _apply(self, allocation: Allocation) -> None:
+        """Apply a validated allocation: only jobs whose resources change are released and re-placed."""
+        now = self._now
+        active = self._active
+        for jid in sorted(allocation.reject):
+            job = active.pop(jid)
+            self._running.pop(jid, None)
+            self._waiting_views.pop(jid, None)
+            job.flush(now)
+            for g in job.groups:
+                self._state.release(g.server_id, g.num_gpus)
+            if job.status == JobStatus.RUNNING:
+                job.last_run_s = now - job.run_start_s
+            job.status = JobStatus.REJECTED
+            job.finish_s = now
+            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+            job.version += 1
+            job.view = None
+            self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.REJECTED))
+
+        new = allocation.jobs
+        if self._placer.replaces_all:
+            moved: dict[int, JobAllocation | None] = {}
+            if new or self._running:
+                free, placed = self._place_all(new, keep_unchanged=False)
+                moved = self._moved(new, placed)
+                for jid, target in moved.items():
+                    self._reconfigure(active[jid], target, placed.get(jid, ()), now)
+                self._state.free = free
+            if moved or allocation.reject:
+                self._record_usage()
+            return
+        changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
+        for jid, ja in new.items():
+            cur = active[jid].alloc
+            if ja is cur or (
+                cur is not None
+                and ja.counts == cur.counts
+                and ja.mode == cur.mode
+                and (ja.servers is None or ja.servers == cur.servers)
+            ):
+                continue  # unchanged: same resources, and no new placement asked for
+            changes[jid] = ja
+        if changes:
+            free = self._state.free.copy()
+            for jid in changes:
+                for g in active[jid].groups:
+                    free[g.server_id] += g.num_gpus
+            found = self._place_changes(changes, free)
+            if found is None:
+                # An explicit placement claims GPUs that unchanged jobs hold: place everything afresh.
+                free, final = self._place_all(new, keep_unchanged=True)
+                changes = self._moved(new, final)
+            else:
+                final = found
+            for jid, target in changes.items():
+                self._reconfigure(active[jid], target, final.get(jid, ()), now)
+            self._state.free = free
+        if changes or allocation.reject:
+            self._record_usage()
+
+    def _moved(
+        self, new: Mapping[int, JobAllocation], final: Mapping[int, tuple[ServerGroup, ...]]
+    ) -> dict[int, JobAllocation | None]:
+        """The active jobs whose servers or mode differ between now and ``final`` (the new allocation)."""
+        return {
+            jid: new.get(jid)
+            for jid, job in self._active.items()
+            if final.get(jid, ()) != job.groups
+            or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
+        }
+
+    def _requests(self, pending: Mapping[int, JobAllocation]) -> list[PlacementRequest]:
+        active = self._active
+        return [
+            PlacementRequest(jid, active[jid].spec, ja.counts, ja.mode, active[jid].groups)
+            for jid, ja in sorted(pending.items())
+        ]
+
+    def _place_changes(
+        self, changes: Mapping[int, JobAllocation | None], free: np.ndarray
+    ) -> dict[int, tuple[ServerGroup, ...]] | None:
+        """Place the changed jobs into ``free`` (modified); ``None`` if an explicit placement conflicts."""
+        servers = self.cluster.servers
+        final: dict[int, tuple[ServerGroup, ...]] = {}
+        pending: dict[int, JobAllocation] = {}
+        for jid, ja in changes.items():
+            if ja is None:
+                continue
+            if ja.servers is None:
+                pending[jid] = ja
+                continue
+            for s, n in ja.servers:
+                free[s] -= n
+                if free[s] < 0:
+                    return None
+            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
+        if pending:
+            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
+        return final
+
+    def _place_all(
+        self, new: Mapping[int, JobAllocation], *, keep_unchanged: bool
+    ) -> tuple[np.ndarray, dict[int, tuple[ServerGroup, ...]]]:
+        """Place every allocated job from an empty cluster: explicit placements first, then (when
+        ``keep_unchanged``) unchanged jobs on their servers where possible, then the rest with the placer."""
+        free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
+        servers = self.cluster.servers
+        final: dict[int, tuple[ServerGroup, ...]] = {}
+        active = self._active
+        if keep_unchanged:
+            explicit = {jid for jid, ja in new.items() if ja.servers is not None}
+        else:
+            # A placer that re-packs the cluster moves kept jobs too: a job's current placement repeated
+            # (what keeping it spells out) is no pin, only a new explicit placement is.
+            explicit = {
+                jid for jid, ja in new.items() if ja.servers is not None and not _repeats(ja, active[jid].alloc)
+            }
+        for jid in explicit:
+            ja = new[jid]
+            assert ja.servers is not None
+            final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
+            for s, n in ja.servers:
+                free[s] -= n
+        pending: dict[int, JobAllocation] = {}
+        for jid, ja in new.items():
+            if jid in explicit:
+                continue
+            job = self._active[jid]
+            if (
+                keep_unchanged
+                and ja.same_resources(job.alloc)
+                and all(free[g.server_id] >= g.num_gpus for g in job.groups)
+            ):
+                for g in job.groups:
+                    free[g.server_id] -= g.num_gpus
+                final[jid] = job.groups
+            else:
+                pending[jid] = ja
+        if pending:
+            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
+        return free, final
+
+    def _reconfigure(
+        self, job: JobRecord, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float
+    ) -> None:
+        job.flush(now)
+        started_before = job.first_start_s is not None
+        job.version += 1
+        job.view = None
+        job.last_change_s = now
+        jid = job.spec.job_id
+        if groups and ja is not None:
+            if started_before:
+                job.num_reconfigs += 1
+            else:
+                job.first_start_s = now
+            if job.status != JobStatus.RUNNING:
+                job.run_start_s = now
+            charge = started_before or self.config.charge_first_start
+            job.penalty_until_s = now + (self.config.restart_penalty_for(job.spec.job_type) if charge else 0.0)
+            if job.status != JobStatus.RUNNING:
+                self._insert_running(job)
+            job.status = JobStatus.RUNNING
+            self._waiting_views.pop(jid, None)
+            job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
+            job.groups = groups
+            job.num_gpus_now = sum(g.num_gpus for g in groups)
+            job.rate = self._rate(job.spec, groups, ja)
+            if job.rate > 0:
+                t_done = job.penalty_until_s + job.remaining / job.rate
+                self._seq += 1
+                heapq.heappush(self._heap, (t_done, self._seq, jid, job.version))
+        else:
+            job.num_reconfigs += 1  # a preemption
+            job.last_run_s = now - job.run_start_s
+            job.status = JobStatus.WAITING
+            self._running.pop(jid, None)
+            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+            self._insert_waiting(job, now)
+
+    def _insert_running(self, job: JobRecord) -> None:
+        """Add a job to the running ones, keeping submission order (views need no sorting)."""
+        running = self._running
+        if not running or job_order(next(reversed(running.values()))) < job_order(job):
+            running[job.spec.job_id] = job
+            return
+        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=job_order)}
+
+    def _insert_waiting(self, job: JobRecord, now: float) -> None:
+        """Put a preempted job's view back among the waiting ones, keeping submission order."""
+        views = self._waiting_views
+        view = job.make_view(now)
+        if not views or _submission_order(next(reversed(views.values()))) < _submission_order(view):
+            views[job.spec.job_id] = view
+            return
+        items = list(views.items())
+        keys = [_submission_order(v) for _, v in items]
+        pos = bisect.bisect_left(keys, _submission_order(view))
+        items.insert(pos, (job.spec.job_id, view))
+        self._waiting_views = dict(items)
+
+    def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
+        comm = self.config.comm_model
+        if comm.is_bandwidth and ja.mode != "fork" and spec.model_bytes is not None:
+            return placement_rate(self.throughput, self.cluster, comm, spec, groups, ja.mode)
+        aggregation_s = 0.0
+        if ja.mode == "fork" and self.config.fork_aggregation and spec.model_bytes and len(groups) > 1:
+            nic = min(self.cluster.servers[g.server_id].nic_bw_gb_per_s for g in groups)
+            aggregation_s = spec.model_bytes / 1e9 / nic
+        return allocation_rate(
+            self.throughput,
+            spec.job_type,
+            spec.batch_size,
+            groups,
+            ja.mode,
+            aggregation_s=aggregation_s,
+            round_s=self._round_s,
+            fork_efficiency=self.config.fork_efficiency,
+        )
+
+    def _record_usage(self) -> None:
+        if not self.config.record_timeline:
+            return
+        used = tuple(self._state.used_by_type().tolist())
+        timeline = self._timeline
+        if timeline and timeline[-1][1] == used:
+            return
+        if timeline and timeline[-1][0] == self._now:
+            timeline[-1] = (self._now, used)
+        else:
+            timeline.append((self._now, used))
+
+
+def _repeats(ja: JobAllocation, current: JobAllocation | None) -> bool:
+    """Whether ``ja`` spells out ``current`` (same counts, mode and servers)."""
+    return current is not None and ja.same_resources(current) and ja.servers == current.servers
