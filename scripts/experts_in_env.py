@@ -22,6 +22,7 @@ completion-time difference to the ``sim`` run and the number of decisions the co
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import platform
 import sys
 import time
@@ -94,26 +95,35 @@ def _row(policy: str, seed: int, run: str, info: dict[str, Any], gap_s: float, i
     }
 
 
-def run(policies: list[str], seeds: list[int], codecs: list[str], plain: bool) -> pd.DataFrame:
-    rows = []
-    for policy in policies:
-        compat = expert_env_kwargs(policy)
-        round_only = {"sim": {"round_s": compat["sim"]["round_s"]}} if "round_s" in compat.get("sim", {}) else {}
-        for seed in seeds:
-            t0 = time.perf_counter()
-            sim_cfg = gym.make("HetCluster-v0", **compat).unwrapped.sim_config
-            direct = None
-            for run_name, kwargs in [(f"env-{c}", {**compat, "codec": c}) for c in codecs] + (
-                [("env-plain", round_only)] if plain else []
-            ):
-                info, jobs, steps, inexact, workload = through_env(policy, seed, **kwargs)
-                if direct is None:
-                    direct = Simulator("default", workload, config=sim_cfg).run(make_policy(policy))
-                    sim_info = {"metrics": direct.metrics, "stop_reason": "stalled" if direct.stalled else "done"}
-                    rows.append(_row(policy, seed, "sim", sim_info, 0.0, 0, direct.num_epochs))
-                rows.append(_row(policy, seed, run_name, info, finish_gap_s(jobs, direct.jobs), inexact, steps))
-            print(f"{policy} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
-    return pd.DataFrame(rows)
+def run_one(task: tuple[str, int, tuple[str, ...], bool]) -> list[dict[str, Any]]:
+    """Every run of one policy on one workload seed (one task of the pool)."""
+    policy, seed, codecs, plain = task
+    compat = expert_env_kwargs(policy)
+    round_only = {"sim": {"round_s": compat["sim"]["round_s"]}} if "round_s" in compat.get("sim", {}) else {}
+    sim_cfg = gym.make("HetCluster-v0", **compat).unwrapped.sim_config
+    t0 = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    direct = None
+    runs = [(f"env-{c}", {**compat, "codec": c}) for c in codecs] + ([("env-plain", round_only)] if plain else [])
+    for run_name, kwargs in runs:
+        info, jobs, steps, inexact, workload = through_env(policy, seed, **kwargs)
+        if direct is None:
+            direct = Simulator("default", workload, config=sim_cfg).run(make_policy(policy))
+            sim_info = {"metrics": direct.metrics, "stop_reason": "stalled" if direct.stalled else "done"}
+            rows.append(_row(policy, seed, "sim", sim_info, 0.0, 0, direct.num_epochs))
+        rows.append(_row(policy, seed, run_name, info, finish_gap_s(jobs, direct.jobs), inexact, steps))
+    print(f"{policy} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
+    return rows
+
+
+def run(policies: list[str], seeds: list[int], codecs: list[str], plain: bool, workers: int = 1) -> pd.DataFrame:
+    tasks = [(p, s, tuple(codecs), plain) for p in policies for s in seeds]
+    if workers > 1:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            parts = pool.map(run_one, tasks, chunksize=1)
+    else:
+        parts = [run_one(t) for t in tasks]
+    return pd.DataFrame([row for part in parts for row in part])
 
 
 def table(frame: pd.DataFrame) -> str:
@@ -147,11 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="1000-1009")
     p.add_argument("--codecs", default="sequential,multidiscrete")
     p.add_argument("--no-plain", action="store_true", help="skip the env-plain runs")
+    p.add_argument("--workers", type=int, default=1, help="processes (one task per policy and seed)")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results")
     args = p.parse_args(argv)
     policies, seeds, codecs = args.policies.split(","), parse_seeds(args.seeds), args.codecs.split(",")
     t0 = time.perf_counter()
-    frame = run(policies, seeds, codecs, not args.no_plain)
+    if args.workers < 1:
+        p.error("--workers must be >= 1")
+    frame = run(policies, seeds, codecs, not args.no_plain, args.workers)
     wall_s = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out / "experts_in_env.csv", lambda tmp: frame.to_csv(tmp, index=False))
