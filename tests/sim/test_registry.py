@@ -47,11 +47,14 @@ def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
         """The first toy."""
 
     assert reg.get("ALPHA") is Alpha and "alpha" in reg and reg.entry("alpha").knobs is ToyKnobs
+    assert reg["alpha"] is Alpha  # read like the plain dicts the registries replace
     assert reg.describe() == {"alpha": "The first toy."}
     reg.register("alpha", Alpha)  # the same object again is fine
     with pytest.raises(HetgymError, match="already registered"):
         reg.register("alpha", type("Other", (), {}))
     with pytest.raises(UnknownNameError, match="did you mean 'alpha'.*toys"):
         reg.get("alpah")
+    with pytest.raises(KeyError):
+        reg["alpah"]
     reg.unregister("alpha")
     assert len(reg) == 0 and Registry.ALL["toy component"] is reg
