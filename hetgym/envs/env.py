@@ -8,12 +8,13 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.codecs import ActionCodec, Encoding, SequentialCodec, make_codec
+from hetgym.envs.codecs import CODECS, ActionCodec, SequentialCodec
 from hetgym.envs.config import HetClusterConfig
-from hetgym.envs.observations import ENCODERS
+from hetgym.envs.exactness import Encoding
+from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
-from hetgym.envs.state import DecisionState, JobStaticsCache
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState, JobStaticsCache
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -155,20 +156,16 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.max_actions = config.actions_cap()
         self.total_gpus = int(self.cluster.total_gpus)
         self.state = DecisionState(self.cluster, config.queue_slots, config.modes)
-        self.codec: ActionCodec = make_codec(
-            config.codec, self.state, self.levels, bool(config.allow_reject), self.max_actions
-        )
-        self.encoder = ENCODERS[config.observation](
-            self.state,
-            time_scale_s=config.time_scale_s,
-            allow_reject=bool(config.allow_reject),
-            max_actions=self.max_actions,
-            levels=self.levels,
-            throughput=self.throughput,
+        # Every component comes from its registry by name, so a registered plug-in is used like a built-in.
+        settings = config.settings(self.throughput)
+        self.codec: ActionCodec = CODECS.get(config.codec)(self.state, settings, config.knobs("codec"))
+        self.encoder: ObservationEncoder = OBSERVATIONS.get(config.observation)(
+            self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
         self.observation_space = self.encoder.space  # type: ignore[assignment]
-        self._reward_fn = REWARDS[config.reward]
+        self._reward_fn = REWARDS.get(config.reward)
+        self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = JobStaticsCache(self.cluster, self.throughput)
         self._trace_jobs: tuple[JobSpec, ...] | None = None
         if config.trace is not None:
@@ -350,7 +347,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if view is not None:
             self._now_s = view.now_s
             self._epoch = view.epoch
-        self.state.load(view, self._statics, self.config.window_order)
+        self.state.load(view, self._statics, self._window_order)
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 

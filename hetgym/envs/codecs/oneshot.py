@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import ActionCodec, CodecStep
+from hetgym.envs.codecs.base import ActionCodec, CodecStep, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
+from hetgym.sim.registry import Knobs
+
+if TYPE_CHECKING:
+    from hetgym.envs.config import EnvSettings
 
 
+@register_codec()
 class OneShotCodec(ActionCodec):
     """The one-shot ``MultiDiscrete`` codec: the whole window's allocation in one step.
 
@@ -36,8 +40,9 @@ class OneShotCodec(ActionCodec):
 
     name = "multidiscrete"
 
-    def __init__(self, state: DecisionState, levels: Sequence[int], allow_reject: bool, max_actions: int) -> None:
-        super().__init__(state, levels, allow_reject, max_actions)
+    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+        super().__init__(state, settings, knobs)
+        allow_reject = self.allow_reject
         k, t, c, m = self.num_slots, self.num_types, len(self.levels), len(self.modes)
         nvec = [c] * (k * t)
         if allow_reject:
@@ -140,7 +145,7 @@ class OneShotCodec(ActionCodec):
         return CodecStep(commit=True, invalid=repaired > 0, repaired=repaired)
 
     def encode(self, state: DecisionState, target: Allocation) -> Encoding:
-        counts, reject, mode, _ = self._target_rows(state, target)
+        counts, reject, mode, _ = self.target_rows(state, target)
         action = self.encode_rows(state, counts, reject, mode)
         snap = state.copy_draft()
         try:
@@ -148,7 +153,7 @@ class OneShotCodec(ActionCodec):
             expressed = state.allocation()
         finally:
             state.restore_draft(snap)
-        return self._finish_encoding(state, target, (action,), expressed, [])
+        return self.make_encoding(state, target, (action,), expressed)
 
 
 def _integral(a: np.ndarray) -> bool:

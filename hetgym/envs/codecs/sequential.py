@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import ActionCodec, CodecStep
+from hetgym.envs.codecs.base import ActionCodec, CodecStep, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
+from hetgym.sim.registry import Knobs
+
+if TYPE_CHECKING:
+    from hetgym.envs.config import EnvSettings
 
 
+@register_codec()
 class SequentialCodec(ActionCodec):
     """The masked sequential ``Discrete`` codec.
 
@@ -33,8 +37,9 @@ class SequentialCodec(ActionCodec):
 
     name = "sequential"
 
-    def __init__(self, state: DecisionState, levels: Sequence[int], allow_reject: bool, max_actions: int) -> None:
-        super().__init__(state, levels, allow_reject, max_actions)
+    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+        super().__init__(state, settings, knobs)
+        allow_reject = self.allow_reject
         k, t, c, m = self.num_slots, self.num_types, len(self.levels), len(self.modes)
         self.num_set = k * t * c
         self.reject_offset = self.num_set
@@ -172,7 +177,7 @@ class SequentialCodec(ActionCodec):
 
     def _plan(self, state: DecisionState, target: Allocation) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`plan`, plus the draft, modes and rejections it leads to."""
-        want, reject, mode, has_gpus = self._target_rows(state, target)
+        want, reject, mode, has_gpus = self.target_rows(state, target)
         draft = state.draft.copy()
         free = state.free.copy()
         rejected = state.rejected.copy()
@@ -227,7 +232,7 @@ class SequentialCodec(ActionCodec):
         budget = self.max_actions - state.num_actions
         if len(actions) < budget:
             expressed = state.allocation_of(draft, mode, rejected)
-            return self._finish_encoding(state, target, (*actions, self.commit), expressed, [])
+            return self.make_encoding(state, target, (*actions, self.commit), expressed)
         # The cap cuts the plan short (or its last action commits): replay what fits to see what is left.
         notes: list[str] = []
         if len(actions) > budget:
@@ -252,7 +257,7 @@ class SequentialCodec(ActionCodec):
             self._buf[:] = saved_mask
             self._live_allowed = saved_live
             self._buf_key = (id(state), state.version)
-        return self._finish_encoding(state, target, tuple(actions), expressed, notes)
+        return self.make_encoding(state, target, tuple(actions), expressed, notes)
 
 
 def _as_index(action: Any, n: int) -> int:
