@@ -8,7 +8,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.codecs import CODECS, ActionCodec, SequentialCodec
+from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
@@ -234,8 +234,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             reward -= self.config.invalid_action_penalty
         obs = self.encoder.observe(self.state)
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
-        if not isinstance(self.codec, SequentialCodec):
-            info["repaired"] = outcome.repaired
+        self.codec.step_info(outcome, info)
         terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
         return obs, float(reward), terminated, truncated, info
@@ -289,9 +288,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """The next action towards ``target`` from the current draft (what an expert would do now)."""
         if self.state.view is None:
             return self.codec.noop(self.state)
-        if isinstance(self.codec, SequentialCodec):
-            return self.codec.encode_next(self.state, target)
-        return self.codec.encode(self.state, target).actions[0]
+        return self.codec.encode_next(self.state, target)
 
     def noop_action(self) -> Any:
         """An action that keeps every allocation and commits."""

@@ -108,6 +108,17 @@ class ActionCodec(ABC):
     def noop(self, state: DecisionState) -> Any:
         """An action that leaves every allocation as it is and commits."""
 
+    def encode_next(self, state: DecisionState, target: Allocation) -> Any:
+        """The next action towards ``target`` from the current draft (what an expert does now).
+
+        The default is the first action of :meth:`encode`; a codec with a cheaper way (one that need not
+        explain an inexact expression) overrides it.
+        """
+        return self.encode(state, target).actions[0]
+
+    def step_info(self, step: CodecStep, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Add this codec's own entries to the ``info`` of the step that ``step`` describes (default: none)."""
+
     # ----------------------------------------------------------------------------------------
     def level_floor(self, num_gpus: int) -> int:
         """The largest level <= ``num_gpus``."""

@@ -63,6 +63,10 @@ class OneShotCodec(ActionCodec):
     def noop(self, state: DecisionState) -> np.ndarray:
         return self.encode_rows(state, state.current, np.zeros(self.num_slots, dtype=bool), state.draft_mode)
 
+    def step_info(self, step: CodecStep, info: dict[str, Any]) -> None:
+        """``info["repaired"]``: the entries the repair changed (see the class docstring)."""
+        info["repaired"] = step.repaired
+
     def mask(self, state: DecisionState) -> np.ndarray:
         k, t, c = self.num_slots, self.num_types, len(self.levels)
         avail = state.capacity - state.outside_held

@@ -223,7 +223,11 @@ class SequentialCodec(ActionCodec):
         return actions, np.asarray(draft_l, dtype=np.int64).reshape(draft.shape), new_mode, rejected
 
     def encode_next(self, state: DecisionState, target: Allocation) -> int:
-        """The next action towards ``target`` from the current draft (the commit when there is none)."""
+        """The next action towards ``target`` from the current draft (the commit when there is none).
+
+        The first action of :meth:`encode`, without explaining an inexact expression (it runs at every
+        step an expert takes).
+        """
         actions = self.plan(state, target)
         return actions[0] if actions else self.commit
 
