@@ -54,7 +54,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Action Space
 
-    Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes):
+    Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes); the built-in codecs:
 
     * ``"sequential"`` (default): ``Discrete(K*T*C [+ K] [+ K*M] + 1)``. Action ``(k*T + t)*C + c``
       sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
@@ -114,12 +114,21 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ``gym.make("HetCluster-v0", **overrides)`` (or ``"hetgym:HetCluster-v0"``), overrides being fields of
     :class:`~hetgym.envs.config.HetClusterConfig`: ``scenario``, ``cluster``, ``workload={...}``,
-    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``count_levels``, ``modes``, ``allow_reject``,
-    ``max_actions_per_epoch``, ``window_order``, ``observation``, ``reward``, ``time_scale_s``,
-    ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``, ``policy_compat`` (a policy's own round,
-    placer and execution modes, every count level and a window for every job, so that the policy acts
-    through the env exactly as on the simulator); and ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
-    An unknown key raises an error naming the nearest valid one.
+    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``codec_knobs``, ``count_levels``, ``modes``,
+    ``allow_reject``, ``max_actions_per_epoch``, ``window_order``, ``observation``, ``observation_knobs``,
+    ``reward``, ``time_scale_s``, ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``,
+    ``policy_compat`` (a policy's own round, placer and execution modes, every count level and a window
+    for every job, so that the policy acts through the env exactly as on the simulator); and
+    ``render_mode`` (``"ansi"`` or ``"rgb_array"``). An unknown key raises an error naming the nearest
+    valid one.
+
+    The names given to ``codec``, ``observation``, ``reward`` and ``window_order`` are looked up in the
+    registries :data:`~hetgym.envs.codecs.CODECS`, :data:`~hetgym.envs.observations.OBSERVATIONS`,
+    :data:`~hetgym.envs.rewards.REWARDS` and :data:`~hetgym.envs.state.WINDOW_ORDERS`, so a component
+    registered with :func:`~hetgym.envs.codecs.register_codec` (``register_observation``,
+    ``register_reward``, ``register_window_order``) is used by name like a built-in one; an unknown name
+    raises an error naming the nearest. ``codec_knobs`` / ``observation_knobs`` set that component's own
+    knobs (the built-in ones have none).
     ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
@@ -128,7 +137,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ## Version History
 
     * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
-      option and the simulator's ``sim.placer`` (placement as a simulator strategy).
+      option, the simulator's ``sim.placer`` (placement as a simulator strategy), and components chosen
+      from registries (``codec_knobs``, ``observation_knobs``).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012

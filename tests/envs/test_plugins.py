@@ -9,9 +9,11 @@ window order") shows the same code.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -46,6 +48,7 @@ from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import JobView
 
 TINY = "HetCluster-Tiny-v0"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "environment.md"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -281,3 +284,12 @@ def test_the_configuration_checks_names_and_knobs_against_the_registries() -> No
         HetClusterConfig.make("tiny", codec="one-job", codec_knobs={"cap": 0})
     with pytest.raises(EnvConfigError, match="has no knobs"):
         HetClusterConfig.make("tiny", observation_knobs={"with_free": False})  # the built-in window has none
+
+
+def test_the_docs_show_these_components() -> None:
+    text = DOCS.read_text()
+    section = text[text.index("## Plugging in your own codec, observation, reward or window order") :]
+    start = section.index("```python")
+    example = section[start : section.index("```\n", start + 9)]
+    for obj in (OneJobKnobs, OneJobCodec, SlotsKnobs, SlotsObservation, completions_reward, largest_first):
+        assert inspect.getsource(obj).strip() in example, f"docs/environment.md differs from {obj.__name__}"
