@@ -39,8 +39,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.codecs import Encoding, SequentialCodec
 from hetgym.envs.env import HetClusterEnv
+from hetgym.envs.exactness import Encoding
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.policy import Policy, PolicyProtocol, make_policy, policy_modes, policy_placer
@@ -162,8 +162,6 @@ class ExpertTracker:
             first = self.encoding.actions[0]
             return first.copy() if isinstance(first, np.ndarray) else first
         assert self.target is not None
-        if isinstance(base.codec, SequentialCodec):
-            return base.codec.encode_next(base.state, self.target)
         return base.encode_next(self.target)
 
     @property

@@ -4,6 +4,12 @@ Importing :mod:`hetgym` registers ``HetCluster-v0`` (the ``default`` scenario) a
 ``HetCluster-Tiny-v0`` (the ``tiny`` scenario); make them with ``gymnasium.make``. See
 :class:`HetClusterEnv` for the spaces, rewards and episode rules, and ``docs/environment.md``.
 
+The pluggable components (action codecs, observation encoders, rewards, window orders) are registries
+(:class:`hetgym.sim.registry.Registry`): :data:`CODECS`, :data:`OBSERVATIONS`, :data:`REWARDS`,
+:data:`WINDOW_ORDERS`, with the decorators :func:`register_codec`, :func:`register_observation`,
+:func:`register_reward` and :func:`register_window_order`; a registered name is accepted by
+``gym.make`` like a built-in one.
+
 The names below are imported on first access, so that ``import hetgym`` (which registers the ids)
 does not import the environment's modules.
 """
@@ -16,25 +22,42 @@ from typing import TYPE_CHECKING, Any
 from hetgym.envs.registration import ENV_IDS, register_envs
 
 if TYPE_CHECKING:
-    from hetgym.envs.codecs import CODECS, ActionCodec, Encoding, OneShotCodec, SequentialCodec
-    from hetgym.envs.config import HetClusterConfig
+    from hetgym.envs.codecs import CODECS, ActionCodec, CodecStep, OneShotCodec, SequentialCodec, register_codec
+    from hetgym.envs.config import EnvSettings, HetClusterConfig
     from hetgym.envs.env import HetClusterEnv
-    from hetgym.envs.observations import ENCODERS, ObservationEncoder, WindowObservation
-    from hetgym.envs.rewards import REWARDS, RewardComponents
+    from hetgym.envs.exactness import Encoding
+    from hetgym.envs.observations import (
+        ENCODERS,
+        OBSERVATIONS,
+        ObservationEncoder,
+        WindowObservation,
+        register_observation,
+    )
+    from hetgym.envs.rewards import REWARDS, RewardComponents, register_reward
+    from hetgym.envs.state import WINDOW_ORDERS, DecisionState, register_window_order
 
 _LAZY = {
     "CODECS": "hetgym.envs.codecs",
     "ActionCodec": "hetgym.envs.codecs",
-    "Encoding": "hetgym.envs.codecs",
+    "CodecStep": "hetgym.envs.codecs",
     "OneShotCodec": "hetgym.envs.codecs",
     "SequentialCodec": "hetgym.envs.codecs",
+    "register_codec": "hetgym.envs.codecs",
+    "EnvSettings": "hetgym.envs.config",
     "HetClusterConfig": "hetgym.envs.config",
     "HetClusterEnv": "hetgym.envs.env",
+    "Encoding": "hetgym.envs.exactness",
     "ENCODERS": "hetgym.envs.observations",
+    "OBSERVATIONS": "hetgym.envs.observations",
     "ObservationEncoder": "hetgym.envs.observations",
     "WindowObservation": "hetgym.envs.observations",
+    "register_observation": "hetgym.envs.observations",
     "REWARDS": "hetgym.envs.rewards",
     "RewardComponents": "hetgym.envs.rewards",
+    "register_reward": "hetgym.envs.rewards",
+    "WINDOW_ORDERS": "hetgym.envs.state",
+    "DecisionState": "hetgym.envs.state",
+    "register_window_order": "hetgym.envs.state",
 }
 
 
@@ -49,9 +72,14 @@ __all__ = [
     "CODECS",
     "ENCODERS",
     "ENV_IDS",
+    "OBSERVATIONS",
     "REWARDS",
+    "WINDOW_ORDERS",
     "ActionCodec",
+    "CodecStep",
+    "DecisionState",
     "Encoding",
+    "EnvSettings",
     "HetClusterConfig",
     "HetClusterEnv",
     "ObservationEncoder",
@@ -59,5 +87,9 @@ __all__ = [
     "RewardComponents",
     "SequentialCodec",
     "WindowObservation",
+    "register_codec",
     "register_envs",
+    "register_observation",
+    "register_reward",
+    "register_window_order",
 ]

@@ -11,6 +11,14 @@ checked strictly (an unknown key names the nearest valid one) and merged onto th
 * ``sim={...}``: fields of :class:`~hetgym.sim.SimConfig` merged onto the scenario's;
 * the environment's own knobs (window size, codec, reward, ...), the remaining fields of
   :class:`HetClusterConfig`.
+
+The pluggable components (``codec``, ``observation``, ``reward``, ``window_order``) are checked against
+their registries (:data:`~hetgym.envs.codecs.CODECS`, :data:`~hetgym.envs.observations.OBSERVATIONS`,
+:data:`~hetgym.envs.rewards.REWARDS`, :data:`~hetgym.envs.state.WINDOW_ORDERS`), so a name registered
+later is accepted. What the options give the codec and the observation encoder is
+:class:`EnvSettings` (environment-wide); a component's own knobs are ``codec_knobs`` /
+``observation_knobs``, checked against the frozen :class:`~hetgym.sim.registry.Knobs` dataclass it
+registered.
 """
 
 from __future__ import annotations
@@ -27,15 +35,47 @@ from hetgym.sim.config import SimConfig, config_from_dict
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import policy_class
-from hetgym.sim.throughput import EXECUTION_MODES
+from hetgym.sim.registry import Knobs, Registry
+from hetgym.sim.throughput import EXECUTION_MODES, ThroughputModel
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 from hetgym.workloads.schema import read_trace
 
-CODEC_NAMES: tuple[str, ...] = ("sequential", "multidiscrete")
-REWARD_NAMES: tuple[str, ...] = ("deadline", "jct", "makespan", "utilisation")
-WINDOW_ORDERS: tuple[str, ...] = ("slack", "deadline", "arrival")
-OBSERVATION_NAMES: tuple[str, ...] = ("window", "window-levels")
 LEVEL_PRESETS: tuple[str, ...] = ("pow2", "all")
+
+
+def _registry(option: str) -> Registry[Any]:
+    """The registry that ``option`` names a component of (imported here: it loads gymnasium)."""
+    if option == "codec":
+        from hetgym.envs.codecs import CODECS
+
+        return CODECS
+    if option == "observation":
+        from hetgym.envs.observations import OBSERVATIONS
+
+        return OBSERVATIONS
+    if option == "reward":
+        from hetgym.envs.rewards import REWARDS
+
+        return REWARDS
+    from hetgym.envs.state import WINDOW_ORDERS
+
+    return WINDOW_ORDERS
+
+
+#: Names the configuration used to hard-code, now read from the registries (for older imports).
+_LEGACY_NAMES = {
+    "CODEC_NAMES": "codec",
+    "OBSERVATION_NAMES": "observation",
+    "REWARD_NAMES": "reward",
+    "WINDOW_ORDERS": "window_order",
+}
+
+
+def __getattr__(name: str) -> Any:
+    option = _LEGACY_NAMES.get(name)
+    if option is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _registry(option).names()
 
 
 class EnvConfigError(HetgymError, ValueError):
@@ -87,6 +127,31 @@ def count_levels_for(spec: str | Sequence[int], cluster: ClusterSpec) -> tuple[i
 
 
 @dataclass(frozen=True)
+class EnvSettings:
+    """What the configuration gives every codec and observation encoder (:meth:`HetClusterConfig.settings`).
+
+    These are environment-wide rather than one component's knobs: the count levels and ``allow_reject``
+    shape both the action space and the observation (the ``window-levels`` encoder mirrors the levels,
+    the window shows rejections), the per-epoch action cap limits sequential actions and is an observed
+    feature, and the time scale sets both the time features and the time-based rewards. A component's own
+    knobs, which only it reads, are ``codec_knobs`` / ``observation_knobs``.
+
+    Attributes:
+        levels: Ascending GPU count levels starting at 0.
+        allow_reject: Whether actions can reject a job.
+        max_actions: The per-epoch cap on actions.
+        time_scale_s: Time unit of the squashed time features.
+        throughput: The throughput model the simulator runs with.
+    """
+
+    levels: tuple[int, ...]
+    allow_reject: bool
+    max_actions: int
+    time_scale_s: float
+    throughput: ThroughputModel
+
+
+@dataclass(frozen=True)
 class HetClusterConfig:
     """Everything that defines a :class:`~hetgym.envs.HetClusterEnv` (resolved, immutable).
 
@@ -100,7 +165,11 @@ class HetClusterConfig:
         sim: Simulator knobs (round length, restart penalty, caps, policy seed).
         trace: Path of the trace replayed every episode, or ``None`` to draw from ``workload``.
         queue_slots: K, the number of job slots in the observation window and the action space.
-        codec: Action codec: ``sequential`` (masked ``Discrete``) or ``multidiscrete`` (one-shot).
+        codec: Action codec, a name in :data:`~hetgym.envs.codecs.CODECS`: ``sequential`` (masked
+            ``Discrete``), ``multidiscrete`` (one-shot), or one registered with
+            :func:`~hetgym.envs.codecs.register_codec`.
+        codec_knobs: The codec's own knobs (a mapping, checked against the frozen knobs dataclass the
+            codec registered; resolved to an instance of it), or ``None``. The built-in codecs have none.
         count_levels: GPU counts an action can give a job on one type (``"pow2"``, ``"all"`` or a list).
         modes: Execution modes an action can choose for a job spanning types (the first is the
             default; with one mode there is no mode choice).
@@ -110,11 +179,17 @@ class HetClusterConfig:
             ``True`` with them is refused.
         max_actions_per_epoch: Cap on sequential actions in one decision epoch; the action that reaches
             it also commits. ``None``: ``K * (T + 2) + 1``, enough for any allocation of the window.
-        window_order: Which active jobs fill the K slots and in what order: ``slack`` (least deadline
-            slack first), ``deadline`` (earliest deadline first) or ``arrival``.
-        observation: Observation encoder name: ``window`` (default) or ``window-levels`` (adds each window
-            job's speed and deadline slack per GPU type and count level).
-        reward: ``deadline``, ``jct``, ``makespan`` or ``utilisation``.
+        window_order: Which active jobs fill the K slots and in what order, a name in
+            :data:`~hetgym.envs.state.WINDOW_ORDERS`: ``slack`` (least deadline slack first), ``deadline``
+            (earliest deadline first), ``arrival``, or one registered with
+            :func:`~hetgym.envs.state.register_window_order`.
+        observation: Observation encoder, a name in :data:`~hetgym.envs.observations.OBSERVATIONS`:
+            ``window`` (default), ``window-levels`` (adds each window job's speed and deadline slack per
+            GPU type and count level), or one registered with
+            :func:`~hetgym.envs.observations.register_observation`.
+        observation_knobs: The encoder's own knobs, like ``codec_knobs``. The built-in encoders have none.
+        reward: A name in :data:`~hetgym.envs.rewards.REWARDS`: ``deadline``, ``jct``, ``makespan``,
+            ``utilisation``, or one registered with :func:`~hetgym.envs.rewards.register_reward`.
         time_scale_s: Time unit of the squashed time features and of the time-based rewards.
         invalid_action_penalty: Subtracted from the reward of a masked-out (ignored) sequential action
             or of a one-shot action that needed repair.
@@ -136,12 +211,14 @@ class HetClusterConfig:
     trace: str | None = None
     queue_slots: int = 16
     codec: str = "sequential"
+    codec_knobs: Knobs | Mapping[str, Any] | None = None
     count_levels: str | tuple[int, ...] = "pow2"
     modes: tuple[str, ...] = ("sync",)
     allow_reject: bool | None = None
     max_actions_per_epoch: int | None = None
     window_order: str = "slack"
     observation: str = "window"
+    observation_knobs: Knobs | Mapping[str, Any] | None = None
     reward: str = "deadline"
     time_scale_s: float = 3600.0
     invalid_action_penalty: float = 0.0
@@ -157,14 +234,13 @@ class HetClusterConfig:
         object.__setattr__(self, "modes", tuple(self.modes))
         if isinstance(self.queue_slots, bool) or int(self.queue_slots) != self.queue_slots or self.queue_slots < 1:
             raise EnvConfigError(f"queue_slots={self.queue_slots!r}: give a positive integer number of job slots")
-        if self.codec not in CODEC_NAMES:
-            raise UnknownNameError("action codec", self.codec, CODEC_NAMES)
-        if self.reward not in REWARD_NAMES:
-            raise UnknownNameError("reward", self.reward, REWARD_NAMES)
-        if self.window_order not in WINDOW_ORDERS:
-            raise UnknownNameError("window order", self.window_order, WINDOW_ORDERS)
-        if self.observation not in OBSERVATION_NAMES:
-            raise UnknownNameError("observation encoder", self.observation, OBSERVATION_NAMES)
+        # Each name is looked up in its registry (an unknown one raises, naming the nearest).
+        object.__setattr__(self, "codec_knobs", _resolve_knobs("codec", self.codec, self.codec_knobs))
+        _registry("reward").entry(self.reward)
+        _registry("window_order").entry(self.window_order)
+        object.__setattr__(
+            self, "observation_knobs", _resolve_knobs("observation", self.observation, self.observation_knobs)
+        )
         if self.allow_reject is None:
             object.__setattr__(self, "allow_reject", self.reward == "deadline")
         elif self.allow_reject and self.reward != "deadline":
@@ -202,7 +278,7 @@ class HetClusterConfig:
 
         Raises:
             UnknownNameError: An unknown key (here, in ``workload`` or in ``sim``), scenario, cluster,
-                codec or reward, naming the nearest valid one.
+                codec, observation encoder, reward or window order, naming the nearest valid one.
             EnvConfigError: A value out of range.
         """
         valid = [f.name for f in dataclasses.fields(cls) if f.init]
@@ -253,6 +329,12 @@ class HetClusterConfig:
         out["sim"] = dataclass_to_dict(self.sim)
         if self.trace is None:
             out.pop("trace")
+        for key in ("codec_knobs", "observation_knobs"):
+            knobs = getattr(self, key)
+            if knobs is None:
+                out.pop(key)
+            else:
+                out[key] = knobs.as_dict()
         return out
 
     # ----------------------------------------------------------------------------------------
@@ -264,6 +346,22 @@ class HetClusterConfig:
         """The resolved GPU count levels."""
         return count_levels_for(self.count_levels, self.cluster_spec())
 
+    def knobs(self, option: str) -> Knobs | None:
+        """The resolved knobs of the ``codec`` or the ``observation`` encoder (``None`` when it has none)."""
+        value = getattr(self, f"{option}_knobs")
+        assert value is None or isinstance(value, Knobs)  # __post_init__ resolved the mapping
+        return value
+
+    def settings(self, throughput: ThroughputModel) -> EnvSettings:
+        """The environment-wide settings the codec and the observation encoder are built with."""
+        return EnvSettings(
+            levels=self.levels(),
+            allow_reject=bool(self.allow_reject),
+            max_actions=self.actions_cap(),
+            time_scale_s=self.time_scale_s,
+            throughput=throughput,
+        )
+
     def actions_cap(self) -> int:
         """The resolved per-epoch cap on sequential actions."""
         if self.max_actions_per_epoch is not None:
@@ -274,6 +372,33 @@ class HetClusterConfig:
     def draw_jobs(self, seed: int) -> tuple[JobSpec, ...]:
         """The workload of one episode: drawn from the recipe with ``seed``, or the trace's jobs."""
         return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
+
+
+def _resolve_knobs(option: str, name: str, given: Any) -> Knobs | None:
+    """The knobs of component ``name`` (option ``codec`` or ``observation``) from ``{option}_knobs``."""
+    registry = _registry(option)
+    entry = registry.entry(name)
+    key = f"{option}_knobs"
+    cls = entry.knobs
+    if cls is None:
+        if given:
+            raise EnvConfigError(
+                f"{key}={_mapping_to_dict(given)!r}: the {registry.kind} {entry.name!r} has no knobs; leave {key} unset"
+            )
+        return None
+    if isinstance(given, cls):
+        return given
+    if given is None:
+        given = {}
+    if not isinstance(given, Mapping):
+        raise EnvConfigError(
+            f"{key}={given!r}: give a mapping of the {registry.kind} {entry.name!r}'s knobs "
+            f"({', '.join(cls.names())}) or a {cls.__name__}"
+        )
+    try:
+        return cls.from_kwargs(f"{registry.kind} {entry.name!r}", **given)
+    except TypeError as exc:  # a knob without a default was left out
+        raise EnvConfigError(f"{key}: the {registry.kind} {entry.name!r} needs its knobs set ({exc})") from None
 
 
 def _compat_defaults(name: str, overrides: dict[str, Any]) -> dict[str, Any]:

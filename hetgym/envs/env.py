@@ -8,12 +8,13 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.codecs import ActionCodec, Encoding, SequentialCodec, make_codec
+from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
-from hetgym.envs.observations import ENCODERS
+from hetgym.envs.exactness import Encoding
+from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
-from hetgym.envs.state import DecisionState, JobStaticsCache
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState, JobStaticsCache
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -53,7 +54,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Action Space
 
-    Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes):
+    Chosen by ``codec`` (K slots, T GPU types, C count levels, M execution modes); the built-in codecs:
 
     * ``"sequential"`` (default): ``Discrete(K*T*C [+ K] [+ K*M] + 1)``. Action ``(k*T + t)*C + c``
       sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
@@ -113,12 +114,21 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ``gym.make("HetCluster-v0", **overrides)`` (or ``"hetgym:HetCluster-v0"``), overrides being fields of
     :class:`~hetgym.envs.config.HetClusterConfig`: ``scenario``, ``cluster``, ``workload={...}``,
-    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``count_levels``, ``modes``, ``allow_reject``,
-    ``max_actions_per_epoch``, ``window_order``, ``observation``, ``reward``, ``time_scale_s``,
-    ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``, ``policy_compat`` (a policy's own round,
-    placer and execution modes, every count level and a window for every job, so that the policy acts
-    through the env exactly as on the simulator); and ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
-    An unknown key raises an error naming the nearest valid one.
+    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``codec_knobs``, ``count_levels``, ``modes``,
+    ``allow_reject``, ``max_actions_per_epoch``, ``window_order``, ``observation``, ``observation_knobs``,
+    ``reward``, ``time_scale_s``, ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``,
+    ``policy_compat`` (a policy's own round, placer and execution modes, every count level and a window
+    for every job, so that the policy acts through the env exactly as on the simulator); and
+    ``render_mode`` (``"ansi"`` or ``"rgb_array"``). An unknown key raises an error naming the nearest
+    valid one.
+
+    The names given to ``codec``, ``observation``, ``reward`` and ``window_order`` are looked up in the
+    registries :data:`~hetgym.envs.codecs.CODECS`, :data:`~hetgym.envs.observations.OBSERVATIONS`,
+    :data:`~hetgym.envs.rewards.REWARDS` and :data:`~hetgym.envs.state.WINDOW_ORDERS`, so a component
+    registered with :func:`~hetgym.envs.codecs.register_codec` (``register_observation``,
+    ``register_reward``, ``register_window_order``) is used by name like a built-in one; an unknown name
+    raises an error naming the nearest. ``codec_knobs`` / ``observation_knobs`` set that component's own
+    knobs (the built-in ones have none).
     ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
@@ -127,7 +137,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ## Version History
 
     * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
-      option and the simulator's ``sim.placer`` (placement as a simulator strategy).
+      option, the simulator's ``sim.placer`` (placement as a simulator strategy), and components chosen
+      from registries (``codec_knobs``, ``observation_knobs``).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -155,20 +166,16 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.max_actions = config.actions_cap()
         self.total_gpus = int(self.cluster.total_gpus)
         self.state = DecisionState(self.cluster, config.queue_slots, config.modes)
-        self.codec: ActionCodec = make_codec(
-            config.codec, self.state, self.levels, bool(config.allow_reject), self.max_actions
-        )
-        self.encoder = ENCODERS[config.observation](
-            self.state,
-            time_scale_s=config.time_scale_s,
-            allow_reject=bool(config.allow_reject),
-            max_actions=self.max_actions,
-            levels=self.levels,
-            throughput=self.throughput,
+        # Every component comes from its registry by name, so a registered plug-in is used like a built-in.
+        settings = config.settings(self.throughput)
+        self.codec: ActionCodec = CODECS.get(config.codec)(self.state, settings, config.knobs("codec"))
+        self.encoder: ObservationEncoder = OBSERVATIONS.get(config.observation)(
+            self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
         self.observation_space = self.encoder.space  # type: ignore[assignment]
-        self._reward_fn = REWARDS[config.reward]
+        self._reward_fn = REWARDS.get(config.reward)
+        self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = JobStaticsCache(self.cluster, self.throughput)
         self._trace_jobs: tuple[JobSpec, ...] | None = None
         if config.trace is not None:
@@ -237,8 +244,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             reward -= self.config.invalid_action_penalty
         obs = self.encoder.observe(self.state)
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
-        if not isinstance(self.codec, SequentialCodec):
-            info["repaired"] = outcome.repaired
+        self.codec.step_info(outcome, info)
         terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
         return obs, float(reward), terminated, truncated, info
@@ -292,9 +298,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """The next action towards ``target`` from the current draft (what an expert would do now)."""
         if self.state.view is None:
             return self.codec.noop(self.state)
-        if isinstance(self.codec, SequentialCodec):
-            return self.codec.encode_next(self.state, target)
-        return self.codec.encode(self.state, target).actions[0]
+        return self.codec.encode_next(self.state, target)
 
     def noop_action(self) -> Any:
         """An action that keeps every allocation and commits."""
@@ -350,7 +354,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if view is not None:
             self._now_s = view.now_s
             self._epoch = view.epoch
-        self.state.load(view, self._statics, self.config.window_order)
+        self.state.load(view, self._statics, self._window_order)
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 

@@ -10,14 +10,17 @@ Every feature is scaled to ``[0, 1]`` or
 ``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
 index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
 ``gymnasium.wrappers.FlattenObservation`` turns into one vector for an ``MlpPolicy``.
+
+Encoders are chosen by name from the registry :data:`OBSERVATIONS`; add one by subclassing
+:class:`ObservationEncoder` and decorating it with :func:`register_observation`.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -25,8 +28,11 @@ from gymnasium import spaces
 from hetgym.envs.state import DecisionState, JobStaticsCache, slack_s
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
-from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.registry import Knobs, Registry
 from hetgym.sim.view import JobView
+
+if TYPE_CHECKING:
+    from hetgym.envs.config import EnvSettings
 
 #: Per-slot scalar features, in the order ``begin_epoch`` fills them; each is a key of shape (K,).
 SLOT_FEATURES: tuple[str, ...] = (
@@ -75,24 +81,71 @@ def _signed(slack: float, scale: float) -> float:
 
 
 class ObservationEncoder(ABC):
-    """Base class of observation encoders (pluggable: register subclasses in :data:`ENCODERS`)."""
+    """Base class of observation encoders (pluggable: decorate a subclass with :func:`register_observation`).
+
+    The environment calls :meth:`begin_epoch` once per decision epoch (after the window is filled) and
+    :meth:`observe` after every step; :attr:`space` is fixed at construction.
+
+    Args:
+        state: The environment's decision state (fixes K, the GPU types and the modes).
+        settings: The environment-wide settings (count levels, ``allow_reject``, the per-epoch action cap,
+            the time scale, the throughput model; :class:`~hetgym.envs.config.EnvSettings`).
+        knobs: The encoder's own knobs, an instance of :attr:`knobs` (``observation_knobs={...}``), or
+            ``None`` when it declares none.
+
+    Attributes:
+        name: Registry name (``observation="name"``).
+        knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the encoder's own knobs, or
+            ``None`` (the built-in encoders have none).
+        knob_values: The knob values this instance was built with.
+    """
 
     name: ClassVar[str]
+    knobs: ClassVar[type[Knobs] | None] = None
+
+    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+        del state  # subclasses lay out their space from it
+        self.settings = settings
+        self.knob_values = knobs
 
     @property
     @abstractmethod
     def space(self) -> spaces.Dict:
         """The observation space (fixed at construction)."""
 
-    @abstractmethod
-    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
-        """Compute what stays fixed during a decision epoch (called after ``state.load``)."""
+    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:  # noqa: B027
+        """Compute what stays fixed during a decision epoch (called after ``state.load``; default: nothing)."""
 
     @abstractmethod
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         """The observation of the current draft (fresh arrays on every call)."""
 
 
+#: Every registered observation encoder class, by ``observation=`` name (see :mod:`hetgym.sim.registry`).
+OBSERVATIONS: Registry[type[ObservationEncoder]] = Registry(
+    "observation encoder",
+    "Register one with @hetgym.envs.register_observation(); list them with hetgym.envs.OBSERVATIONS.describe().",
+)
+#: The same registry under its earlier name.
+ENCODERS = OBSERVATIONS
+_E = TypeVar("_E", bound=type[ObservationEncoder])
+
+
+def register_observation(name: str | None = None) -> Callable[[_E], _E]:
+    """Class decorator: register an :class:`ObservationEncoder` subclass as ``observation=name``.
+
+    ``name`` defaults to ``cls.name``; the class's ``knobs`` dataclass, when set, is recorded with the
+    entry and the configuration's ``observation_knobs`` are checked against it.
+    """
+
+    def deco(cls: _E) -> _E:
+        OBSERVATIONS.register(name or cls.name, cls, knobs=cls.knobs)
+        return cls
+
+    return deco
+
+
+@register_observation()
 class WindowObservation(ObservationEncoder):
     """The padded K-slot window plus cluster state, clock and out-of-window aggregates.
 
@@ -141,18 +194,15 @@ class WindowObservation(ObservationEncoder):
 
     name = "window"
 
-    def __init__(
-        self,
-        state: DecisionState,
-        *,
-        time_scale_s: float,
-        allow_reject: bool,
-        max_actions: int,
-        levels: Sequence[int] | None = None,
-        throughput: ThroughputModel | None = None,
-    ) -> None:
-        del levels, throughput  # what the window shows needs neither (subclasses may)
-        self._build(state, time_scale_s=time_scale_s, allow_reject=allow_reject, max_actions=max_actions, extra={})
+    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+        super().__init__(state, settings, knobs)
+        self._build(
+            state,
+            time_scale_s=settings.time_scale_s,
+            allow_reject=settings.allow_reject,
+            max_actions=settings.max_actions,
+            extra={},
+        )
 
     def _build(
         self,
@@ -299,6 +349,7 @@ class WindowObservation(ObservationEncoder):
         return obs
 
 
+@register_observation()
 class WindowLevelsObservation(WindowObservation):
     """:class:`WindowObservation` plus each window job's speed and slack in every configuration it can get.
 
@@ -327,28 +378,18 @@ class WindowLevelsObservation(WindowObservation):
 
     name = "window-levels"
 
-    def __init__(
-        self,
-        state: DecisionState,
-        *,
-        time_scale_s: float,
-        allow_reject: bool,
-        max_actions: int,
-        levels: Sequence[int] | None = None,
-        throughput: ThroughputModel | None = None,
-    ) -> None:
-        if levels is None or throughput is None:
-            raise ValueError("the window-levels observation needs the count levels and the throughput model")
-        self.levels = np.asarray(levels, dtype=np.int64)
-        self.throughput = throughput
+    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+        ObservationEncoder.__init__(self, state, settings, knobs)
+        self.levels = np.asarray(settings.levels, dtype=np.int64)
+        self.throughput = settings.throughput
         self.cluster: ClusterSpec = state.cluster
         self.num_levels = len(self.levels)
         size = state.num_slots * len(state.types) * self.num_levels
         self._build(
             state,
-            time_scale_s=time_scale_s,
-            allow_reject=allow_reject,
-            max_actions=max_actions,
+            time_scale_s=settings.time_scale_s,
+            allow_reject=settings.allow_reject,
+            max_actions=settings.max_actions,
             extra={"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)},
         )
         #: Rates (T, C) by (job type, batch size): they do not depend on the episode.
@@ -395,10 +436,3 @@ class WindowLevelsObservation(WindowObservation):
                 continue
             need_s = np.where(rates > 0, job.remaining_iters / np.maximum(rates, 1e-300), np.inf)
             slack_out[slot] = np.tanh((job.deadline_s - now - need_s) / scale)  # tanh(-inf) = -1
-
-
-#: Observation encoder classes by configuration name.
-ENCODERS: dict[str, type[WindowObservation]] = {
-    WindowObservation.name: WindowObservation,
-    WindowLevelsObservation.name: WindowLevelsObservation,
-}

@@ -24,11 +24,17 @@ alone on the cluster (``unfinished_s``, summed; ``unfinished_max_s``, the longes
 ``unfinished_max_s``, ``utilisation`` adds the least idle time that finishing them implies,
 ``max(0, GPUs x unfinished_max_s - unfinished_gpu_s)``. Without it, ending the run early (an agent that
 never allocates makes the simulator give up) would look cheap.
+
+Rewards are chosen by name from the registry :data:`REWARDS`; add one with :func:`register_reward`. A
+reward is a plain function of the step's components, the time scale and the cluster's GPU count; it has
+no knobs of its own (register a variant under its own name).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from hetgym.sim.registry import Registry
 
 
 class RewardComponents:
@@ -96,34 +102,45 @@ class RewardComponents:
         }
 
 
+#: ``reward(components, time_scale_s, total_gpus) -> float``.
 RewardFn = Callable[[RewardComponents, float, int], float]
 
+#: Every registered reward function, by ``reward=`` name (see :mod:`hetgym.sim.registry`).
+REWARDS: Registry[RewardFn] = Registry(
+    "reward", "Register one with @hetgym.envs.register_reward(name); list them with hetgym.envs.REWARDS.describe()."
+)
 
+
+def register_reward(name: str) -> Callable[[RewardFn], RewardFn]:
+    """Function decorator: register ``reward(components, time_scale_s, total_gpus) -> float`` as ``reward=name``.
+
+    The function sees every :class:`RewardComponents` field of the step (all 0 on steps that do not
+    commit, except ``invalid``); the environment subtracts ``invalid_action_penalty`` itself. Rejections
+    stay allowed only under ``deadline`` (see ``allow_reject`` in :class:`~hetgym.envs.config.HetClusterConfig`).
+    """
+    return REWARDS.decorator(name)
+
+
+@register_reward("deadline")
 def deadline_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
     """+1 per deadline met, -1 per deadline lost."""
     return float(c.met - c.missed)
 
 
+@register_reward("jct")
 def jct_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
     """Minus the job-time spent in the system (and still needed at the stop), in ``time_scale_s`` units."""
     return -(c.job_s + c.unfinished_s) / time_scale_s
 
 
+@register_reward("makespan")
 def makespan_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
     """Minus the simulated time elapsed (and still needed at the stop), in ``time_scale_s`` units."""
     return -(c.dt_s + c.unfinished_max_s) / time_scale_s
 
 
+@register_reward("utilisation")
 def utilisation_reward(c: RewardComponents, time_scale_s: float, total_gpus: int) -> float:
     """Minus the idle GPU-time per cluster GPU (and the least still implied at the stop), in ``time_scale_s``."""
     left_idle = max(0.0, total_gpus * c.unfinished_max_s - c.unfinished_gpu_s)
     return -(c.idle_gpu_s + left_idle) / (total_gpus * time_scale_s)
-
-
-#: Reward functions by configuration name.
-REWARDS: dict[str, RewardFn] = {
-    "deadline": deadline_reward,
-    "jct": jct_reward,
-    "makespan": makespan_reward,
-    "utilisation": utilisation_reward,
-}

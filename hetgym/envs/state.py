@@ -6,7 +6,7 @@ mode, and no rejections. Actions edit the draft; committing turns it into the
 :class:`~hetgym.sim.Allocation` the simulator applies. Jobs outside the window keep their current
 allocation (they remain visible to the agent as aggregates only).
 
-Window order (``window_order``), most urgent first:
+Window order (``window_order``, a name in the registry :data:`WINDOW_ORDERS`), most urgent first:
 
 * ``slack``: least deadline slack first, where slack = deadline - now - remaining time at the job's
   best rate over its allowed types with its requested GPU count (jobs without a deadline last, by
@@ -14,18 +14,20 @@ Window order (``window_order``), most urgent first:
 * ``deadline``: earliest absolute deadline first (jobs without one last, by arrival);
 * ``arrival``: submission order.
 
-Ties go by submission time, then job id, so the window is deterministic.
+Ties go by submission time, then job id, so the window is deterministic. Add an order with
+:func:`register_window_order`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.registry import Registry
 from hetgym.sim.throughput import ExecutionMode, ThroughputModel
 from hetgym.sim.view import ClusterView, JobView
 
@@ -94,17 +96,56 @@ def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
     return job.deadline_s - now_s - remaining_s
 
 
-def order_window(view: ClusterView, statics: JobStaticsCache, order: str) -> tuple[list[JobView], list[float]]:
-    """Active jobs sorted most urgent first (see the module docstring), with each job's slack."""
+#: ``key(job, slack_s, statics) -> tuple``: a job's place in the window, smaller first (see
+#: :func:`register_window_order`).
+WindowOrder = Callable[[JobView, float, JobStatics], tuple[float, ...]]
+
+#: Every registered window order, by ``window_order=`` name (see :mod:`hetgym.sim.registry`).
+WINDOW_ORDERS: Registry[WindowOrder] = Registry(
+    "window order",
+    "Register one with @hetgym.envs.register_window_order(name); list them with hetgym.envs.WINDOW_ORDERS.describe().",
+)
+
+
+def register_window_order(name: str) -> Callable[[WindowOrder], WindowOrder]:
+    """Function decorator: register a sort key as ``window_order=name``.
+
+    The key is called once per active job at every decision epoch as ``key(job, slack_s, statics)``, with
+    the job's :class:`~hetgym.sim.view.JobView`, its deadline slack in seconds (``inf`` without a
+    deadline; see :func:`slack_s`) and its :class:`JobStatics`, and returns a tuple of numbers: the
+    smaller, the more urgent. Ties are broken by submission time, then job id.
+    """
+    return WINDOW_ORDERS.decorator(name)
+
+
+@register_window_order("slack")
+def slack_order(job: JobView, slack: float, statics: JobStatics) -> tuple[float, ...]:
+    """Least deadline slack first (jobs without a deadline last, by arrival)."""
+    return (slack,)
+
+
+@register_window_order("deadline")
+def deadline_order(job: JobView, slack: float, statics: JobStatics) -> tuple[float, ...]:
+    """Earliest absolute deadline first (jobs without one last, by arrival)."""
+    return (job.deadline_s,)
+
+
+@register_window_order("arrival")
+def arrival_order(job: JobView, slack: float, statics: JobStatics) -> tuple[float, ...]:
+    """Submission order."""
+    return ()
+
+
+def order_window(
+    view: ClusterView, statics: JobStaticsCache, order: str | WindowOrder
+) -> tuple[list[JobView], list[float]]:
+    """Active jobs sorted most urgent first by ``order`` (a registered name or a key), with each job's slack."""
+    key = WINDOW_ORDERS.get(order) if isinstance(order, str) else order
     now = view.now_s
     jobs = list(view.jobs)
-    slacks = [slack_s(j, statics.get(j).best_rate, now) for j in jobs]
-    if order == "slack":
-        keys = [(s, j.submit_s, j.job_id) for s, j in zip(slacks, jobs, strict=True)]
-    elif order == "deadline":
-        keys = [(j.deadline_s, j.submit_s, j.job_id) for j in jobs]
-    else:
-        keys = [(0.0, j.submit_s, j.job_id) for j in jobs]
+    stats = [statics.get(j) for j in jobs]
+    slacks = [slack_s(j, st.best_rate, now) for j, st in zip(jobs, stats, strict=True)]
+    keys = [(*key(j, s, st), j.submit_s, j.job_id) for j, s, st in zip(jobs, slacks, stats, strict=True)]
     idx = sorted(range(len(jobs)), key=keys.__getitem__)
     return [jobs[i] for i in idx], [slacks[i] for i in idx]
 
@@ -165,8 +206,11 @@ class DecisionState:
         self._alloc_key: tuple[object, ...] = ()
 
     # ----------------------------------------------------------------------------------------
-    def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str) -> None:
-        """Start the decision of a new epoch (``view=None``: the episode has ended)."""
+    def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str | WindowOrder) -> None:
+        """Start the decision of a new epoch (``view=None``: the episode has ended).
+
+        ``order`` fills the window: a name in :data:`WINDOW_ORDERS` or a window-order key function.
+        """
         self.view = view
         self.num_actions = 0
         self.version += 1

@@ -201,6 +201,10 @@ class Registry(Generic[T]):
         """Forget ``name`` (for tests and interactive sessions)."""
         self._entries.pop(str(name).lower(), None)
 
+    def __getitem__(self, name: str) -> T:
+        """``registry[name]``, the same as :meth:`get` (an unknown name raises a ``KeyError`` subclass)."""
+        return self.get(name)
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.lower() in self._entries
 
