@@ -68,6 +68,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     * ``"multidiscrete"``: ``MultiDiscrete([C]*K*T [+ [2]*K] [+ [M]*K])``: a count level per slot and
       type, a reject flag per slot, a mode per slot; every step commits, after repairing infeasible
       parts in a documented order (:class:`~hetgym.envs.codecs.OneShotCodec`).
+    * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time,
+      most urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or
+      reject; ``done`` commits early; deciding the last job commits. At most K + 1 steps an epoch
+      (:class:`~hetgym.envs.codecs.JobwiseCodec`; one GPU type per job).
 
     Count levels (``count_levels``): ``"pow2"`` (0, 1, 2, 4, ... up to the largest type's capacity,
     default), ``"all"`` (every count), or a list.

@@ -27,7 +27,8 @@ Add a codec by subclassing :class:`ActionCodec` and decorating it with :func:`re
 
 from __future__ import annotations
 
-from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, make_codec, register_codec
+from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, discrete_index, make_codec, register_codec
+from hetgym.envs.codecs.jobwise import JobwiseCodec
 from hetgym.envs.codecs.oneshot import OneShotCodec
 from hetgym.envs.codecs.sequential import SequentialCodec
 from hetgym.envs.exactness import Encoding, explain_gap
@@ -37,8 +38,10 @@ __all__ = [
     "ActionCodec",
     "CodecStep",
     "Encoding",
+    "JobwiseCodec",
     "OneShotCodec",
     "SequentialCodec",
+    "discrete_index",
     "explain_gap",
     "make_codec",
     "register_codec",

@@ -197,3 +197,19 @@ def register_codec(name: str | None = None) -> Callable[[_C], _C]:
 def make_codec(name: str, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> ActionCodec:
     """The codec registered as ``name`` (an unknown name raises, naming the nearest)."""
     return CODECS.get(name)(state, settings, knobs)
+
+
+def discrete_index(action: Any, n: int, codec: str) -> int:
+    """``action`` as an index of ``Discrete(n)`` (ints, numpy scalars and size-1 arrays); a clear error otherwise."""
+    if type(action) is int and 0 <= action < n:  # the common case, kept cheap
+        return action
+    value = action
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ValueError(f"a {codec} action is one integer in [0, {n}), got an array of shape {value.shape}")
+        value = value.reshape(()).item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or not 0 <= value < n:
+        raise ValueError(f"a {codec} action is an integer in [0, {n}), got {action!r}")
+    return int(value)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import ActionCodec, CodecStep, register_codec
+from hetgym.envs.codecs.base import ActionCodec, CodecStep, discrete_index, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
@@ -123,7 +123,7 @@ class SequentialCodec(ActionCodec):
         return self.mode_offset + slot * len(self.modes) + mode_idx
 
     def apply(self, state: DecisionState, action: Any, mask: np.ndarray) -> CodecStep:
-        a = _as_index(action, self.n)
+        a = discrete_index(action, self.n, "sequential")
         if a == self.commit:
             return CodecStep(commit=True)
         state.num_actions += 1
@@ -262,18 +262,3 @@ class SequentialCodec(ActionCodec):
             self._live_allowed = saved_live
             self._buf_key = (id(state), state.version)
         return self.make_encoding(state, target, tuple(actions), expressed, notes)
-
-
-def _as_index(action: Any, n: int) -> int:
-    if type(action) is int and 0 <= action < n:  # the common case, kept cheap
-        return action
-    value = action
-    if isinstance(value, np.ndarray):
-        if value.size != 1:
-            raise ValueError(f"a sequential action is one integer in [0, {n}), got an array of shape {value.shape}")
-        value = value.reshape(()).item()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or not 0 <= value < n:
-        raise ValueError(f"a sequential action is an integer in [0, {n}), got {action!r}")
-    return int(value)
