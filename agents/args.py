@@ -215,7 +215,10 @@ class PPOArgs:
     learning_rate: float | None = None
     """Adam learning rate (default: 1e-5 when fine-tuning, 3e-4 from scratch)."""
     gamma: float = 0.99
-    """Discount factor."""
+    """Discount factor (per step; with ``time_discount``, per hour of simulated time)."""
+    time_discount: bool = False
+    """Discount by simulated time, ``gamma ** (dt / time_scale_s)``: zero-time steps are not discounted, so
+    padding an epoch with edits earns nothing (a semi-MDP, ``agents/smdp.py``)."""
     gae_lambda: float = 0.95
     """GAE lambda."""
     clip_range: float | None = None

@@ -42,6 +42,7 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
+from agents.smdp import TimeDiscountCallback, time_discount_kwargs
 
 
 def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
@@ -76,6 +77,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     clip = args.clip_range if args.clip_range is not None else (0.1 if finetune else 0.2)
     ent = args.ent_coef if args.ent_coef is not None else (0.0 if finetune else 0.01)
     venv = DummyVecEnv([env_factory(args.env_id, env_kwargs)] * args.n_envs)
+    extra = time_discount_kwargs(args.algo, venv.observation_space) if args.time_discount else {}
     model = new_model(
         args.algo,
         venv,
@@ -93,6 +95,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         ent_coef=ent,
         vf_coef=args.vf_coef,
         target_kl=args.target_kl,
+        **extra,
     )
     if finetune:
         missing = model.policy.load_state_dict(init_model.policy.state_dict(), strict=True)
@@ -113,6 +116,9 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     reference = TeacherReference(args.teacher, args.env_id, env_kwargs) if args.teacher else None
     episodes = EpisodeMetricsCallback(reference)
     callbacks: list[Any] = [episodes]
+    if args.time_discount:
+        time_scale_s = float(venv.envs[0].unwrapped.config.time_scale_s)  # type: ignore[attr-defined]
+        callbacks.insert(0, TimeDiscountCallback(args.gamma, time_scale_s))
     if args.checkpoint_every > 0:
         callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
     with _Progress(progress) as bar:
