@@ -202,6 +202,10 @@ class HetClusterConfig:
             round, ``sim.placer`` to its declared placer, ``modes`` to its declared execution modes,
             ``count_levels`` to ``"all"``, and ``queue_slots`` to the workload's number of jobs (an
             expert decides for every active job, so the window must be able to hold them all).
+        reward_baseline: A registered policy name, or ``None``: each committing step's reward becomes the
+            agent's minus that policy's reward over the same simulated interval of the same workload (run
+            at reset), so an episode's return is the agent's minus the reference's
+            (:mod:`hetgym.envs.reference`).
     """
 
     scenario: str = "default"
@@ -225,6 +229,7 @@ class HetClusterConfig:
     max_time_s: float | None = None
     max_decisions: int | None = None
     policy_compat: str | None = None
+    reward_baseline: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.count_levels, list):
@@ -268,8 +273,9 @@ class HetClusterConfig:
             raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
         cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
         count_levels_for(self.count_levels, cluster)
-        if self.policy_compat is not None:
-            policy_class(self.policy_compat)  # raises for an unknown policy, naming the nearest
+        for policy in (self.policy_compat, self.reward_baseline):
+            if policy is not None:
+                policy_class(policy)  # raises for an unknown policy, naming the nearest
 
     # ----------------------------------------------------------------------------------------
     @classmethod

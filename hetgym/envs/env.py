@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import math
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -12,6 +14,7 @@ from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
+from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.state import WINDOW_ORDERS, DecisionState, JobStaticsCache
@@ -19,6 +22,7 @@ from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.policy import make_policy
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -94,7 +98,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     the last step also charges the least time they still needed (:mod:`hetgym.envs.rewards`).
     Non-committing steps earn 0 (less ``invalid_action_penalty`` for an ignored action).
     ``info["reward_components"]`` always has every component
-    (:class:`~hetgym.envs.rewards.RewardComponents`).
+    (:class:`~hetgym.envs.rewards.RewardComponents`). With ``reward_baseline="edf"`` (any registered
+    policy) each committing step earns the agent's reward minus that policy's reward over the same
+    simulated interval of the same workload (run at reset; ``info["reference_reward"]``), so a return is
+    the agent's minus the reference's (:mod:`hetgym.envs.reference`).
 
     ## Starting State
 
@@ -186,6 +193,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             self._trace_jobs = config.draw_jobs(0)
             Simulator(self.cluster, self._trace_jobs, config=self.sim_config, throughput=self.throughput)
         self.sim: Simulator | None = None
+        self._reference: ReferenceRun | None = None
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
         self.episode_id = 0
@@ -241,13 +249,20 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         outcome = self.codec.apply(self.state, action, self._mask)
         self._replay_actions.append(np.array(action, copy=True) if isinstance(action, np.ndarray) else action)
         comps = RewardComponents(invalid=int(outcome.invalid))
+        reference_reward = 0.0
         if outcome.commit:
+            t0 = self._now_s
             self._commit(comps)  # loads the next epoch and recomputes the mask
-        reward = self._reward_fn(comps, self.config.time_scale_s, self.total_gpus)
+            if self._reference is not None:
+                ref = self._reference.components(t0, math.inf if self._done else self._now_s)
+                reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
+        reward = self._reward_fn(comps, self.config.time_scale_s, self.total_gpus) - reference_reward
         if outcome.invalid:
             reward -= self.config.invalid_action_penalty
         obs = self.encoder.observe(self.state)
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
+        if self._reference is not None:
+            info["reference_reward"] = reference_reward
         self.codec.step_info(outcome, info)
         terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
@@ -336,6 +351,13 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.jobs = jobs
         self._spec_by_id = {j.job_id: j for j in jobs}
         self.sim = Simulator(self.cluster, jobs, config=self.sim_config, throughput=self.throughput)
+        self._reference = None
+        if self.config.reward_baseline is not None:
+            # Its GPU timeline is needed for idle GPU-time, whatever the env records.
+            ref_config = dataclasses.replace(self.sim_config, record_timeline=True)
+            reference = Simulator(self.cluster, jobs, config=ref_config, throughput=self.throughput)
+            ref_result = reference.run(make_policy(self.config.reward_baseline))
+            self._reference = ReferenceRun(ref_result, self.total_gpus)
         self._statics.clear()
         self.episode_id += 1
         self._started = True
