@@ -78,6 +78,10 @@ def __getattr__(name: str) -> Any:
     return _registry(option).names()
 
 
+#: When the agent is asked (``decisions=``).
+DECISION_MODES: tuple[str, ...] = ("every-epoch", "on-change")
+
+
 class EnvConfigError(HetgymError, ValueError):
     """An environment option has a bad value (the message names the option and the fix)."""
 
@@ -206,6 +210,11 @@ class HetClusterConfig:
             agent's minus that policy's reward over the same simulated interval of the same workload (run
             at reset), so an episode's return is the agent's minus the reference's
             (:mod:`hetgym.envs.reference`).
+        decisions: ``"every-epoch"`` (default): the agent decides at every decision epoch, round ticks
+            included; ``"on-change"``: only when something changed (an arrival, a completion, a rejection
+            or a deadline passing): a round tick after which nothing changed is committed with the
+            allocation standing and the agent is asked at the next epoch that has news (one step then covers
+            several simulated intervals, and its reward their sum).
     """
 
     scenario: str = "default"
@@ -230,6 +239,7 @@ class HetClusterConfig:
     max_decisions: int | None = None
     policy_compat: str | None = None
     reward_baseline: str | None = None
+    decisions: str = "every-epoch"
 
     def __post_init__(self) -> None:
         if isinstance(self.count_levels, list):
@@ -273,6 +283,8 @@ class HetClusterConfig:
             raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
         cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
         count_levels_for(self.count_levels, cluster)
+        if self.decisions not in DECISION_MODES:
+            raise UnknownNameError("decisions setting", self.decisions, DECISION_MODES)
         for policy in (self.policy_compat, self.reward_baseline):
             if policy is not None:
                 policy_class(policy)  # raises for an unknown policy, naming the nearest

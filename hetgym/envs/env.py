@@ -111,6 +111,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     gives instead (the env's random stream advances as usual); ``options={"jobs": [JobSpec, ...]}``
     runs a given workload. With ``trace=...`` every episode replays the trace.
 
+    With ``decisions="on-change"`` the agent is asked only at epochs with news (an arrival, a completion,
+    a rejection or a deadline passing); quiet round ticks are committed with the allocation standing.
+
     ## Episode End
 
     Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``), or when
@@ -194,6 +197,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             Simulator(self.cluster, self._trace_jobs, config=self.sim_config, throughput=self.throughput)
         self.sim: Simulator | None = None
         self._reference: ReferenceRun | None = None
+        self._changed = False
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
         self.episode_id = 0
@@ -253,6 +257,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if outcome.commit:
             t0 = self._now_s
             self._commit(comps)  # loads the next epoch and recomputes the mask
+            while self._quiet_epoch():
+                self._commit(comps)  # the allocation stands: nothing changed since the agent decided
             if self._reference is not None:
                 ref = self._reference.components(t0, math.inf if self._done else self._now_s)
                 reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
@@ -410,10 +416,12 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         for jid, ja in allocation.jobs.items():
             busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
             rows.extend((jid, type_index[t], n) for t, n in ja.counts)
-        comps.dt_s = dt
-        comps.job_s = job_s
-        comps.busy_gpu_s = busy
-        comps.idle_gpu_s = max(0.0, self.total_gpus * dt - busy)
+        # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
+        comps.dt_s += dt
+        comps.job_s += job_s
+        comps.busy_gpu_s += busy
+        comps.idle_gpu_s += max(0.0, self.total_gpus * dt - busy)
+        missed_before = comps.missed
         specs = self._spec_by_id
         penalised = self._penalised
         for jid, t, status in ended:
@@ -438,6 +446,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
                 if spec.has_deadline and t1 > spec.deadline_s + _DEADLINE_TOL_S and job.job_id not in penalised:
                     comps.missed += 1
                     penalised.add(job.job_id)
+        self._changed = bool(ended) or comps.missed > missed_before
         rows.sort()
         segment = tuple(rows)
         if not self._history or self._history[-1][1] != segment:
@@ -447,6 +456,13 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             self._end_episode()
             self._charge_unfinished(comps)
         self._load(next_view)
+
+    def _quiet_epoch(self) -> bool:
+        """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""
+        if self.config.decisions != "on-change" or self._done:
+            return False
+        view = self.state.view
+        return view is not None and view.is_tick and not view.arrived and not view.completed and not self._changed
 
     def _charge_unfinished(self, comps: RewardComponents) -> None:
         """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
