@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hetgym.envs.shaping import SHAPINGS
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, config_from_dict
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -215,6 +216,10 @@ class HetClusterConfig:
             or a deadline passing): a round tick after which nothing changed is committed with the
             allocation standing and the agent is asked at the next epoch that has news (one step then covers
             several simulated intervals, and its reward their sum).
+        shaping: ``None`` (default) or ``"deadline-slack"``: potential-based shaping of the deadline objective
+            (:mod:`hetgym.envs.shaping`; optimal policies unchanged), added to every step's reward.
+        shaping_gamma: The discount per ``time_scale_s`` of simulated time the shaping terms use, in (0, 1];
+            set it to the learner's (1: undiscounted).
     """
 
     scenario: str = "default"
@@ -240,6 +245,8 @@ class HetClusterConfig:
     policy_compat: str | None = None
     reward_baseline: str | None = None
     decisions: str = "every-epoch"
+    shaping: str | None = None
+    shaping_gamma: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.count_levels, list):
@@ -283,6 +290,10 @@ class HetClusterConfig:
             raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
         cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
         count_levels_for(self.count_levels, cluster)
+        if self.shaping is not None and self.shaping not in SHAPINGS:
+            raise UnknownNameError("shaping", self.shaping, SHAPINGS)
+        if not (0.0 < self.shaping_gamma <= 1.0):
+            raise EnvConfigError(f"shaping_gamma={self.shaping_gamma}: give a discount in (0, 1]")
         if self.decisions not in DECISION_MODES:
             raise UnknownNameError("decisions setting", self.decisions, DECISION_MODES)
         for policy in (self.policy_compat, self.reward_baseline):

@@ -17,6 +17,7 @@ from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
+from hetgym.envs.shaping import deadline_slack_potential
 from hetgym.envs.state import WINDOW_ORDERS, DecisionState, JobStaticsCache
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
@@ -198,6 +199,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.sim: Simulator | None = None
         self._reference: ReferenceRun | None = None
         self._changed = False
+        self._potential = 0.0
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
         self.episode_id = 0
@@ -263,12 +265,21 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
                 ref = self._reference.components(t0, math.inf if self._done else self._now_s)
                 reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
         reward = self._reward_fn(comps, self.config.time_scale_s, self.total_gpus) - reference_reward
+        shaping = 0.0
+        if self.config.shaping is not None and outcome.commit:
+            phi = deadline_slack_potential(self.state.view, self._statics)  # 0 once the episode has ended
+            discount = self.config.shaping_gamma ** (comps.dt_s / self.config.time_scale_s)
+            shaping = discount * phi - self._potential
+            self._potential = phi
+            reward += shaping
         if outcome.invalid:
             reward -= self.config.invalid_action_penalty
         obs = self.encoder.observe(self.state)
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
         if self._reference is not None:
             info["reference_reward"] = reference_reward
+        if self.config.shaping is not None:
+            info["shaping"] = shaping
         self.codec.step_info(outcome, info)
         terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
@@ -380,6 +391,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if view is None:
             self._end_episode()
         self._load(view)
+        self._potential = deadline_slack_potential(self.state.view, self._statics) if self.config.shaping else 0.0
 
     def _load(self, view: ClusterView | None) -> None:
         self._target_note = None
