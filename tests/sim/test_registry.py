@@ -22,7 +22,7 @@ def test_knobs_validate_every_field_naming_knob_value_and_fix() -> None:
     assert ToyKnobs().as_dict() == {"rule": "gain", "round_s": 60.0, "copies": None, "share": 0.5}
     with pytest.raises(KnobError, match=r"rule='gains' is not one of \['gain', 'srpt'\]"):
         ToyKnobs(rule="gains")
-    with pytest.raises(KnobError, match="round_s=0.0.*> 0.0"):
+    with pytest.raises(KnobError, match=r"round_s=0.0.*> 0.0"):
         ToyKnobs(round_s=0.0)
     with pytest.raises(KnobError, match="finite"):
         ToyKnobs(round_s=float("inf"))
@@ -32,7 +32,7 @@ def test_knobs_validate_every_field_naming_knob_value_and_fix() -> None:
         ToyKnobs(copies=2.5)  # type: ignore[arg-type]
     with pytest.raises(KnobError, match="integer"):
         ToyKnobs(copies=True)  # type: ignore[arg-type]
-    with pytest.raises(KnobError, match="<= 1.0"):
+    with pytest.raises(KnobError, match=r"<= 1.0"):
         ToyKnobs(share=1.5)
     with pytest.raises(UnknownNameError, match="did you mean 'round_s'"):
         ToyKnobs.from_kwargs(round=60.0)
@@ -51,7 +51,7 @@ def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
     reg.register("alpha", Alpha)  # the same object again is fine
     with pytest.raises(HetgymError, match="already registered"):
         reg.register("alpha", type("Other", (), {}))
-    with pytest.raises(UnknownNameError, match="did you mean 'alpha'.*toys"):
+    with pytest.raises(UnknownNameError, match=r"did you mean 'alpha'.*toys"):
         reg.get("alpah")
     reg.unregister("alpha")
     assert len(reg) == 0 and Registry.ALL["toy component"] is reg
