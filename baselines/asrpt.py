@@ -312,11 +312,12 @@ class ASRPT(Policy):
 
     # ---------------------------------------------------------------------------------------
     def _types(self, view: ClusterView, job: JobView | JobSpec) -> list[str]:
-        spec = job.spec if isinstance(job, JobView) else job
-        types = [t for t in view.cluster.gpu_types if spec.gpu_types is None or t in spec.gpu_types]
+        rates = view.rate_table.get(job)
+        rate = dict(zip(rates.types, rates.rates.tolist(), strict=True))
+        types = list(rates.allowed_types)
         if self.type_choice == "fastest":
-            types.sort(key=lambda t: -view.rate(spec, t, spec.num_gpus))
-        return [t for t in types if view.rate(spec, t, spec.num_gpus) > 0]
+            types.sort(key=lambda t: -rate[t])
+        return [t for t in types if rate[t] > 0]
 
     def _virtual_size(self, view: ClusterView, info: _JobInfo, iters: float) -> float:
         return info.spec.num_gpus * iters * info.tau_star_s / view.cluster.total_gpus
@@ -472,7 +473,7 @@ class PredictedSRTF(Policy):
         self._tracker.update(view, lambda spec: (None, math.nan))
 
         def remaining_s(job: JobView) -> float:
-            rate = max((view.rate(job, t, job.num_gpus) for t in view.allowed_types(job)), default=0.0)
+            rate = view.rate_table.best_rate(job)
             return self._tracker.remaining_iters(job) / rate if rate > 0 else math.inf
 
         ordered = sorted(view.jobs, key=lambda j: (remaining_s(j), j.submit_s, j.job_id))

@@ -182,7 +182,6 @@ class GavelPolicy(Policy):
         self._type_index = {t: i for i, t in enumerate(self._types)}
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
-        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         self._job_time: dict[int, np.ndarray] = {}
@@ -206,21 +205,10 @@ class GavelPolicy(Policy):
         return order
 
     def _job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
+        """``T[m, :]``: the job's rate at its requested count on each type, 0 where not allowed or too few GPUs."""
         r = self._rates.get(job.job_id)
         if r is None:
-            spec = job.spec
-            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
-            r = self._rate_cache.get(key)
-            if r is None:
-                allowed = set(view.allowed_types(job))
-                r = np.array(
-                    [
-                        view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                        for i, t in enumerate(self._types)
-                    ]
-                )
-                self._rate_cache[key] = r
-            self._rates[job.job_id] = r
+            r = self._rates[job.job_id] = view.rate_table.get(job).fit_rates
         return r
 
     def _lp_rates(self, view: ClusterView, jobs: Sequence[JobView], real: np.ndarray) -> np.ndarray:

@@ -219,7 +219,6 @@ class Hadar(Policy):
         self._kappa: dict[tuple[str, int, str, int], float] = {}
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
-        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
         self._planner = PlanAhead(self)
         self._first = True
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
@@ -231,26 +230,13 @@ class Hadar(Policy):
         """The job's rate on ``W_j`` GPUs of each type (0 where not allowed or too few GPUs)."""
         r = self._rates.get(job.job_id)
         if r is None:
-            spec = job.spec
-            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
-            r = self._rate_cache.get(key)
-            if r is None:
-                r = self._rate_cache[key] = self._compute_rates(view, job)
+            rates = view.rate_table.get(job)
+            r = rates.fit_rates
+            if r.max() <= 0 and rates.allowed_types:
+                # Larger than any single type: the gang must span types; the tasks run at the rate of each
+                # type at the full count (the slowest bounds it, as in sync mode).
+                r = rates.rates
             self._rates[job.job_id] = r
-        return r
-
-    def _compute_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
-        allowed = set(view.allowed_types(job))
-        r = np.array(
-            [
-                view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                for i, t in enumerate(self._types)
-            ]
-        )
-        if r.max() <= 0 and allowed:
-            # Larger than any single type: the gang must span types; the tasks run at the rate of each
-            # type at the full count (the slowest bounds it, as in sync mode).
-            r = np.array([view.rate(job, t, job.num_gpus) if t in allowed else 0.0 for t in self._types], dtype=float)
         return r
 
     def t_min_s(self, view: ClusterView, job: JobView) -> float:

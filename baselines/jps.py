@@ -160,9 +160,8 @@ class JPSPolicy(Policy):
         self.local_search_steps = local_search_steps
 
     def _rho(self, view: ClusterView, job: JobView, gpu_type: str) -> float:
-        if job.spec.gpu_types is not None and gpu_type not in job.spec.gpu_types:
-            return 0.0
-        return job.batch_size * view.rate(job, gpu_type, job.num_gpus) / job.num_gpus
+        # The table's rate is 0 on a type the job may not use.
+        return job.batch_size * view.rate_table.get(job).rate(gpu_type) / job.num_gpus
 
     def schedule(self, view: ClusterView) -> Allocation:
         builder = AllocationBuilder(view)

@@ -13,11 +13,12 @@ from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.observations import ENCODERS
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
-from hetgym.envs.state import DecisionState, JobStaticsCache
+from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -169,7 +170,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.action_space = self.codec.space
         self.observation_space = self.encoder.space  # type: ignore[assignment]
         self._reward_fn = REWARDS[config.reward]
-        self._statics = JobStaticsCache(self.cluster, self.throughput)
+        self._statics = RateTable(self.cluster, self.throughput)
         self._trace_jobs: tuple[JobSpec, ...] | None = None
         if config.trace is not None:
             self._trace_jobs = config.draw_jobs(0)
@@ -328,7 +329,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.jobs = jobs
         self._spec_by_id = {j.job_id: j for j in jobs}
         self.sim = Simulator(self.cluster, jobs, config=self.sim_config, throughput=self.throughput)
-        self._statics.clear()
+        # The simulator's own table (cleared on its reset): the env and a policy_compat expert share it.
+        self._statics = self.sim.rate_table
         self.episode_id += 1
         self._started = True
         self._done = False

@@ -26,64 +26,9 @@ import numpy as np
 
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
-from hetgym.sim.throughput import ExecutionMode, ThroughputModel
+from hetgym.sim.rates import RateTable
+from hetgym.sim.throughput import ExecutionMode
 from hetgym.sim.view import ClusterView, JobView
-
-
-class JobStatics:
-    """Per-job figures that never change during an episode, computed once per job and cached.
-
-    Attributes:
-        speed: Rate on each type at the requested count, divided by the best such rate (0 where the
-            type is not allowed or the configuration is infeasible), float32 ``(T,)``.
-        allowed: Whether the job may use each type, bool ``(T,)``.
-        best_rate: The best rate over allowed types at the requested count (iterations/s).
-    """
-
-    __slots__ = ("allowed", "best_rate", "speed")
-
-    def __init__(self, speed: np.ndarray, allowed: np.ndarray, best_rate: float) -> None:
-        self.speed = speed
-        self.allowed = allowed
-        self.best_rate = best_rate
-
-
-class JobStaticsCache:
-    """Builds and caches :class:`JobStatics` by job id (reset at every episode)."""
-
-    def __init__(self, cluster: ClusterSpec, throughput: ThroughputModel) -> None:
-        self.types = cluster.gpu_types
-        self.throughput = throughput
-        self._cache: dict[int, JobStatics] = {}
-
-    def clear(self, throughput: ThroughputModel | None = None) -> None:
-        """Forget every job (new episode)."""
-        self._cache.clear()
-        if throughput is not None:
-            self.throughput = throughput
-
-    def get(self, job: JobView) -> JobStatics:
-        """The statics of ``job``."""
-        hit = self._cache.get(job.job_id)
-        if hit is not None:
-            return hit
-        spec = job.spec
-        allowed = np.array(
-            [spec.gpu_types is None or t in spec.gpu_types for t in self.types],
-            dtype=bool,
-        )
-        rates = np.array(
-            [
-                self.throughput.rate(job.job_type, job.batch_size, t, job.num_gpus) if ok else 0.0
-                for t, ok in zip(self.types, allowed, strict=True)
-            ],
-            dtype=np.float64,
-        )
-        best = float(rates.max()) if rates.size else 0.0
-        speed = (rates / best if best > 0 else np.zeros_like(rates)).astype(np.float32)
-        out = JobStatics(speed, allowed, best)
-        self._cache[job.job_id] = out
-        return out
 
 
 def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
@@ -94,7 +39,7 @@ def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
     return job.deadline_s - now_s - remaining_s
 
 
-def order_window(view: ClusterView, statics: JobStaticsCache, order: str) -> tuple[list[JobView], list[float]]:
+def order_window(view: ClusterView, statics: RateTable, order: str) -> tuple[list[JobView], list[float]]:
     """Active jobs sorted most urgent first (see the module docstring), with each job's slack."""
     now = view.now_s
     jobs = list(view.jobs)
@@ -165,7 +110,7 @@ class DecisionState:
         self._alloc_key: tuple[object, ...] = ()
 
     # ----------------------------------------------------------------------------------------
-    def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str) -> None:
+    def load(self, view: ClusterView | None, statics: RateTable, order: str) -> None:
         """Start the decision of a new epoch (``view=None``: the episode has ended)."""
         self.view = view
         self.num_actions = 0
