@@ -25,13 +25,16 @@ def gang_counts(
     free: Mapping[str, int],
     num_gpus: int,
     type_choice: TypeChoice = "order",
+    *,
+    span_types: bool = True,
 ) -> dict[str, int] | None:
     """GPUs for a rigid gang of ``num_gpus``, or ``None`` if it does not fit now.
 
     ``order`` takes the first GPU type, in the cluster's order, with enough free GPUs
     (heterogeneity-agnostic); ``fastest`` takes the free type with the highest rate for this job.
     A single type is always preferred. A gang larger than every allowed type's capacity can never run
-    on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total.
+    on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total,
+    unless ``span_types`` is ``False``.
     """
     table = view.rate_table
     types = table.allowed_types(job)
@@ -41,6 +44,8 @@ def gang_counts(
     for t in types:
         if free.get(t, 0) >= num_gpus and rate[t] > 0:
             return {t: num_gpus}
+    if not span_types:
+        return None
     usable = [t for t in types if rate[t] > 0]
     capacity = view.cluster.capacity
     if any(capacity[t] >= num_gpus for t in usable):

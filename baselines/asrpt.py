@@ -58,7 +58,7 @@ from baselines._asrpt_predict import (
     RandomForestPredictor,
     make_predictor,
 )
-from baselines._common import TypeChoice, check_type_choice, greedy_fill
+from baselines._common import TypeChoice, check_type_choice, gang_counts, greedy_fill
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
@@ -323,16 +323,15 @@ class ASRPT(Policy):
         return info.spec.num_gpus * iters * info.tau_star_s / view.cluster.total_gpus
 
     def _place(self, view: ClusterView, job: JobView, free: np.ndarray) -> list[ServerGroup] | None:
+        if self.placement == "default":
+            # Only the type and count are chosen, by the classic policies' rule (the first type with room,
+            # in the type_choice order; no spanning); the simulator places them (best fit, fewest servers).
+            by_type = {t: int(free[list(ids)].sum()) for t, ids in view.cluster.servers_by_type.items()}
+            counts = gang_counts(view, job, by_type, job.num_gpus, self.type_choice, span_types=False)
+            return None if counts is None else _take_default(view.cluster, free, next(iter(counts)), job.num_gpus)
         types = self._types(view, job)
         if self.placement == "random":
             return random_place(job.spec, free, view.cluster, types, self.rng)
-        if self.placement == "default":
-            # Only the type and count are chosen; the simulator places them (best fit, fewest servers).
-            for t in types:
-                ids = view.cluster.servers_by_type[t]
-                if sum(int(free[s]) for s in ids) >= job.num_gpus:
-                    return _take_default(view.cluster, free, t, job.num_gpus)
-            return None
         return comm_aware_place(job.spec, free, view.cluster, types)
 
     def _assign(self, builder: AllocationBuilder, job: JobView, groups: list[ServerGroup], free: np.ndarray) -> None:
