@@ -10,13 +10,7 @@ from hetgym.sim.view import ClusterView, JobView
 
 TypeChoice = Literal["order", "fastest"]
 TYPE_CHOICES: tuple[str, ...] = ("order", "fastest")
-
-
-def check_type_choice(value: str) -> TypeChoice:
-    """Validate a ``type_choice`` knob."""
-    if value not in TYPE_CHOICES:
-        raise ValueError(f"type_choice={value!r}; use 'order' (heterogeneity-agnostic) or 'fastest'")
-    return value  # type: ignore[return-value]
+TYPE_CHOICE_DOC = "'order' (first type with room, cluster order) or 'fastest' (for the job)"
 
 
 def gang_counts(

@@ -78,6 +78,38 @@ class PriceFunction:
         return np.zeros(np.shape(committed))
 
 
+def block_costs(
+    prices: PriceFunction,
+    counts: np.ndarray,
+    capacity: np.ndarray,
+    type_weight: np.ndarray,
+    weight: np.ndarray,
+    used: np.ndarray,
+) -> np.ndarray:
+    """``(O, B)`` cost of running each option in each DP block under the committed GPUs.
+
+    Args:
+        prices: The price function.
+        counts: ``(O, K)`` GPUs per type of each option.
+        capacity: ``(K,)`` GPUs per type.
+        type_weight: ``(K,)`` weight of each type's price (``price_scale``).
+        weight: ``(B, S)`` fraction of each slot of each block that is usable.
+        used: ``(K, B, S)`` GPUs already committed per type, block and slot.
+    """
+    costs = np.zeros((counts.shape[0], weight.shape[0]))
+    wsum = weight.sum(axis=1)
+    for k, cap in enumerate(capacity.tolist()):
+        n = counts[:, k]
+        if not n.any():
+            continue
+        a, b, c = prices.coefficients(n, cap)
+        phi_sum = (weight * prices.phi(used[k], cap)).sum(axis=1)
+        g_sum = (weight * used[k]).sum(axis=1)
+        block = a[:, None] * phi_sum + b[:, None] * g_sum + c[:, None] * wsum
+        costs += np.where(n[:, None] > 0, type_weight[k] * block, 0.0)
+    return costs
+
+
 # --------------------------------------------------------------------------------------------
 # The dual subroutine
 

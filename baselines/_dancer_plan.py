@@ -15,6 +15,7 @@ import numpy as np
 
 from baselines._deadline import JobOptions, slot_of
 from hetgym.sim.allocation import JobAllocation
+from hetgym.sim.view import JobView
 
 _INF = math.inf
 
@@ -149,6 +150,35 @@ class SlotLedger:
         for s, e, o in zip(st.plan.starts, st.plan.ends, st.plan.options, strict=True):
             if e > from_s + 1e-9:
                 self.book_segment(st.options.counts[o], max(s, from_s), e, sign)
+
+
+def best_extra_option(
+    job: JobView,
+    st: JobState,
+    base: int,
+    free: list[int],
+    horizon_s: float,
+    current: int,
+    penalty_s: float,
+    single: bool,
+) -> int:
+    """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress.
+
+    A change pays the restart penalty ``penalty_s``, so each candidate's progress is its rate times
+    ``horizon_s`` less the penalty (the remaining one for the option in force, ``current``). Ties keep
+    the option in force; ``single`` keeps a job on one type.
+    """
+    cands: list[tuple[float, int, int]] = []
+    for o in candidate_options(st, base, free, single):
+        rate = job.rate_iters_per_s if (o == current and job.rate_iters_per_s > 0) else st.rates[o]
+        gain = rate * max(horizon_s - (job.penalty_left_s if o == current else penalty_s), 0.0)
+        cands.append((gain, 2 if o == current else (1 if o == base else 0), o))
+    if not cands:
+        return base
+    top = max(g for g, _, _ in cands)
+    if top <= 0:
+        return base
+    return max((c for c in cands if c[0] >= top * (1.0 - 1e-9)), key=lambda c: (c[1], c[0]))[2]
 
 
 def candidate_options(st: JobState, base: int, free: list[int], single: bool) -> list[int]:

@@ -58,13 +58,14 @@ from baselines._asrpt_predict import (
     RandomForestPredictor,
     make_predictor,
 )
-from baselines._common import TypeChoice, check_type_choice, gang_counts, greedy_fill
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
 from hetgym.sim.placement import comm_aware_place, place_count, placement_units, random_place
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 from hetgym.sim.view import ClusterView, JobView
 
@@ -239,6 +240,22 @@ def _tau_star(
 # Policies
 
 
+@dataclass(frozen=True)
+class ASRPTKnobs(Knobs):
+    """Knobs of :class:`ASRPT` (the predictor's name is checked by :func:`make_predictor`)."""
+
+    mode: str = knob("guided", choices=MODES, doc="'guided' (mode A, non-preemptive) or 'preemptive' (mode B)")
+    predictor: str | IterationPredictor = knob("rf", doc="'rf', 'oracle', 'noisy' or an IterationPredictor")
+    predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
+    history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
+    early_release: bool = knob(True, doc="a job is eligible from its release, not its virtual completion")
+    strict_order: bool = knob(False, doc="stop at the first job that does not fit (no backfilling)")
+    placement: str = knob("comm_aware", choices=PLACEMENTS, doc="'comm_aware', 'default' or 'random'")
+    overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
+    min_run_s: float = knob(300.0, low=0.0, doc="a job started less than this ago is not preempted (mode B)")
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+
 @register_policy()
 class ASRPT(Policy):
     """A-SRPT (Luo et al., "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in GPU
@@ -270,6 +287,7 @@ class ASRPT(Policy):
     """
 
     name = "asrpt"
+    knobs = ASRPTKnobs
     placer = "comm-aware"
     round_s = 60.0
 
@@ -287,12 +305,19 @@ class ASRPT(Policy):
         type_choice: TypeChoice = "fastest",
     ) -> None:
         super().__init__()
-        if mode not in MODES:
-            raise ValueError(f"mode={mode!r}; use 'guided' (mode A) or 'preemptive' (mode B)")
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement={placement!r}; use one of {list(PLACEMENTS)}")
-        if not overrun_margin >= 0 or not min_run_s >= 0:
-            raise ValueError("overrun_margin and min_run_s must be >= 0")
+        # Validate every knob first (a KnobError names the bad one).
+        ASRPTKnobs(
+            mode=mode,
+            predictor=predictor,
+            predictor_params=predictor_params,
+            history=history,
+            early_release=early_release,
+            strict_order=strict_order,
+            placement=placement,
+            overrun_margin=overrun_margin,
+            min_run_s=min_run_s,
+            type_choice=type_choice,
+        )
         self.mode = mode
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
@@ -303,7 +328,7 @@ class ASRPT(Policy):
         self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[placement]
         self.overrun_margin = overrun_margin
         self.min_run_s = min_run_s
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
 
     def _reset(self) -> None:
@@ -432,6 +457,17 @@ def _take_default(cluster: ClusterSpec, free: np.ndarray, gpu_type: str, num_gpu
     return place_count(cluster, free.copy(), gpu_type, num_gpus)
 
 
+@dataclass(frozen=True)
+class PredictedSRTFKnobs(Knobs):
+    """Knobs of :class:`PredictedSRTF`."""
+
+    predictor: str | IterationPredictor = knob("rf", doc="'rf', 'oracle', 'noisy' or an IterationPredictor")
+    predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
+    history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
+    overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+
 @register_policy()
 class PredictedSRTF(Policy):
     """Preemptive SRTF on predicted remaining time: the prediction-assisted SRTF baseline of A-SRPT's study.
@@ -442,6 +478,7 @@ class PredictedSRTF(Policy):
     """
 
     name = "srtf-pred"
+    knobs = PredictedSRTFKnobs
     in_default_comparison = False  # a baseline for A-SRPT studies: name it in --policies
 
     def __init__(
@@ -453,11 +490,19 @@ class PredictedSRTF(Policy):
         type_choice: TypeChoice = "fastest",
     ) -> None:
         super().__init__()
+        # Validate every knob first (a KnobError names the bad one).
+        PredictedSRTFKnobs(
+            predictor=predictor,
+            predictor_params=predictor_params,
+            history=history,
+            overrun_margin=overrun_margin,
+            type_choice=type_choice,
+        )
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
         self.history = history
         self.overrun_margin = overrun_margin
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
 
     def _reset(self) -> None:

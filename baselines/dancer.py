@@ -55,6 +55,7 @@ full paper (``docs/provenance.md``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,14 +64,16 @@ from baselines._dancer_dp import (
     PRICE_MODES,
     DPResult,
     PriceFunction,
+    block_costs,
     dual_dp,
     repair_schedule,
     schedule_progress,
 )
-from baselines._dancer_plan import JobState, Plan, SlotLedger, candidate_options
+from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option
 from baselines._deadline import JobOptions, job_options, slot_of
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 REJECTED_MODES = ("drop", "best_effort")
@@ -78,6 +81,39 @@ ARRIVAL_ORDERS = ("edf", "fifo")
 TIE_BREAKS = ("early", "late")
 PRICE_SCALES = ("uniform", "speed")
 _INF = math.inf
+
+
+@dataclass(frozen=True)
+class DancerKnobs(Knobs):
+    """Knobs of :class:`Dancer` (each is described in its docstring)."""
+
+    round_s: float = knob(60.0, low=0.0, low_open=True, doc="slot length in seconds")
+    price_mode: str = knob("exp", choices=PRICE_MODES, doc="'exp' or 'linear'")
+    price_increment: str = knob("marginal", choices=PRICE_INCREMENTS, doc="'marginal' or 'exact'")
+    price_L: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed L")
+    price_U: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed U")
+    price_auto: bool = knob(True, doc="calibrate L and U on the jobs seen so far")
+    dp_quanta: int = knob(200, low=1, integer=True, doc="work units of the DP")
+    dp_max_blocks: int = knob(128, low=1, integer=True, doc="most blocks of the DP's horizon")
+    allow_type_mix_in_slot: bool = knob(False, doc="allow two GPU types in one slot")
+    work_conserving_extra: bool = knob(True, doc="give unreserved GPUs to admitted jobs")
+    rejected_jobs: str = knob("drop", choices=REJECTED_MODES, doc="'drop' or 'best_effort'")
+    switch_cost_in_dp: bool = knob(True, doc="every configuration change pays the restart penalty in the DP")
+    arrival_order: str = knob("edf", choices=ARRIVAL_ORDERS, doc="admission order of simultaneous arrivals")
+    deadline_margin_s: float = knob(0.0, low=0.0, doc="plan to finish this long before the deadline")
+    extra_lookahead_s: float = knob(60.0, low=0.0, doc="horizon a work-conserving change must pay back in")
+    max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
+    max_replans_per_epoch: int = knob(64, low=0, integer=True, doc="most DP re-plans per slot boundary")
+    tie_break: str = knob("early", choices=TIE_BREAKS, doc="reserve the 'early' or 'late' equally priced blocks")
+    price_scale: str = knob("uniform", choices=PRICE_SCALES, doc="'uniform' or 'speed' (per-type prices)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = type(self).__name__
+        if not self.price_auto and (self.price_L is None or self.price_U is None):
+            raise KnobError(f"{owner}: knob price_auto=False needs both price_L and price_U")
+        if self.price_L is not None and self.price_U is not None and self.price_U < self.price_L:
+            raise KnobError(f"{owner}: knobs price_U={self.price_U} < price_L={self.price_L}; need L <= U")
 
 
 @register_policy()
@@ -125,6 +161,7 @@ class Dancer(Policy):
     """
 
     name = "dancer"
+    knobs = DancerKnobs
     round_s = 60.0
 
     def __init__(
@@ -150,33 +187,28 @@ class Dancer(Policy):
         price_scale: str = "uniform",
     ) -> None:
         super().__init__()
-        if not round_s > 0:
-            raise ValueError(f"round_s={round_s}; give a positive slot length in seconds")
-        if price_mode not in PRICE_MODES:
-            raise ValueError(f"price_mode={price_mode!r}; use one of {PRICE_MODES}")
-        if price_increment not in PRICE_INCREMENTS:
-            raise ValueError(f"price_increment={price_increment!r}; use one of {PRICE_INCREMENTS}")
-        if rejected_jobs not in REJECTED_MODES:
-            raise ValueError(f"rejected_jobs={rejected_jobs!r}; use one of {REJECTED_MODES}")
-        if arrival_order not in ARRIVAL_ORDERS:
-            raise ValueError(f"arrival_order={arrival_order!r}; use one of {ARRIVAL_ORDERS}")
-        if dp_quanta < 1 or dp_max_blocks < 1 or max_replans_per_epoch < 0:
-            raise ValueError("dp_quanta and dp_max_blocks must be >= 1 and max_replans_per_epoch >= 0")
-        if not price_auto and (price_L is None or price_U is None):
-            raise ValueError("price_auto=False needs both price_L and price_U")
-        for name, v in (("price_L", price_L), ("price_U", price_U)):
-            if v is not None and not v > 0:
-                raise ValueError(f"{name}={v}; it must be > 0")
-        if price_L is not None and price_U is not None and price_U < price_L:
-            raise ValueError(f"price_U={price_U} < price_L={price_L}; need L <= U")
-        if deadline_margin_s < 0 or extra_lookahead_s < 0:
-            raise ValueError("deadline_margin_s and extra_lookahead_s must be >= 0")
-        if max_count is not None and max_count < 1:
-            raise ValueError(f"max_count={max_count}; it must be >= 1 or None")
-        if price_scale not in PRICE_SCALES:
-            raise ValueError(f"price_scale={price_scale!r}; use one of {PRICE_SCALES}")
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break={tie_break!r}; use one of {TIE_BREAKS}")
+        # Validate every knob first (a KnobError names the bad one).
+        DancerKnobs(
+            round_s=round_s,
+            price_mode=price_mode,
+            price_increment=price_increment,
+            price_L=price_L,
+            price_U=price_U,
+            price_auto=price_auto,
+            dp_quanta=dp_quanta,
+            dp_max_blocks=dp_max_blocks,
+            allow_type_mix_in_slot=allow_type_mix_in_slot,
+            work_conserving_extra=work_conserving_extra,
+            rejected_jobs=rejected_jobs,
+            switch_cost_in_dp=switch_cost_in_dp,
+            arrival_order=arrival_order,
+            deadline_margin_s=deadline_margin_s,
+            extra_lookahead_s=extra_lookahead_s,
+            max_count=max_count,
+            max_replans_per_epoch=max_replans_per_epoch,
+            tie_break=tie_break,
+            price_scale=price_scale,
+        )
         self.round_s = float(round_s)
         self.price_mode = price_mode
         self.price_increment = price_increment
@@ -325,18 +357,7 @@ class Dancer(Policy):
         block_start = starts[idx * per]
         block_end = ends[np.minimum((idx + 1) * per, num_slots) - 1]
 
-        prices = self.prices
-        costs = np.zeros((len(opts), num_blocks))
-        wsum = weight.sum(axis=1)
-        for k, cap in enumerate(self._cap.tolist()):
-            n = opts.counts[:, k]
-            if not n.any():
-                continue
-            a, b, c = prices.coefficients(n, cap)
-            phi_sum = (weight * prices.phi(used_p[k], cap)).sum(axis=1)
-            g_sum = (weight * used_p[k]).sum(axis=1)
-            block = a[:, None] * phi_sum + b[:, None] * g_sum + c[:, None] * wsum
-            costs += np.where(n[:, None] > 0, self._type_weight[k] * block, 0.0)
+        costs = block_costs(self.prices, opts.counts, self._cap, self._type_weight, weight, used_p)
         fits = (opts.counts[:, :, None] <= residual[None, :, :]).all(axis=1)
         # Break (near) ties between blocks: earliest first, or latest first (reserve late, run early).
         order = idx if self.tie_break == "early" else num_blocks - 1 - idx
@@ -501,25 +522,10 @@ class Dancer(Policy):
         free: list[int],
         horizon_s: float,
     ) -> int:
-        """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress.
-
-        A change pays the restart penalty, so each candidate's progress is its rate times ``horizon_s``
-        less the penalty (the remaining one for the option in force). Ties keep the option in force.
-        """
+        """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress."""
         current = self._current_option(job, st.options)
         penalty = view.restart_penalty_s(job) if current >= 0 else self._start_penalty_s(view, job)
-        single = not self.allow_type_mix_in_slot
-        cands: list[tuple[float, int, int]] = []
-        for o in candidate_options(st, base, free, single):
-            rate = job.rate_iters_per_s if (o == current and job.rate_iters_per_s > 0) else st.rates[o]
-            gain = rate * max(horizon_s - (job.penalty_left_s if o == current else penalty), 0.0)
-            cands.append((gain, 2 if o == current else (1 if o == base else 0), o))
-        if not cands:
-            return base
-        top = max(g for g, _, _ in cands)
-        if top <= 0:
-            return base
-        return max((c for c in cands if c[0] >= top * (1.0 - 1e-9)), key=lambda c: (c[1], c[0]))[2]
+        return best_extra_option(job, st, base, free, horizon_s, current, penalty, not self.allow_type_mix_in_slot)
 
     def schedule(self, view: ClusterView) -> Allocation:
         if view.epoch == 0:

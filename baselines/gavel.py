@@ -70,6 +70,7 @@ Deviations and reconstructions (each a knob):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -89,6 +90,7 @@ from baselines._gavel_lp import (
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 #: Gavel's round length (``time_per_iteration``).
@@ -103,6 +105,22 @@ OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_
 
 # --------------------------------------------------------------------------------------------
 # The policies
+
+
+@dataclass(frozen=True)
+class GavelKnobs(Knobs):
+    """Knobs of the Gavel policies (see :class:`GavelPolicy`)."""
+
+    heterogeneity_aware: bool | None = knob(None, doc="measured throughputs (None: the policy's default)")
+    min_recompute_interval_s: float = knob(GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between recomputes")
+    fill_between_rounds: bool = knob(True, doc="waiting jobs take free GPUs at events inside a round")
+    global_queue: bool = knob(False, doc="sort the (job, type) entries of all types together")
+    zero_priority_last: bool = knob(True, doc="every positive-priority entry before any zero-priority one")
+    isolated_normalisation: str = knob("row", choices=("row", "global"), doc="finish-time fairness's isolated split")
+    ftf_tolerance: float = knob(1e-3, low=0.0, low_open=True, high=1.0, high_open=True, doc="bisection tolerance")
+    makespan_method: str = knob("lp", choices=("lp", "bisection"), doc="exact LP or Gavel's bisection")
+    reference_type: str | None = knob(None, doc="GPU type of the agnostic LPs (None: the fastest)")
+    lp_solver: str = knob("ipm", choices=("ipm", "simplex"), doc="HiGHS interior point or simplex")
 
 
 class GavelPolicy(Policy):
@@ -136,6 +154,7 @@ class GavelPolicy(Policy):
     """
 
     name: ClassVar[str] = "gavel"
+    knobs = GavelKnobs
     round_s = GAVEL_ROUND_S
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
@@ -154,14 +173,19 @@ class GavelPolicy(Policy):
         lp_solver: LPSolver = "ipm",
     ) -> None:
         super().__init__()
-        if min_recompute_interval_s < 0:
-            raise ValueError(f"min_recompute_interval_s={min_recompute_interval_s}; it must be >= 0")
-        if isolated_normalisation not in ("row", "global"):
-            raise ValueError(f"isolated_normalisation={isolated_normalisation!r}; use 'row' or 'global'")
-        if makespan_method not in ("lp", "bisection"):
-            raise ValueError(f"makespan_method={makespan_method!r}; use 'lp' or 'bisection'")
-        if not 0 < ftf_tolerance < 1:
-            raise ValueError(f"ftf_tolerance={ftf_tolerance}; it must be in (0, 1)")
+        # Validate every knob first (a KnobError names the bad one).
+        GavelKnobs(
+            heterogeneity_aware=heterogeneity_aware,
+            min_recompute_interval_s=min_recompute_interval_s,
+            fill_between_rounds=fill_between_rounds,
+            global_queue=global_queue,
+            zero_priority_last=zero_priority_last,
+            isolated_normalisation=isolated_normalisation,
+            ftf_tolerance=ftf_tolerance,
+            makespan_method=makespan_method,
+            reference_type=reference_type,
+            lp_solver=lp_solver,
+        )
         self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
         self.min_recompute_interval_s = float(min_recompute_interval_s)
         self.fill_between_rounds = fill_between_rounds
@@ -171,8 +195,6 @@ class GavelPolicy(Policy):
         self.ftf_tolerance = ftf_tolerance
         self.makespan_method = makespan_method
         self.reference_type = reference_type
-        if lp_solver not in ("ipm", "simplex"):
-            raise ValueError(f"lp_solver={lp_solver!r}; use 'ipm' or 'simplex'")
         self.lp_solver: LPSolver = lp_solver
 
     # ----------------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.placement import NodePool
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
 
@@ -130,6 +131,36 @@ class _Decision:
 # The policy
 
 
+@dataclass(frozen=True)
+class HadarKnobs(Knobs):
+    """Knobs of :class:`Hadar` (each is described in its docstring)."""
+
+    utility: str | UtilityFn = knob("normalized_inverse_jct", doc=f"one of {UTILITIES} or f(job, T_s, T_min_s)")
+    mode: str = knob("round", choices=("round", "plan"), doc="'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
+    work_conserving: bool = knob(True, doc="fill free GPUs with jobs whose payoff is not positive")
+    task_level_mixing: bool = knob(True, doc="let a job's tasks span GPU types")
+    fill_between_rounds: bool = knob(True, doc="start waiting jobs at arrivals and completions")
+    price_auto: bool = knob(True, doc="derive L and U from the active jobs at every decision")
+    price_L: float = knob(1e-3, low=0.0, low_open=True, doc="fixed L (price_auto=False)")
+    price_U: float = knob(1.0, low=0.0, low_open=True, doc="fixed U (price_auto=False)")
+    price_floor_ratio: float = knob(1e-3, low=0.0, low_open=True, high=1.0, doc="lower clamp of L / U")
+    utility_horizon: float = knob(10.0, low=1.0, low_open=True, doc="T_max / T_min of the linear utility")
+    sigmoid_slack: float = knob(2.0, low=0.0, low_open=True, doc="T_soft / T_min of the sigmoid utility")
+    sigmoid_width: float = knob(0.25, low=0.0, low_open=True, doc="sigmoid width relative to T_soft")
+    plan_max_rounds: int = knob(5000, low=1, integer=True, doc="longest plan-ahead horizon in rounds")
+    replan_tolerance: float = knob(0.02, low=0.0, low_open=True, high=1.0, high_open=True, doc="re-plan drift")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = type(self).__name__
+        if not callable(self.utility) and self.utility not in UTILITIES:
+            raise KnobError(
+                f"{owner}: knob utility={self.utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)"
+            )
+        if self.price_L > self.price_U:
+            raise KnobError(f"{owner}: knobs price_L={self.price_L} > price_U={self.price_U}; need price_L <= price_U")
+
+
 @register_policy()
 class Hadar(Policy):
     """Hadar (IPDPS 2024; arXiv:2503.10918): round-based primal-dual scheduling with per-node prices.
@@ -161,6 +192,7 @@ class Hadar(Policy):
     """
 
     name: ClassVar[str] = "hadar"
+    knobs = HadarKnobs
     round_s = HADAR_ROUND_S
     placer = "priced"
 
@@ -182,18 +214,23 @@ class Hadar(Policy):
         replan_tolerance: float = 0.02,
     ) -> None:
         super().__init__()
-        if not callable(utility) and utility not in UTILITIES:
-            raise ValueError(f"utility={utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)")
-        if mode not in ("round", "plan"):
-            raise ValueError(f"mode={mode!r}; use 'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
-        if not 0 < price_L <= price_U:
-            raise ValueError(f"need 0 < price_L <= price_U, got {price_L}, {price_U}")
-        if not 0 < price_floor_ratio <= 1:
-            raise ValueError(f"price_floor_ratio={price_floor_ratio}; it must be in (0, 1]")
-        if utility_horizon <= 1 or sigmoid_slack <= 0 or sigmoid_width <= 0:
-            raise ValueError("utility_horizon must be > 1, sigmoid_slack and sigmoid_width > 0")
-        if plan_max_rounds < 1 or not 0 < replan_tolerance < 1:
-            raise ValueError("plan_max_rounds must be >= 1 and replan_tolerance in (0, 1)")
+        # Validate every knob first (a KnobError names the bad one).
+        HadarKnobs(
+            utility=utility,
+            mode=mode,
+            work_conserving=work_conserving,
+            task_level_mixing=task_level_mixing,
+            fill_between_rounds=fill_between_rounds,
+            price_auto=price_auto,
+            price_L=price_L,
+            price_U=price_U,
+            price_floor_ratio=price_floor_ratio,
+            utility_horizon=utility_horizon,
+            sigmoid_slack=sigmoid_slack,
+            sigmoid_width=sigmoid_width,
+            plan_max_rounds=plan_max_rounds,
+            replan_tolerance=replan_tolerance,
+        )
         self.utility = utility
         self.mode = mode
         self.work_conserving = work_conserving

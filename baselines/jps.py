@@ -60,6 +60,7 @@ where the table's scaling is not linear.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -90,7 +91,6 @@ from baselines._jps_search import (
     JPSResult,
     Matcher,
     Valuation,
-    _check_knobs,
     exhaustive_search,
     jps,
     local_search,
@@ -100,10 +100,25 @@ from baselines._jps_search import (
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.comm import job_model_bytes
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 # ============================================================================================
 # Online policy
+
+
+@dataclass(frozen=True)
+class JPSKnobs(Knobs):
+    """Knobs of :class:`JPSPolicy`."""
+
+    mode: str = knob("nonpreemptive", choices=("nonpreemptive", "replace_all"), doc="what each decision re-solves")
+    n_samples: int = knob(40, low=1, integer=True, doc="categories sampled per decision")
+    alpha: float = knob(0.0, low=0.0, high=1.0, high_open=True, doc="skipped fraction of the category list")
+    beta: float = knob(1.0, low=0.0, high=1.0, doc="JCT weight against fairness (1: JCT only)")
+    matcher: str = knob("hungarian", choices=MATCHERS, doc="'hungarian', 'auction' or 'exact'")
+    valuation: str = knob("jct", choices=VALUATIONS, doc="'jct' or 'rho'")
+    valuation_rounds: int = knob(2, low=0, integer=True, doc="re-matching rounds of the jct valuation")
+    local_search_steps: int = knob(1000, low=0, integer=True, doc="steps of the final local search (0: none)")
 
 
 @register_policy("jps")
@@ -129,6 +144,7 @@ class JPSPolicy(Policy):
     """
 
     name = "jps"
+    knobs = JPSKnobs
     # Workers of one class are interchangeable, so the matching step decides GPU counts per type and the
     # simulator's default placer maps them onto servers; every job runs in the proportional mode.
     modes = ("proportional",)
@@ -145,11 +161,17 @@ class JPSPolicy(Policy):
         local_search_steps: int = 1000,
     ) -> None:
         super().__init__()
-        if mode not in ("nonpreemptive", "replace_all"):
-            raise ValueError(f"mode={mode!r}; use 'nonpreemptive' or 'replace_all'")
-        if n_samples < 1:
-            raise ValueError(f"n_samples={n_samples}; it must be >= 1")
-        _check_knobs(matcher, valuation, beta)
+        # Validate every knob first (a KnobError names the bad one).
+        JPSKnobs(
+            mode=mode,
+            n_samples=n_samples,
+            alpha=alpha,
+            beta=beta,
+            matcher=matcher,
+            valuation=valuation,
+            valuation_rounds=valuation_rounds,
+            local_search_steps=local_search_steps,
+        )
         self.mode = mode
         self.n_samples = n_samples
         self.alpha = alpha
