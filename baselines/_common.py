@@ -10,13 +10,7 @@ from hetgym.sim.view import ClusterView, JobView
 
 TypeChoice = Literal["order", "fastest"]
 TYPE_CHOICES: tuple[str, ...] = ("order", "fastest")
-
-
-def check_type_choice(value: str) -> TypeChoice:
-    """Validate a ``type_choice`` knob."""
-    if value not in TYPE_CHOICES:
-        raise ValueError(f"type_choice={value!r}; use 'order' (heterogeneity-agnostic) or 'fastest'")
-    return value  # type: ignore[return-value]
+TYPE_CHOICE_DOC = "'order' (first type with room, cluster order) or 'fastest' (for the job)"
 
 
 def gang_counts(
@@ -25,22 +19,28 @@ def gang_counts(
     free: Mapping[str, int],
     num_gpus: int,
     type_choice: TypeChoice = "order",
+    *,
+    span_types: bool = True,
 ) -> dict[str, int] | None:
     """GPUs for a rigid gang of ``num_gpus``, or ``None`` if it does not fit now.
 
     ``order`` takes the first GPU type, in the cluster's order, with enough free GPUs
     (heterogeneity-agnostic); ``fastest`` takes the free type with the highest rate for this job.
     A single type is always preferred. A gang larger than every allowed type's capacity can never run
-    on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total.
+    on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total,
+    unless ``span_types`` is ``False``.
     """
-    types = view.allowed_types(job)
+    table = view.rate_table
+    types = table.allowed_types(job)
+    rate = dict(zip(table.types, table.rates_at(job, num_gpus).tolist(), strict=True))
     if type_choice == "fastest":
-        types = tuple(sorted(types, key=lambda t: -view.rate(job, t, num_gpus)))
-    # Free capacity first: it is cheaper to check than the rate, and usually decides.
+        types = tuple(sorted(types, key=lambda t: -rate[t]))
     for t in types:
-        if free.get(t, 0) >= num_gpus and view.rate(job, t, num_gpus) > 0:
+        if free.get(t, 0) >= num_gpus and rate[t] > 0:
             return {t: num_gpus}
-    usable = [t for t in types if view.rate(job, t, num_gpus) > 0]
+    if not span_types:
+        return None
+    usable = [t for t in types if rate[t] > 0]
     capacity = view.cluster.capacity
     if any(capacity[t] >= num_gpus for t in usable):
         return None  # it fits one type once that type frees up
@@ -48,7 +48,7 @@ def gang_counts(
         return None
     counts: dict[str, int] = {}
     left = num_gpus
-    for t in sorted(usable, key=lambda t: -view.rate(job, t, num_gpus)):
+    for t in sorted(usable, key=lambda t: -rate[t]):
         take = min(left, free.get(t, 0))
         if take:
             counts[t] = take
@@ -104,7 +104,9 @@ def greedy_fill(
 def counts_rate(view: ClusterView, job: JobView, counts: Mapping[str, int]) -> float:
     """Rate of ``job`` on ``counts`` in ``sync`` mode on one server per type (slowest type bounds)."""
     total = sum(counts.values())
-    return min((view.rate(job, t, total) for t, n in counts.items() if n > 0), default=0.0)
+    table = view.rate_table
+    rates = table.rates_at(job, total)
+    return min((float(rates[table.types.index(t)]) for t, n in counts.items() if n > 0), default=0.0)
 
 
 def keep_running(view: ClusterView) -> AllocationBuilder:
@@ -114,5 +116,4 @@ def keep_running(view: ClusterView) -> AllocationBuilder:
 
 def best_rate(view: ClusterView, job: JobView, num_gpus: int | None = None) -> float:
     """The job's highest rate over its allowed types at ``num_gpus`` (default: its request)."""
-    n = job.num_gpus if num_gpus is None else num_gpus
-    return max((view.rate(job, t, n) for t in view.allowed_types(job)), default=0.0)
+    return view.rate_table.best_rate(job, num_gpus)

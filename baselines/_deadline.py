@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hetgym.sim import rates
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
@@ -50,9 +51,7 @@ def planning_rate(
 
 def allowed_types(cluster: ClusterSpec, spec: JobSpec) -> tuple[str, ...]:
     """The cluster's GPU types the job may use, in the cluster's order."""
-    if spec.gpu_types is None:
-        return cluster.gpu_types
-    return tuple(t for t in cluster.gpu_types if t in spec.gpu_types)
+    return rates.allowed_types(cluster.gpu_types, spec)
 
 
 def type_levels(

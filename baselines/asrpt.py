@@ -44,21 +44,28 @@ claimed here.
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from sklearn.ensemble import RandomForestRegressor
 
-from baselines._common import TypeChoice, check_type_choice, greedy_fill
+from baselines._asrpt_predict import (
+    PREDICTORS,
+    IterationPredictor,
+    NoisyPredictor,
+    OraclePredictor,
+    RandomForestPredictor,
+    make_predictor,
+)
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
 from hetgym.sim.placement import comm_aware_place, place_count, placement_units, random_place
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 from hetgym.sim.view import ClusterView, JobView
 
@@ -66,300 +73,6 @@ Mode = Literal["guided", "preemptive"]
 Placement = Literal["comm_aware", "default", "random"]
 MODES: tuple[str, ...] = ("guided", "preemptive")
 PLACEMENTS: tuple[str, ...] = ("comm_aware", "default", "random")
-
-# ============================================================================================
-# Iteration predictors
-
-
-class IterationPredictor(ABC):
-    """Predicts a job's total iterations from what is known at submission; learns from completions."""
-
-    name: str = "predictor"
-
-    def reset(self, seed: int = 0) -> None:  # noqa: B027 - optional hook
-        """Forget everything learned online (warm-up history is re-applied by :meth:`fit`)."""
-
-    @abstractmethod
-    def predict(self, spec: JobSpec) -> float:
-        """Predicted total iterations of ``spec`` (must not read ``spec.total_iters`` unless an oracle)."""
-
-    def predict_many(self, specs: Sequence[JobSpec]) -> list[float]:
-        """Predictions for several jobs (one model call where the predictor supports it)."""
-        return [self.predict(s) for s in specs]
-
-    def observe(self, spec: JobSpec, iters: float) -> bool:
-        """Learn that ``spec`` ran ``iters`` iterations; return whether predictions may have changed."""
-        return False
-
-    def fit(self, history: Iterable[JobSpec]) -> None:  # noqa: B027 - optional hook
-        """Warm up on past jobs whose ``total_iters`` are known (in submission order)."""
-
-
-class OraclePredictor(IterationPredictor):
-    """The true iteration count (SRPT with perfect knowledge: the upper bound)."""
-
-    name = "oracle"
-
-    def predict(self, spec: JobSpec) -> float:
-        return float(spec.total_iters)
-
-
-class NoisyPredictor(IterationPredictor):
-    """The true count times ``exp(sigma * z)``, ``z ~ N(0, 1)`` drawn once per job (seeded by job id)."""
-
-    name = "noisy"
-
-    def __init__(self, sigma: float = 0.3, seed: int = 0) -> None:
-        if not sigma >= 0:
-            raise ValueError(f"noise sigma={sigma}; it must be >= 0")
-        self.sigma = float(sigma)
-        self.seed = int(seed)
-
-    def reset(self, seed: int = 0) -> None:
-        self.seed = int(seed)
-
-    def predict(self, spec: JobSpec) -> float:
-        z = np.random.default_rng([self.seed, spec.job_id]).standard_normal()
-        return float(spec.total_iters * math.exp(self.sigma * z))
-
-
-@dataclass
-class _History:
-    count: int = 0
-    sum_log: float = 0.0
-    last_log: float = math.nan
-
-    def add(self, log_iters: float) -> None:
-        self.count += 1
-        self.sum_log += log_iters
-        self.last_log = log_iters
-
-    def stats(self) -> tuple[float, float, float]:
-        if self.count == 0:
-            return (0.0, math.nan, math.nan)
-        return (float(self.count), self.sum_log / self.count, self.last_log)
-
-
-_STATIC_FIELDS = ("job_type", "user", "log_batch", "num_gpus", "dp", "pp", "tp", "log_model_bytes")
-_HISTORY_FIELDS = ("tpl_count", "tpl_mean", "tpl_last", "key_count", "key_mean", "key_last")
-
-
-class RandomForestPredictor(IterationPredictor):
-    """Random-forest regression of log iterations for recurring jobs (A-SRPT's predictor).
-
-    Features: job type, user, log batch size, GPUs, (dp, pp, tp), log model bytes, every entry of
-    ``spec.features`` (numbers as they are, strings as category codes), and the count, mean and last log
-    iterations of earlier completed recurrences of the job's template (``template_id``) and of its
-    (user, job type) key. Missing values are NaN (scikit-learn's forests split on them).
-
-    Args:
-        n_estimators: Trees (reconstruction; default 100).
-        min_samples_leaf: Smallest leaf (reconstruction; default 2).
-        refit_every: Refit after this many new completions (reconstruction; default 25).
-        min_train: Completions needed before the first fit (reconstruction; default 20).
-        unseen: For a job whose template (or, without one, whose (user, type) key) was never seen:
-            ``"median"`` (default) predicts the global median of completed jobs, ``"rf"`` asks
-            the forest anyway (it then relies on the static features).
-        prior_iters: Prediction when nothing at all has completed yet (reconstruction; default 1000).
-        max_train: Keep the most recent this many completions for training.
-        target: ``"log"`` (default): the forest learns log iterations; ``"residual"``: it learns
-            log iterations less a base (the template's mean log iterations, else the (user, type) key's,
-            else the global median), which spares the trees from approximating the identity on the
-            history features.
-        seed: Seed of the forest.
-    """
-
-    name = "rf"
-
-    def __init__(
-        self,
-        n_estimators: int = 100,
-        min_samples_leaf: int = 2,
-        refit_every: int = 25,
-        min_train: int = 20,
-        unseen: Literal["median", "rf"] = "median",
-        prior_iters: float = 1000.0,
-        max_train: int = 5000,
-        target: Literal["log", "residual"] = "log",
-        seed: int = 0,
-    ) -> None:
-        if unseen not in ("median", "rf"):
-            raise ValueError(f"unseen={unseen!r}; use 'median' or 'rf'")
-        if target not in ("log", "residual"):
-            raise ValueError(f"target={target!r}; use 'log' or 'residual'")
-        if n_estimators < 1 or min_samples_leaf < 1 or refit_every < 1 or min_train < 1 or max_train < 1:
-            raise ValueError("n_estimators, min_samples_leaf, refit_every, min_train and max_train must be >= 1")
-        if not prior_iters > 0:
-            raise ValueError(f"prior_iters={prior_iters}; it must be > 0")
-        self.n_estimators = n_estimators
-        self.min_samples_leaf = min_samples_leaf
-        self.refit_every = refit_every
-        self.min_train = min_train
-        self.unseen = unseen
-        self.prior_iters = float(prior_iters)
-        self.max_train = max_train
-        self.target = target
-        self.seed = seed
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.seed = int(seed)
-        self._examples: list[tuple[JobSpec, tuple[float, ...], float]] = []
-        self._by_template: dict[str, _History] = {}
-        self._by_key: dict[tuple[str | None, str], _History] = {}
-        self._model: RandomForestRegressor | None = None
-        self._codes: dict[str, dict[str, int]] = {}
-        self._feature_keys: tuple[str, ...] = ()
-        self._since_fit = 0
-        self._base_log = 0.0
-        self.num_fits = 0
-
-    # ---------------------------------------------------------------------------------------
-    def _history_stats(self, spec: JobSpec) -> tuple[float, ...]:
-        tpl = self._by_template.get(spec.template_id) if spec.template_id is not None else None
-        key = self._by_key.get((spec.user, spec.job_type))
-        return (tpl or _History()).stats() + (key or _History()).stats()
-
-    def _seen(self, spec: JobSpec) -> bool:
-        if spec.template_id is not None:
-            return spec.template_id in self._by_template
-        return (spec.user, spec.job_type) in self._by_key
-
-    def _code(self, field: str, value: Any, grow: bool) -> float:
-        if value is None:
-            return math.nan
-        table = self._codes.setdefault(field, {})
-        key = str(value)
-        if key not in table:
-            if not grow:
-                return math.nan
-            table[key] = len(table)
-        return float(table[key])
-
-    def _row(self, spec: JobSpec, history: tuple[float, ...], grow: bool) -> list[float]:
-        dp, pp, tp = spec.parallelism or (spec.num_gpus, 1, 1)
-        row = [
-            self._code("job_type", spec.job_type, grow),
-            self._code("user", spec.user, grow),
-            math.log(spec.batch_size),
-            float(spec.num_gpus),
-            float(dp),
-            float(pp),
-            float(tp),
-            math.log(spec.model_bytes) if spec.model_bytes else math.nan,
-        ]
-        for key in self._feature_keys:
-            value = spec.features.get(key)
-            if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-                row.append(float(value))
-            else:
-                row.append(self._code("feat:" + key, value, grow))
-        row.extend(history)
-        return row
-
-    def _base(self, history: tuple[float, ...]) -> float:
-        """The residual target's base: template mean, else (user, type) mean, else the global median."""
-        if self.target == "log":
-            return 0.0
-        tpl_count, tpl_mean, _, key_count, key_mean, _ = history
-        if tpl_count > 0:
-            return tpl_mean
-        return key_mean if key_count > 0 else self._base_log
-
-    def _refit(self) -> None:
-        examples = self._examples[-self.max_train :]
-        self._codes = {}
-        self._feature_keys = tuple(sorted({k for spec, _, _ in examples for k in spec.features}))
-        self._base_log = float(np.median([t for _, _, t in examples]))
-        x = np.array([self._row(spec, hist, grow=True) for spec, hist, _ in examples], dtype=float)
-        y = np.array([target - self._base(hist) for _, hist, target in examples])
-        model = RandomForestRegressor(
-            n_estimators=self.n_estimators,
-            min_samples_leaf=self.min_samples_leaf,
-            random_state=self.seed,
-            n_jobs=1,
-        )
-        model.fit(x, y)
-        self._model = model
-        self._since_fit = 0
-        self.num_fits += 1
-
-    def _add(self, spec: JobSpec, iters: float) -> None:
-        log_iters = math.log(max(iters, 1e-9))
-        self._examples.append((spec, self._history_stats(spec), log_iters))
-        if len(self._examples) > 2 * self.max_train:
-            del self._examples[: -self.max_train]
-        if spec.template_id is not None:
-            self._by_template.setdefault(spec.template_id, _History()).add(log_iters)
-        self._by_key.setdefault((spec.user, spec.job_type), _History()).add(log_iters)
-        self._since_fit += 1
-
-    # ---------------------------------------------------------------------------------------
-    def fit(self, history: Iterable[JobSpec]) -> None:
-        for spec in sorted(history, key=lambda s: (s.submit_s, s.job_id)):
-            self._add(spec, spec.total_iters)
-        if len(self._examples) >= self.min_train:
-            self._refit()
-
-    def observe(self, spec: JobSpec, iters: float) -> bool:
-        self._add(spec, iters)
-        if len(self._examples) >= self.min_train and (self._model is None or self._since_fit >= self.refit_every):
-            self._refit()
-            return True
-        return self._model is None  # before the first fit the fallbacks change with every completion
-
-    def median_iters(self) -> float:
-        """Median of the iterations of the completed jobs seen (``prior_iters`` before any)."""
-        if not self._examples:
-            return self.prior_iters
-        return float(math.exp(np.median([t for _, _, t in self._examples[-self.max_train :]])))
-
-    def _fallback(self, spec: JobSpec) -> float | None:
-        """The prediction without the forest, or ``None`` when the forest should answer."""
-        seen = self._seen(spec)
-        if self._model is not None and (seen or self.unseen == "rf"):
-            return None
-        if seen:
-            count, mean, _, _, key_mean, _ = self._history_stats(spec)
-            return float(math.exp(mean if count > 0 else key_mean))
-        return self.median_iters()
-
-    def _forest(self, rows: list[list[float]]) -> np.ndarray:
-        # The trees' own predict: the same numbers as RandomForestRegressor.predict (the mean over
-        # trees, NaN routed as fitted) without its per-call validation and job dispatch.
-        assert self._model is not None
-        x = np.ascontiguousarray(rows, dtype=np.float32)
-        return np.mean([est.tree_.predict(x).reshape(len(rows)) for est in self._model.estimators_], axis=0)
-
-    def predict(self, spec: JobSpec) -> float:
-        return self.predict_many([spec])[0]
-
-    def predict_many(self, specs: Sequence[JobSpec]) -> list[float]:
-        out: list[float | None] = [self._fallback(s) for s in specs]
-        ask = [i for i, v in enumerate(out) if v is None]
-        if ask:
-            hists = [self._history_stats(specs[i]) for i in ask]
-            rows = [self._row(specs[i], h, grow=False) for i, h in zip(ask, hists, strict=True)]
-            for i, h, value in zip(ask, hists, self._forest(rows).tolist(), strict=True):
-                out[i] = math.exp(value + self._base(h))
-        return [float(v) for v in out if v is not None]
-
-
-PREDICTORS: dict[str, type[IterationPredictor]] = {
-    "rf": RandomForestPredictor,
-    "oracle": OraclePredictor,
-    "noisy": NoisyPredictor,
-}
-
-
-def make_predictor(spec: str | IterationPredictor, **kwargs: Any) -> IterationPredictor:
-    """A predictor by name (``rf``, ``oracle``, ``noisy``) with its knobs, or ``spec`` itself."""
-    if isinstance(spec, IterationPredictor):
-        return spec
-    if spec not in PREDICTORS:
-        raise ValueError(f"unknown predictor {spec!r}; use one of {list(PREDICTORS)} or an IterationPredictor")
-    return PREDICTORS[spec](**kwargs)
 
 
 # ============================================================================================
@@ -527,6 +240,22 @@ def _tau_star(
 # Policies
 
 
+@dataclass(frozen=True)
+class ASRPTKnobs(Knobs):
+    """Knobs of :class:`ASRPT` (the predictor's name is checked by :func:`make_predictor`)."""
+
+    mode: str = knob("guided", choices=MODES, doc="'guided' (mode A, non-preemptive) or 'preemptive' (mode B)")
+    predictor: str | IterationPredictor = knob("rf", doc="'rf', 'oracle', 'noisy' or an IterationPredictor")
+    predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
+    history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
+    early_release: bool = knob(True, doc="a job is eligible from its release, not its virtual completion")
+    strict_order: bool = knob(False, doc="stop at the first job that does not fit (no backfilling)")
+    placement: str = knob("comm_aware", choices=PLACEMENTS, doc="'comm_aware', 'default' or 'random'")
+    overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
+    min_run_s: float = knob(300.0, low=0.0, doc="a job started less than this ago is not preempted (mode B)")
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+
 @register_policy()
 class ASRPT(Policy):
     """A-SRPT (Luo et al., "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in GPU
@@ -558,6 +287,7 @@ class ASRPT(Policy):
     """
 
     name = "asrpt"
+    knobs = ASRPTKnobs
     placer = "comm-aware"
     round_s = 60.0
 
@@ -575,12 +305,19 @@ class ASRPT(Policy):
         type_choice: TypeChoice = "fastest",
     ) -> None:
         super().__init__()
-        if mode not in MODES:
-            raise ValueError(f"mode={mode!r}; use 'guided' (mode A) or 'preemptive' (mode B)")
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement={placement!r}; use one of {list(PLACEMENTS)}")
-        if not overrun_margin >= 0 or not min_run_s >= 0:
-            raise ValueError("overrun_margin and min_run_s must be >= 0")
+        # Validate every knob first (a KnobError names the bad one).
+        ASRPTKnobs(
+            mode=mode,
+            predictor=predictor,
+            predictor_params=predictor_params,
+            history=history,
+            early_release=early_release,
+            strict_order=strict_order,
+            placement=placement,
+            overrun_margin=overrun_margin,
+            min_run_s=min_run_s,
+            type_choice=type_choice,
+        )
         self.mode = mode
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
@@ -591,7 +328,7 @@ class ASRPT(Policy):
         self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[placement]
         self.overrun_margin = overrun_margin
         self.min_run_s = min_run_s
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
 
     def _reset(self) -> None:
@@ -600,26 +337,26 @@ class ASRPT(Policy):
 
     # ---------------------------------------------------------------------------------------
     def _types(self, view: ClusterView, job: JobView | JobSpec) -> list[str]:
-        spec = job.spec if isinstance(job, JobView) else job
-        types = [t for t in view.cluster.gpu_types if spec.gpu_types is None or t in spec.gpu_types]
+        rates = view.rate_table.get(job)
+        rate = dict(zip(rates.types, rates.rates.tolist(), strict=True))
+        types = list(rates.allowed_types)
         if self.type_choice == "fastest":
-            types.sort(key=lambda t: -view.rate(spec, t, spec.num_gpus))
-        return [t for t in types if view.rate(spec, t, spec.num_gpus) > 0]
+            types.sort(key=lambda t: -rate[t])
+        return [t for t in types if rate[t] > 0]
 
     def _virtual_size(self, view: ClusterView, info: _JobInfo, iters: float) -> float:
         return info.spec.num_gpus * iters * info.tau_star_s / view.cluster.total_gpus
 
     def _place(self, view: ClusterView, job: JobView, free: np.ndarray) -> list[ServerGroup] | None:
+        if self.placement == "default":
+            # Only the type and count are chosen, by the classic policies' rule (the first type with room,
+            # in the type_choice order; no spanning); the simulator places them (best fit, fewest servers).
+            by_type = {t: int(free[list(ids)].sum()) for t, ids in view.cluster.servers_by_type.items()}
+            counts = gang_counts(view, job, by_type, job.num_gpus, self.type_choice, span_types=False)
+            return None if counts is None else _take_default(view.cluster, free, next(iter(counts)), job.num_gpus)
         types = self._types(view, job)
         if self.placement == "random":
             return random_place(job.spec, free, view.cluster, types, self.rng)
-        if self.placement == "default":
-            # Only the type and count are chosen; the simulator places them (best fit, fewest servers).
-            for t in types:
-                ids = view.cluster.servers_by_type[t]
-                if sum(int(free[s]) for s in ids) >= job.num_gpus:
-                    return _take_default(view.cluster, free, t, job.num_gpus)
-            return None
         return comm_aware_place(job.spec, free, view.cluster, types)
 
     def _assign(self, builder: AllocationBuilder, job: JobView, groups: list[ServerGroup], free: np.ndarray) -> None:
@@ -720,6 +457,17 @@ def _take_default(cluster: ClusterSpec, free: np.ndarray, gpu_type: str, num_gpu
     return place_count(cluster, free.copy(), gpu_type, num_gpus)
 
 
+@dataclass(frozen=True)
+class PredictedSRTFKnobs(Knobs):
+    """Knobs of :class:`PredictedSRTF`."""
+
+    predictor: str | IterationPredictor = knob("rf", doc="'rf', 'oracle', 'noisy' or an IterationPredictor")
+    predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
+    history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
+    overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+
 @register_policy()
 class PredictedSRTF(Policy):
     """Preemptive SRTF on predicted remaining time: the prediction-assisted SRTF baseline of A-SRPT's study.
@@ -730,6 +478,7 @@ class PredictedSRTF(Policy):
     """
 
     name = "srtf-pred"
+    knobs = PredictedSRTFKnobs
     in_default_comparison = False  # a baseline for A-SRPT studies: name it in --policies
 
     def __init__(
@@ -741,11 +490,19 @@ class PredictedSRTF(Policy):
         type_choice: TypeChoice = "fastest",
     ) -> None:
         super().__init__()
+        # Validate every knob first (a KnobError names the bad one).
+        PredictedSRTFKnobs(
+            predictor=predictor,
+            predictor_params=predictor_params,
+            history=history,
+            overrun_margin=overrun_margin,
+            type_choice=type_choice,
+        )
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
         self.history = history
         self.overrun_margin = overrun_margin
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
 
     def _reset(self) -> None:
@@ -760,7 +517,7 @@ class PredictedSRTF(Policy):
         self._tracker.update(view, lambda spec: (None, math.nan))
 
         def remaining_s(job: JobView) -> float:
-            rate = max((view.rate(job, t, job.num_gpus) for t in view.allowed_types(job)), default=0.0)
+            rate = view.rate_table.best_rate(job)
             return self._tracker.remaining_iters(job) / rate if rate > 0 else math.inf
 
         ordered = sorted(view.jobs, key=lambda j: (remaining_s(j), j.submit_s, j.job_id))
@@ -769,6 +526,7 @@ class PredictedSRTF(Policy):
 
 __all__ = [
     "ASRPT",
+    "PREDICTORS",
     "IterationPredictor",
     "NoisyPredictor",
     "OraclePredictor",

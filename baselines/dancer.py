@@ -55,17 +55,27 @@ full paper (``docs/provenance.md``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from baselines._dancer_dp import (
+    PRICE_INCREMENTS,
+    PRICE_MODES,
+    DPResult,
+    PriceFunction,
+    block_costs,
+    dual_dp,
+    repair_schedule,
+    schedule_progress,
+)
+from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option
 from baselines._deadline import JobOptions, job_options, slot_of
-from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
+from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
-PRICE_MODES = ("exp", "linear")
-PRICE_INCREMENTS = ("marginal", "exact")
 REJECTED_MODES = ("drop", "best_effort")
 ARRIVAL_ORDERS = ("edf", "fifo")
 TIE_BREAKS = ("early", "late")
@@ -73,332 +83,37 @@ PRICE_SCALES = ("uniform", "speed")
 _INF = math.inf
 
 
-# --------------------------------------------------------------------------------------------
-# Prices
-
-
 @dataclass(frozen=True)
-class PriceFunction:
-    """Per-type GPU price as a function of the GPUs already committed in a slot.
+class DancerKnobs(Knobs):
+    """Knobs of :class:`Dancer` (each is described in its docstring)."""
 
-    Attributes:
-        L: Price of a GPU-slot on an idle type.
-        U: Price of a GPU-slot on a full type.
-        mode: ``exp`` (``L (U/L)^(g/C)``) or ``linear`` (``L + (U-L) g / C``).
-        increment: ``marginal`` (``n`` GPUs cost ``n P(g)``) or ``exact`` (``sum_{m<n} P(g+m)``).
-    """
-
-    L: float
-    U: float
-    mode: str = "exp"
-    increment: str = "marginal"
-
-    def __post_init__(self) -> None:
-        if not (self.L > 0 and self.U >= self.L):
-            raise ValueError(f"prices need 0 < L <= U, got L={self.L}, U={self.U}")
-        if self.mode not in PRICE_MODES:
-            raise ValueError(f"price_mode={self.mode!r}; use one of {PRICE_MODES}")
-        if self.increment not in PRICE_INCREMENTS:
-            raise ValueError(f"price_increment={self.increment!r}; use one of {PRICE_INCREMENTS}")
-
-    def price(self, committed: np.ndarray | float, capacity: int) -> np.ndarray:
-        """Price of one GPU-slot with ``committed`` GPUs of a ``capacity``-GPU type already taken."""
-        u = np.asarray(committed, dtype=float) / capacity
-        if self.mode == "exp":
-            return self.L * (self.U / self.L) ** u
-        return self.L + (self.U - self.L) * u
-
-    def coefficients(self, n: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(a, b, c)`` with cost of ``n`` GPUs at ``g`` committed = ``a phi(g) + b g + c``.
-
-        ``phi(g) = (U/L)^(g/C)`` for ``exp`` (``0`` for ``linear``). The cost is separable this way for every
-        mode and increment, so block costs need only block sums of ``phi(g)`` and ``g``.
-        """
-        n = np.asarray(n, dtype=float)
-        zeros = np.zeros_like(n)
-        if self.mode == "exp":
-            ratio = self.U / self.L
-            if self.increment == "marginal" or ratio <= 1.0 + 1e-12:
-                return self.L * n, zeros, zeros
-            step = ratio ** (1.0 / capacity)
-            return self.L * (step**n - 1.0) / (step - 1.0), zeros, zeros
-        slope = (self.U - self.L) / capacity
-        if self.increment == "marginal":
-            return zeros, slope * n, self.L * n
-        return zeros, slope * n, self.L * n + slope * n * (n - 1.0) / 2.0
-
-    def phi(self, committed: np.ndarray, capacity: int) -> np.ndarray:
-        """The exponential factor ``(U/L)^(g/C)`` (zeros for ``linear``)."""
-        if self.mode == "exp":
-            return (self.U / self.L) ** (np.asarray(committed, dtype=float) / capacity)
-        return np.zeros(np.shape(committed))
-
-
-# --------------------------------------------------------------------------------------------
-# The dual subroutine
-
-
-@dataclass
-class DPResult:
-    """Outcome of :func:`dual_dp`.
-
-    Attributes:
-        feasible: Whether a schedule reaching the work exists.
-        cost: Its cost (``inf`` when infeasible).
-        choice: ``(T,)`` option per block, ``-1`` for idle.
-    """
-
-    feasible: bool
-    cost: float
-    choice: np.ndarray
-
-
-def schedule_progress(
-    choice: np.ndarray, progress_same: np.ndarray, progress_switch: np.ndarray, initial_option: int = -1
-) -> float:
-    """Exact work of a block schedule: a block whose option differs from the previous block's pays the switch.
-
-    Args:
-        choice: ``(T,)`` option per block (``-1`` idle).
-        progress_same: ``(O, T)`` work of an option in a block when it continues the previous block's.
-        progress_switch: ``(O, T)`` work when it starts in that block (restart penalty deducted).
-        initial_option: The option in force before block 0 (``-1``: none).
-    """
-    total = 0.0
-    prev = initial_option
-    for j, o in enumerate(choice.tolist()):
-        if o >= 0:
-            total += float(progress_same[o, j] if o == prev else progress_switch[o, j])
-        prev = o
-    return total
-
-
-def repair_schedule(
-    choice: np.ndarray,
-    cost: float,
-    costs: np.ndarray,
-    progress_same: np.ndarray,
-    progress_switch: np.ndarray,
-    work: float,
-    initial_option: int = -1,
-    max_steps: int = 8,
-) -> tuple[np.ndarray | None, float]:
-    """Make a DP schedule exact: while it falls short of ``work``, extend a run into an adjacent idle block.
-
-    The DP rounds work to units, so its schedule can be a little short once every restart penalty is
-    counted exactly. Each step adds the idle block next to a run (continuing that run's option) with the
-    least cost per unit of exact work gained. Returns ``(choice, cost)``, or ``(None, inf)`` if
-    ``max_steps`` extensions do not suffice.
-    """
-    choice = choice.copy()
-    done = schedule_progress(choice, progress_same, progress_switch, initial_option)
-    num_blocks = len(choice)
-    for _ in range(max_steps + 1):
-        if done >= work * (1.0 - 1e-9):
-            return choice, cost
-        best: tuple[float, int, int, float] | None = None
-        for j in range(num_blocks):
-            if choice[j] >= 0:
-                continue
-            for o in {int(choice[j - 1]) if j > 0 else -1, int(choice[j + 1]) if j + 1 < num_blocks else -1}:
-                if o < 0 or not np.isfinite(costs[o, j]):
-                    continue
-                choice[j] = o
-                gain = schedule_progress(choice, progress_same, progress_switch, initial_option) - done
-                choice[j] = -1
-                if gain > 0 and (best is None or costs[o, j] / gain < best[0]):
-                    best = (costs[o, j] / gain, j, o, gain)
-        if best is None:
-            break
-        _, j, o, gain = best
-        choice[j] = o
-        cost += float(costs[o, j])
-        done += gain
-    return None, _INF
-
-
-def dual_dp(
-    costs: np.ndarray,
-    progress_same: np.ndarray,
-    progress_switch: np.ndarray,
-    work: float,
-    *,
-    quanta: int = 200,
-    initial_option: int = -1,
-    switch_aware: bool = False,
-) -> DPResult:
-    """Cheapest schedule over blocks that completes ``work`` (Dancer's dual subroutine).
-
-    ``F[j][w]`` is the least cost of doing at least ``w`` of ``quanta`` work units by the end of block
-    ``j``; each block either idles or runs one option, which adds its (rounded) units and its cost.
-    Rounding is to the nearest unit per block (``switch_aware=False``) or cumulative along the blocks of
-    each option (``switch_aware=True``: a run of blocks is within a unit of its true work, plus half a
-    unit per start), so callers check the schedule exactly with
-    :func:`schedule_progress` and retry with more work if it falls short. The recursion is vectorised
-    over the work axis and the options; on cost ties idling wins, so work goes to the earliest blocks.
-
-    Args:
-        costs: ``(O, T)`` cost of each option in each block (``inf`` where it does not fit).
-        progress_same: ``(O, T)`` work of an option in a block when it continues the previous block's.
-        progress_switch: ``(O, T)`` work when it starts in that block (after the restart penalty).
-        work: Work to complete (the DP's target).
-        quanta: Work units ``Q``.
-        initial_option: Option in force before block 0 (``-1``: none).
-        switch_aware: Keep the option in force in the state (exact switching; ``O`` times more memory).
-            Otherwise only the job's start is exact (the first block it runs in uses ``progress_switch``,
-            unless it continues ``initial_option`` in block 0) and later blocks use ``progress_same``.
-    """
-    num_opts, num_blocks = costs.shape
-    empty = DPResult(False, _INF, np.full(num_blocks, -1, dtype=np.int64))
-    if work <= 0:
-        return DPResult(True, 0.0, empty.choice)
-    if num_opts == 0 or num_blocks == 0:
-        return empty
-    q = work / quanta
-    if switch_aware:
-        # Cumulative rounding: a run of blocks with one option gets the rounded total of the run (within
-        # one unit of the truth) rather than a sum of per-block rounding errors. Only safe when switching
-        # is costed: a DP that switches for free would pick the blocks that happen to round up.
-        cum = np.rint(np.cumsum(progress_same / q, axis=1))
-        u_same_f = np.diff(cum, axis=1, prepend=0.0)
-        # A start always loses at least one unit: a run's rounding error is below one unit, so chaining
-        # short runs can never gain work from rounding.
-        lost = np.maximum(np.ceil((progress_same - progress_switch) / q - 1e-9), 1.0)
-        u_switch_f = np.maximum(u_same_f - lost, 0.0)
-    else:
-        u_same_f, u_switch_f = np.rint(progress_same / q), np.rint(progress_switch / q)
-    u_same = np.minimum(u_same_f, quanta).astype(np.int64)
-    u_switch = np.minimum(u_switch_f, quanta).astype(np.int64)
-    w = np.arange(quanta + 1)
-    if switch_aware:
-        return _dp_switch(costs, u_same, u_switch, quanta, initial_option, w)
-    # Work units of an option that *starts* in a block (the job did nothing before: it pays the restart
-    # penalty, except for the option already in force in block 0) and of one that continues.
-    start_units = u_switch.copy()
-    if initial_option >= 0:
-        start_units[initial_option, 0] = u_same[initial_option, 0]
-    best_cost = np.full(quanta + 1, _INF)
-    best_cost[0] = 0.0
-    picks = np.zeros((num_blocks, quanta + 1), dtype=np.int32)
-    started = np.zeros((num_blocks, quanta + 1), dtype=bool)
-    live = np.isfinite(costs)
-    for j in range(num_blocks):
-        rows = np.flatnonzero(live[:, j] & ((u_same[:, j] > 0) | (start_units[:, j] > 0)))
-        if len(rows) == 0:
-            continue
-        cost_j = costs[rows, j][:, None]
-        cont = best_cost[np.maximum(w[None, :] - u_same[rows, j][:, None], 1)] + cost_j
-        fresh = np.where(w[None, :] <= start_units[rows, j][:, None], cost_j, _INF)
-        cand = np.minimum(cont, fresh)
-        arg = cand.argmin(axis=0)
-        val = cand[arg, w]
-        better = val < best_cost
-        picks[j] = np.where(better, rows[arg] + 1, 0)
-        started[j] = better & (fresh[arg, w] <= cont[arg, w])
-        best_cost = np.where(better, val, best_cost)
-    if not np.isfinite(best_cost[quanta]):
-        return empty
-    choice = np.full(num_blocks, -1, dtype=np.int64)
-    left = quanta
-    for j in range(num_blocks - 1, -1, -1):
-        if left == 0:
-            break
-        o = int(picks[j, left]) - 1
-        if o >= 0:
-            choice[j] = o
-            left = 0 if started[j, left] else max(1, left - int(u_same[o, j]))
-    return DPResult(True, float(best_cost[quanta]), choice)
-
-
-def _dp_switch(
-    costs: np.ndarray, u_same: np.ndarray, u_switch: np.ndarray, quanta: int, initial_option: int, w: np.ndarray
-) -> DPResult:
-    """The switch-aware DP: state (option in force, work units); state 0 is idle."""
-    num_opts, num_blocks = costs.shape
-    state = np.full((num_opts + 1, quanta + 1), _INF)
-    state[initial_option + 1, 0] = 0.0
-    from_same = np.zeros((num_blocks, num_opts, quanta + 1), dtype=bool)
-    min_arg = np.zeros((num_blocks, quanta + 1), dtype=np.int64)
-    cols = np.arange(quanta + 1)
-    for j in range(num_blocks):
-        arg = state.argmin(axis=0)
-        least = state[arg, cols]
-        min_arg[j] = arg
-        same = np.take_along_axis(state[1:], np.maximum(w[None, :] - u_same[:, j : j + 1], 0), axis=1)
-        other = least[np.maximum(w[None, :] - u_switch[:, j : j + 1], 0)]
-        np.less_equal(same, other, out=from_same[j])
-        np.minimum(same, other, out=state[1:])
-        state[1:] += costs[:, j : j + 1]
-        state[0] = least
-    final = int(state[:, quanta].argmin())
-    total = float(state[final, quanta])
-    if not np.isfinite(total):
-        return DPResult(False, _INF, np.full(num_blocks, -1, dtype=np.int64))
-    choice = np.full(num_blocks, -1, dtype=np.int64)
-    cur, left = final, quanta
-    for j in range(num_blocks - 1, -1, -1):
-        if cur == 0:  # idle in block j: came from the cheapest state at the same work
-            cur = int(min_arg[j, left])
-            continue
-        o = cur - 1
-        choice[j] = o
-        if from_same[j, o, left]:
-            left = max(0, left - int(u_same[o, j]))
-        else:
-            left = max(0, left - int(u_switch[o, j]))
-            cur = int(min_arg[j, left])
-    return DPResult(True, total, choice)
-
-
-# --------------------------------------------------------------------------------------------
-# Plans (reservations)
-
-
-@dataclass
-class _Plan:
-    """A job's reserved schedule: segments ``[start_s, end_s)`` running one option each."""
-
-    starts: list[float]
-    ends: list[float]
-    options: list[int]
-
-    def option_at(self, now: float) -> int:
-        for s, e, o in zip(self.starts, self.ends, self.options, strict=True):
-            if s <= now + 1e-6 and now < e - 1e-6:
-                return o
-        return -1
-
-    @property
-    def end_s(self) -> float:
-        return self.ends[-1] if self.ends else -_INF
-
-
-@dataclass
-class _JobState:
-    options: JobOptions
-    deadline_s: float
-    value: float
-    plan: _Plan | None = None
-    kind: str = "admitted"  # admitted | late | best_effort
-    meta: dict[str, float] = field(default_factory=dict)
-    rows: list[tuple[int, ...]] = field(default_factory=list)
-    rates: list[float] = field(default_factory=list)
-    allocs: dict[int, JobAllocation] = field(default_factory=dict)
-
-    single: list[bool] = field(default_factory=list)
-    type_count: list[tuple[int, int]] = field(default_factory=list)
+    round_s: float = knob(60.0, low=0.0, low_open=True, doc="slot length in seconds")
+    price_mode: str = knob("exp", choices=PRICE_MODES, doc="'exp' or 'linear'")
+    price_increment: str = knob("marginal", choices=PRICE_INCREMENTS, doc="'marginal' or 'exact'")
+    price_L: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed L")
+    price_U: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed U")
+    price_auto: bool = knob(True, doc="calibrate L and U on the jobs seen so far")
+    dp_quanta: int = knob(200, low=1, integer=True, doc="work units of the DP")
+    dp_max_blocks: int = knob(128, low=1, integer=True, doc="most blocks of the DP's horizon")
+    allow_type_mix_in_slot: bool = knob(False, doc="allow two GPU types in one slot")
+    work_conserving_extra: bool = knob(True, doc="give unreserved GPUs to admitted jobs")
+    rejected_jobs: str = knob("drop", choices=REJECTED_MODES, doc="'drop' or 'best_effort'")
+    switch_cost_in_dp: bool = knob(True, doc="every configuration change pays the restart penalty in the DP")
+    arrival_order: str = knob("edf", choices=ARRIVAL_ORDERS, doc="admission order of simultaneous arrivals")
+    deadline_margin_s: float = knob(0.0, low=0.0, doc="plan to finish this long before the deadline")
+    extra_lookahead_s: float = knob(60.0, low=0.0, doc="horizon a work-conserving change must pay back in")
+    max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
+    max_replans_per_epoch: int = knob(64, low=0, integer=True, doc="most DP re-plans per slot boundary")
+    tie_break: str = knob("early", choices=TIE_BREAKS, doc="reserve the 'early' or 'late' equally priced blocks")
+    price_scale: str = knob("uniform", choices=PRICE_SCALES, doc="'uniform' or 'speed' (per-type prices)")
 
     def __post_init__(self) -> None:
-        self.rows = [tuple(int(n) for n in r) for r in self.options.counts]
-        self.rates = [float(r) for r in self.options.rates]
-        self.single = [sum(1 for n in r if n > 0) == 1 for r in self.rows]
-        self.type_count = [(int(np.argmax(r)), max(r)) for r in self.rows]
-
-    def allocation(self, option: int) -> JobAllocation:
-        ja = self.allocs.get(option)
-        if ja is None:
-            ja = self.allocs[option] = JobAllocation(self.options.as_dict(option), mode="sync")
-        return ja
+        super().__post_init__()
+        owner = type(self).__name__
+        if not self.price_auto and (self.price_L is None or self.price_U is None):
+            raise KnobError(f"{owner}: knob price_auto=False needs both price_L and price_U")
+        if self.price_L is not None and self.price_U is not None and self.price_U < self.price_L:
+            raise KnobError(f"{owner}: knobs price_U={self.price_U} < price_L={self.price_L}; need L <= U")
 
 
 @register_policy()
@@ -446,6 +161,7 @@ class Dancer(Policy):
     """
 
     name = "dancer"
+    knobs = DancerKnobs
     round_s = 60.0
 
     def __init__(
@@ -471,33 +187,28 @@ class Dancer(Policy):
         price_scale: str = "uniform",
     ) -> None:
         super().__init__()
-        if not round_s > 0:
-            raise ValueError(f"round_s={round_s}; give a positive slot length in seconds")
-        if price_mode not in PRICE_MODES:
-            raise ValueError(f"price_mode={price_mode!r}; use one of {PRICE_MODES}")
-        if price_increment not in PRICE_INCREMENTS:
-            raise ValueError(f"price_increment={price_increment!r}; use one of {PRICE_INCREMENTS}")
-        if rejected_jobs not in REJECTED_MODES:
-            raise ValueError(f"rejected_jobs={rejected_jobs!r}; use one of {REJECTED_MODES}")
-        if arrival_order not in ARRIVAL_ORDERS:
-            raise ValueError(f"arrival_order={arrival_order!r}; use one of {ARRIVAL_ORDERS}")
-        if dp_quanta < 1 or dp_max_blocks < 1 or max_replans_per_epoch < 0:
-            raise ValueError("dp_quanta and dp_max_blocks must be >= 1 and max_replans_per_epoch >= 0")
-        if not price_auto and (price_L is None or price_U is None):
-            raise ValueError("price_auto=False needs both price_L and price_U")
-        for name, v in (("price_L", price_L), ("price_U", price_U)):
-            if v is not None and not v > 0:
-                raise ValueError(f"{name}={v}; it must be > 0")
-        if price_L is not None and price_U is not None and price_U < price_L:
-            raise ValueError(f"price_U={price_U} < price_L={price_L}; need L <= U")
-        if deadline_margin_s < 0 or extra_lookahead_s < 0:
-            raise ValueError("deadline_margin_s and extra_lookahead_s must be >= 0")
-        if max_count is not None and max_count < 1:
-            raise ValueError(f"max_count={max_count}; it must be >= 1 or None")
-        if price_scale not in PRICE_SCALES:
-            raise ValueError(f"price_scale={price_scale!r}; use one of {PRICE_SCALES}")
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break={tie_break!r}; use one of {TIE_BREAKS}")
+        # Validate every knob first (a KnobError names the bad one).
+        DancerKnobs(
+            round_s=round_s,
+            price_mode=price_mode,
+            price_increment=price_increment,
+            price_L=price_L,
+            price_U=price_U,
+            price_auto=price_auto,
+            dp_quanta=dp_quanta,
+            dp_max_blocks=dp_max_blocks,
+            allow_type_mix_in_slot=allow_type_mix_in_slot,
+            work_conserving_extra=work_conserving_extra,
+            rejected_jobs=rejected_jobs,
+            switch_cost_in_dp=switch_cost_in_dp,
+            arrival_order=arrival_order,
+            deadline_margin_s=deadline_margin_s,
+            extra_lookahead_s=extra_lookahead_s,
+            max_count=max_count,
+            max_replans_per_epoch=max_replans_per_epoch,
+            tie_break=tie_break,
+            price_scale=price_scale,
+        )
         self.round_s = float(round_s)
         self.price_mode = price_mode
         self.price_increment = price_increment
@@ -527,9 +238,8 @@ class Dancer(Policy):
         self._cap = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
         self._slot_s = self.round_s
         self._type_weight = np.ones(len(self._types))
-        self._base = 0  # absolute slot index of column 0 of _committed
-        self._committed = np.zeros((len(self._types), 1024), dtype=np.int64)
-        self._jobs: dict[int, _JobState] = {}
+        self._ledger = SlotLedger(len(self._types), self._slot_s)
+        self._jobs: dict[int, JobState] = {}
         self._seen_L: float | None = None
         self._seen_U: float | None = None
         counters = ("admitted", "rejected", "rejected_no_room", "rejected_price", "replans", "late", "trims")
@@ -546,15 +256,14 @@ class Dancer(Policy):
 
     def committed(self, slot: int) -> dict[str, int]:
         """GPUs reserved per type in absolute slot ``slot`` (for tests and analysis)."""
-        col = slot - self._base
-        if col < 0 or col >= self._committed.shape[1]:
+        col = self._ledger.column(slot)
+        if col is None:
             return dict.fromkeys(self._types, 0)
-        return {t: int(self._committed[i, col]) for i, t in enumerate(self._types)}
+        return {t: int(col[i]) for i, t in enumerate(self._types)}
 
     def committed_window(self, first_slot: int, last_slot: int) -> np.ndarray:
         """``(K, n)`` reserved GPUs per type over absolute slots ``first_slot..last_slot``."""
-        self._ensure(last_slot)
-        return self._committed[:, first_slot - self._base : last_slot + 1 - self._base].copy()
+        return self._ledger.window(first_slot, last_slot).copy()
 
     def plan_of(self, job_id: int) -> list[tuple[float, float, dict[str, int]]]:
         """The reserved schedule of an admitted job as ``(start_s, end_s, counts)`` segments."""
@@ -564,36 +273,6 @@ class Dancer(Policy):
         return [
             (s, e, st.options.as_dict(o)) for s, e, o in zip(st.plan.starts, st.plan.ends, st.plan.options, strict=True)
         ]
-
-    def _ensure(self, last_slot: int) -> None:
-        need = last_slot - self._base + 1
-        if need > self._committed.shape[1]:
-            grow = max(need, 2 * self._committed.shape[1])
-            extra = np.zeros((len(self._types), grow - self._committed.shape[1]), dtype=np.int64)
-            self._committed = np.hstack([self._committed, extra])
-
-    def _advance_base(self, slot: int) -> None:
-        drop = slot - self._base
-        if drop > 4096:
-            self._committed = self._committed[:, drop:].copy()
-            self._base = slot
-
-    def _book_segment(self, counts: np.ndarray, start_s: float, end_s: float, sign: int) -> None:
-        """Add (``sign=1``) or remove (``-1``) ``counts`` in every slot overlapping ``[start_s, end_s)``."""
-        slot_s = self._slot_s
-        lo = max(slot_of(start_s, slot_s), self._base)
-        hi = math.ceil(end_s / slot_s - 1e-9)
-        if hi > lo:
-            self._ensure(hi - 1)
-            self._committed[:, lo - self._base : hi - self._base] += sign * counts[:, None]
-
-    def _book(self, st: _JobState, sign: int, from_s: float) -> None:
-        """Add (``sign=1``) or remove (``-1``) a plan's reservations from time ``from_s`` on."""
-        if st.plan is None:
-            return
-        for s, e, o in zip(st.plan.starts, st.plan.ends, st.plan.options, strict=True):
-            if e > from_s + 1e-9:
-                self._book_segment(st.options.counts[o], max(s, from_s), e, sign)
 
     # ----------------------------------------------------------------------------------------
     # Planning
@@ -647,7 +326,7 @@ class Dancer(Policy):
             return 0.0
         return view.restart_penalty_s(job)
 
-    def plan_job(self, view: ClusterView, job: JobView, opts: JobOptions) -> tuple[float, _Plan | None]:
+    def plan_job(self, view: ClusterView, job: JobView, opts: JobOptions) -> tuple[float, Plan | None]:
         """Cheapest deadline-feasible schedule of ``job`` on the GPUs other jobs have not reserved.
 
         Returns ``(cost, plan)``; ``plan`` is ``None`` when no schedule meets the deadline.
@@ -660,12 +339,11 @@ class Dancer(Policy):
         first = slot_of(now, slot_s)
         last = math.ceil(deadline / slot_s - 1e-9) - 1
         num_slots = last - first + 1
-        self._ensure(last)
         slot_start = np.arange(first, last + 1, dtype=float) * slot_s
         starts = np.maximum(slot_start, now)
         ends = np.minimum(slot_start + slot_s, deadline)
         lens = np.maximum(ends - starts, 0.0)
-        used = self._committed[:, first - self._base : last + 1 - self._base].astype(float)
+        used = self._ledger.window(first, last).astype(float)
 
         per = self._slots_per_block(now, deadline)
         num_blocks = math.ceil(num_slots / per)
@@ -679,18 +357,7 @@ class Dancer(Policy):
         block_start = starts[idx * per]
         block_end = ends[np.minimum((idx + 1) * per, num_slots) - 1]
 
-        prices = self.prices
-        costs = np.zeros((len(opts), num_blocks))
-        wsum = weight.sum(axis=1)
-        for k, cap in enumerate(self._cap.tolist()):
-            n = opts.counts[:, k]
-            if not n.any():
-                continue
-            a, b, c = prices.coefficients(n, cap)
-            phi_sum = (weight * prices.phi(used_p[k], cap)).sum(axis=1)
-            g_sum = (weight * used_p[k]).sum(axis=1)
-            block = a[:, None] * phi_sum + b[:, None] * g_sum + c[:, None] * wsum
-            costs += np.where(n[:, None] > 0, self._type_weight[k] * block, 0.0)
+        costs = block_costs(self.prices, opts.counts, self._cap, self._type_weight, weight, used_p)
         fits = (opts.counts[:, :, None] <= residual[None, :, :]).all(axis=1)
         # Break (near) ties between blocks: earliest first, or latest first (reserve late, run early).
         order = idx if self.tie_break == "early" else num_blocks - 1 - idx
@@ -723,27 +390,13 @@ class Dancer(Policy):
                 return _INF, None
             choice, cost = repair_schedule(res.choice, res.cost, costs, same, switch, work, current)
             if choice is not None:
-                return cost, self._to_plan(choice, block_start, block_end)
+                return cost, Plan.from_blocks(choice, block_start, block_end)
             self.stats["dp_retries"] += 1
             done = schedule_progress(res.choice, same, switch, current)
             target += (work - done) + target / quanta
         return _INF, None
 
-    @staticmethod
-    def _to_plan(choice: np.ndarray, block_start: np.ndarray, block_end: np.ndarray) -> _Plan:
-        plan = _Plan([], [], [])
-        for j, o in enumerate(choice.tolist()):
-            if o < 0:
-                continue
-            if plan.options and plan.options[-1] == o and abs(plan.ends[-1] - block_start[j]) < 1e-6:
-                plan.ends[-1] = float(block_end[j])
-            else:
-                plan.starts.append(float(block_start[j]))
-                plan.ends.append(float(block_end[j]))
-                plan.options.append(o)
-        return plan
-
-    def _plan_remaining(self, view: ClusterView, job: JobView, st: _JobState) -> float:
+    def _plan_remaining(self, view: ClusterView, job: JobView, st: JobState) -> float:
         """Work the rest of the plan does from now on (restart penalties included)."""
         plan = st.plan
         if plan is None:
@@ -769,7 +422,7 @@ class Dancer(Policy):
             prev, prev_end = o, e
         return total
 
-    def _trim(self, view: ClusterView, job: JobView, st: _JobState, surplus: float) -> None:
+    def _trim(self, view: ClusterView, job: JobView, st: JobState, surplus: float) -> None:
         """Release the tail slots of a plan whose work exceeds the job's remaining work by ``surplus``."""
         plan = st.plan
         assert plan is not None
@@ -782,7 +435,7 @@ class Dancer(Policy):
             new_end = math.ceil((e - surplus / rates[o]) / slot_s - 1e-9) * slot_s
             if new_end <= start + 1e-6 and (e - start) * rates[o] <= surplus:
                 surplus -= (e - start) * rates[o]
-                self._book_segment(st.options.counts[o], start, e, -1)
+                self._ledger.book_segment(st.options.counts[o], start, e, -1)
                 plan.starts.pop()
                 plan.ends.pop()
                 plan.options.pop()
@@ -790,7 +443,7 @@ class Dancer(Policy):
                 continue
             new_end = max(new_end, start)
             if new_end < e - 1e-6:
-                self._book_segment(st.options.counts[o], new_end, e, -1)
+                self._ledger.book_segment(st.options.counts[o], new_end, e, -1)
                 plan.ends[-1] = new_end
                 self.stats["trims"] += 1
             break
@@ -809,7 +462,7 @@ class Dancer(Policy):
             opts = self._options(view, job)
             value = float(job.spec.priority_weight)
             if not job.spec.has_deadline:
-                self._jobs[jid] = _JobState(opts, job.deadline_s, value, kind="best_effort")
+                self._jobs[jid] = JobState(opts, job.deadline_s, value, kind="best_effort")
                 continue
             if len(opts) == 0:
                 rejected.add(jid)
@@ -820,10 +473,10 @@ class Dancer(Policy):
                 self._calibrate(view, job, opts, value)
             cost, plan = self.plan_job(view, job, opts)
             if plan is not None and cost <= value * (1.0 + 1e-9):
-                st = _JobState(opts, job.deadline_s, value, plan=plan)
+                st = JobState(opts, job.deadline_s, value, plan=plan)
                 st.meta["admission_cost"] = cost
                 self._jobs[jid] = st
-                self._book(st, +1, view.now_s)
+                self._ledger.book(st, +1, view.now_s)
                 self.stats["admitted"] += 1
             else:
                 self.stats["rejected"] += 1
@@ -831,7 +484,7 @@ class Dancer(Policy):
                 if self.rejected_jobs == "drop":
                     rejected.add(jid)
                 else:
-                    self._jobs[jid] = _JobState(opts, job.deadline_s, value, kind="best_effort")
+                    self._jobs[jid] = JobState(opts, job.deadline_s, value, kind="best_effort")
 
     def _replan_drifted(self, view: ClusterView) -> None:
         """At a slot boundary: trim plans that are ahead, re-plan those that are behind."""
@@ -850,7 +503,7 @@ class Dancer(Policy):
         for _, jid in sorted(behind)[: self.max_replans_per_epoch]:
             job = view.job(jid)
             st = self._jobs[jid]
-            self._book(st, -1, view.now_s)
+            self._ledger.book(st, -1, view.now_s)
             _, plan = self.plan_job(view, job, st.options)
             self.stats["replans"] += 1
             st.plan = plan
@@ -858,67 +511,34 @@ class Dancer(Policy):
                 st.kind = "late"
                 self.stats["late"] += 1
             else:
-                self._book(st, +1, view.now_s)
-
-    @staticmethod
-    def _candidates(st: _JobState, base: int, free: list[int], single: bool) -> list[int]:
-        """Options that contain ``base`` (same single type when ``single``) and fit ``free`` more GPUs."""
-        if single and all(st.single):
-            if base < 0:
-                return [o for o, (k, n) in enumerate(st.type_count) if n <= free[k]]
-            kb, nb = st.type_count[base]
-            return [o for o, (k, n) in enumerate(st.type_count) if k == kb and nb <= n <= nb + free[kb]]
-        rows = st.rows
-        if base < 0:
-            return [o for o, row in enumerate(rows) if all(n <= f for n, f in zip(row, free, strict=True))]
-        base_row = rows[base]
-        return [
-            o
-            for o, row in enumerate(rows)
-            if all(b <= n <= b + f for n, b, f in zip(row, base_row, free, strict=True))
-            and (not single or all((n > 0) == (b > 0) for n, b in zip(row, base_row, strict=True)))
-        ]
+                self._ledger.book(st, +1, view.now_s)
 
     def _best_extra(
         self,
         view: ClusterView,
         job: JobView,
-        st: _JobState,
+        st: JobState,
         base: int,
         free: list[int],
         horizon_s: float,
     ) -> int:
-        """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress.
-
-        A change pays the restart penalty, so each candidate's progress is its rate times ``horizon_s``
-        less the penalty (the remaining one for the option in force). Ties keep the option in force.
-        """
+        """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress."""
         current = self._current_option(job, st.options)
         penalty = view.restart_penalty_s(job) if current >= 0 else self._start_penalty_s(view, job)
-        single = not self.allow_type_mix_in_slot
-        cands: list[tuple[float, int, int]] = []
-        for o in self._candidates(st, base, free, single):
-            rate = job.rate_iters_per_s if (o == current and job.rate_iters_per_s > 0) else st.rates[o]
-            gain = rate * max(horizon_s - (job.penalty_left_s if o == current else penalty), 0.0)
-            cands.append((gain, 2 if o == current else (1 if o == base else 0), o))
-        if not cands:
-            return base
-        top = max(g for g, _, _ in cands)
-        if top <= 0:
-            return base
-        return max((c for c in cands if c[0] >= top * (1.0 - 1e-9)), key=lambda c: (c[1], c[0]))[2]
+        return best_extra_option(job, st, base, free, horizon_s, current, penalty, not self.allow_type_mix_in_slot)
 
     def schedule(self, view: ClusterView) -> Allocation:
         if view.epoch == 0:
-            self._slot_s = float(view.round_s)  # the simulator may fix another round length: slots follow it
+            # The simulator may fix another round length: slots follow it.
+            self._slot_s = self._ledger.slot_s = float(view.round_s)
             if self.price_scale == "speed":
                 speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
                 self._type_weight = speed / speed.max()
         now_slot = slot_of(view.now_s, self._slot_s)
-        self._advance_base(now_slot)
+        self._ledger.advance(now_slot)
         active = view.job_index
         for jid in [j for j in self._jobs if j not in active]:
-            self._book(self._jobs.pop(jid), -1, view.now_s)
+            self._ledger.book(self._jobs.pop(jid), -1, view.now_s)
 
         rejected: set[int] = set()
         self._admit(view, rejected)
@@ -958,3 +578,19 @@ class Dancer(Policy):
                 free = [f + n_old - n for f, n_old, n in zip(free, old_row, st.rows[o], strict=True)]
                 builder.assign(job.job_id, st.allocation(o))
         return builder.build()
+
+
+__all__ = [
+    "ARRIVAL_ORDERS",
+    "PRICE_INCREMENTS",
+    "PRICE_MODES",
+    "PRICE_SCALES",
+    "REJECTED_MODES",
+    "TIE_BREAKS",
+    "DPResult",
+    "Dancer",
+    "PriceFunction",
+    "dual_dp",
+    "repair_schedule",
+    "schedule_progress",
+]

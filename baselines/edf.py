@@ -20,11 +20,28 @@ the knob to make the test more conservative.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from baselines._common import TypeChoice, best_rate, check_type_choice, greedy_fill, keep_running
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, best_rate, greedy_fill, keep_running
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
+
+
+@dataclass(frozen=True)
+class EDFKnobs(Knobs):
+    """Knobs of :class:`EDF`."""
+
+    preemptive: bool = knob(True, doc="re-rank all active jobs at every epoch (else only start waiting jobs)")
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+
+@dataclass(frozen=True)
+class EDFAdmissionKnobs(EDFKnobs):
+    """Knobs of :class:`EDFAdmission`."""
+
+    capacity_factor: float = knob(1.0, low=0.0, low_open=True, high=1.0, doc="share of the cluster the test counts on")
 
 
 @register_policy()
@@ -37,12 +54,15 @@ class EDF(Policy):
     """
 
     name = "edf"
+    knobs = EDFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, preemptive: bool = True, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()
+        # Validate every knob first (a KnobError names the bad one).
+        EDFKnobs(preemptive=preemptive, type_choice=type_choice)
         self.preemptive = preemptive
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
 
     @staticmethod
     def _key(job: JobView) -> tuple[float, float, int]:
@@ -74,13 +94,14 @@ class EDFAdmission(EDF):
     """
 
     name = "edf-admission"
+    knobs = EDFAdmissionKnobs
 
     def __init__(
         self, preemptive: bool = True, type_choice: TypeChoice = "fastest", capacity_factor: float = 1.0
     ) -> None:
+        # Validate every knob first (a KnobError names the bad one).
+        EDFAdmissionKnobs(preemptive=preemptive, type_choice=type_choice, capacity_factor=capacity_factor)
         super().__init__(preemptive, type_choice)
-        if not 0 < capacity_factor <= 1:
-            raise ValueError(f"capacity_factor={capacity_factor}; it must be in (0, 1]")
         self.capacity_factor = capacity_factor
 
     def _reset(self) -> None:

@@ -48,6 +48,7 @@ import numpy as np
 from baselines._deadline import JobOptions, job_options
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 LEFTOVER_RULES = ("speedup", "gputime")
@@ -248,6 +249,18 @@ def mss_plan(
     return MSSPlan(o, k, counts, float(end_al), change_s)
 
 
+@dataclass(frozen=True)
+class ElasticFlowKnobs(Knobs):
+    """Knobs of :class:`ElasticFlow`."""
+
+    round_s: float = knob(60.0, low=0.0, low_open=True, doc="scheduling slot in seconds")
+    rejected_jobs: str = knob("drop", choices=REJECTED_MODES, doc="'drop' or 'best_effort'")
+    leftover_rule: str = knob("speedup", choices=LEFTOVER_RULES, doc="'speedup' or 'gputime'")
+    placement: str = knob("buddy", choices=PLACEMENTS, doc="'buddy' or 'default' (the simulator's placer)")
+    overhead_aware: bool = knob(True, doc="deduct one restart penalty from a plan's first interval")
+    max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
+
+
 @register_policy()
 class ElasticFlow(Policy):
     """ElasticFlow (Gu et al., ASPLOS 2023): MSS admission, marginal-return leftover allocation, buddy placement.
@@ -269,6 +282,7 @@ class ElasticFlow(Policy):
     """
 
     name = "elasticflow"
+    knobs = ElasticFlowKnobs
     round_s = 60.0
     placer = "buddy"
 
@@ -282,16 +296,15 @@ class ElasticFlow(Policy):
         max_count: int | None = None,
     ) -> None:
         super().__init__()
-        if not round_s > 0:
-            raise ValueError(f"round_s={round_s}; give a positive slot length in seconds")
-        if rejected_jobs not in REJECTED_MODES:
-            raise ValueError(f"rejected_jobs={rejected_jobs!r}; use one of {REJECTED_MODES}")
-        if leftover_rule not in LEFTOVER_RULES:
-            raise ValueError(f"leftover_rule={leftover_rule!r}; use one of {LEFTOVER_RULES}")
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement={placement!r}; use one of {PLACEMENTS}")
-        if max_count is not None and max_count < 1:
-            raise ValueError(f"max_count={max_count}; it must be >= 1 or None")
+        # Validate every knob first (a KnobError names the bad one).
+        ElasticFlowKnobs(
+            round_s=round_s,
+            rejected_jobs=rejected_jobs,
+            leftover_rule=leftover_rule,
+            placement=placement,
+            overhead_aware=overhead_aware,
+            max_count=max_count,
+        )
         self.round_s = float(round_s)
         self.rejected_jobs = rejected_jobs
         self.leftover_rule = leftover_rule

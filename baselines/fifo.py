@@ -8,10 +8,35 @@ like Gavel's ``fifo.py``) or the fastest type with room for that job (heterogene
 
 from __future__ import annotations
 
-from baselines._common import TypeChoice, check_type_choice, greedy_fill, keep_running
+from dataclasses import dataclass
+
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, greedy_fill, keep_running
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView
+
+
+@dataclass(frozen=True)
+class FIFOKnobs(Knobs):
+    """Knobs of :class:`FIFO`."""
+
+    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    strict: bool = knob(True, doc="stop at the first waiting job that does not fit (no backfilling)")
+
+
+@dataclass(frozen=True)
+class FIFOBackfillKnobs(FIFOKnobs):
+    """Knobs of :class:`FIFOBackfill` (backfilling by default)."""
+
+    strict: bool = knob(False, doc="stop at the first waiting job that does not fit (no backfilling)")
+
+
+@dataclass(frozen=True)
+class FIFOFastestKnobs(FIFOBackfillKnobs):
+    """Knobs of :class:`FIFOFastest` (the fastest type with room, backfilling)."""
+
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
@@ -25,11 +50,14 @@ class FIFO(Policy):
     """
 
     name = "fifo"
+    knobs = FIFOKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, type_choice: TypeChoice = "order", strict: bool = True) -> None:
         super().__init__()
-        self.type_choice = check_type_choice(type_choice)
+        # Validate every knob first (a KnobError names the bad one).
+        FIFOKnobs(type_choice=type_choice, strict=strict)
+        self.type_choice = type_choice
         self.strict = strict
 
     def schedule(self, view: ClusterView) -> Allocation:
@@ -43,6 +71,7 @@ class FIFOBackfill(FIFO):
     """FIFO with backfilling: later jobs that fit may start while the head job waits."""
 
     name = "fifo-backfill"
+    knobs = FIFOBackfillKnobs
     in_default_comparison = False  # a variant: name it in --policies to compare it
 
     def __init__(self, type_choice: TypeChoice = "order", strict: bool = False) -> None:
@@ -54,6 +83,7 @@ class FIFOFastest(FIFO):
     """Heterogeneity-aware FIFO: each job takes the fastest GPU type with room (backfilling)."""
 
     name = "fifo-fastest"
+    knobs = FIFOFastestKnobs
     in_default_comparison = False  # a variant: name it in --policies to compare it
 
     def __init__(self, type_choice: TypeChoice = "fastest", strict: bool = False) -> None:

@@ -69,19 +69,28 @@ Deviations and reconstructions (each a knob):
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import OptimizeWarning, linprog
 
+from baselines._gavel_lp import (
+    FTFSolution,
+    LPError,
+    LPSolver,
+    MakespanSolution,
+    finish_time_rho,
+    isolated_allocation,
+    proportional_rates,
+    solve_finish_time_fairness,
+    solve_max_min_fairness,
+    solve_min_total_duration,
+)
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 #: Gavel's round length (``time_per_iteration``).
@@ -92,395 +101,26 @@ GAVEL_MIN_RESET_INTERVAL_S = 1920.0
 _UNSERVED_PRIORITY = 1e9
 
 Objective = Literal["max_min_fairness", "finish_time_fairness", "min_total_duration"]
-LPSolver = Literal["ipm", "simplex"]
 OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_total_duration")
-
-
-class LPError(RuntimeError):
-    """The LP solver failed on a problem that should always be feasible."""
-
-
-# --------------------------------------------------------------------------------------------
-# The LPs (pure functions over arrays, usable on their own)
-
-
-def _base_constraints(scale: np.ndarray, capacity: np.ndarray, num_types: int) -> tuple[sp.csr_matrix, np.ndarray]:
-    """``sum_k X[m,k] <= 1`` per job and ``sum_m s_m X[m,k] <= N_k`` per type, over ``X`` flattened row-major."""
-    m = scale.size
-    n_var = m * num_types
-    cols = np.arange(n_var)
-    rows_job = np.repeat(np.arange(m), num_types)
-    a_job = sp.csr_matrix((np.ones(n_var), (rows_job, cols)), shape=(m, n_var))
-    rows_type = np.tile(np.arange(num_types), m)
-    a_type = sp.csr_matrix((np.repeat(scale.astype(float), num_types), (rows_type, cols)), shape=(num_types, n_var))
-    a = sp.vstack([a_job, a_type], format="csr")
-    b = np.concatenate([np.ones(m), capacity.astype(float)])
-    return a, b
-
-
-def _x_bounds(usable: np.ndarray) -> np.ndarray:
-    upper = np.where(usable.ravel(), 1.0, 0.0)
-    return np.column_stack([np.zeros_like(upper), upper])
-
-
-def _solve(
-    c: np.ndarray,
-    a_ub: sp.csr_matrix,
-    b_ub: np.ndarray,
-    bounds: np.ndarray,
-    what: str,
-    solver: LPSolver = "ipm",
-) -> tuple[np.ndarray | None, int]:
-    """Solve with HiGHS: interior point without crossover (``ipm``) or dual simplex (``simplex``).
-
-    The interior-point answer is not a vertex: like Gavel's ECOS solutions it spreads time over the
-    jobs of a degenerate optimum instead of giving some of them nothing. A failed interior-point
-    solve (numerical trouble) is retried with the simplex method.
-    """
-    if solver == "ipm":
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
-            res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})
-        if res.status in (0, 2):
-            return (np.asarray(res.x), 0) if res.status == 0 else (None, 2)
-    elif solver != "simplex":
-        raise ValueError(f"solver={solver!r}; use 'ipm' or 'simplex'")
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ds")
-    if res.status == 0:
-        return np.asarray(res.x), 0
-    if res.status == 2:  # infeasible
-        return None, 2
-    raise LPError(f"{what}: HiGHS returned status {res.status} ({res.message})")
-
-
-def _check_inputs(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> None:
-    if rates.ndim != 2 or rates.shape[0] != scale.size or rates.shape[1] != capacity.size:
-        raise ValueError(f"rates must be (jobs x types) = ({scale.size} x {capacity.size}), got shape {rates.shape}")
-    if np.any(rates < 0) or not np.all(np.isfinite(rates)):
-        raise ValueError("rates must be finite and >= 0")
-    if np.any(scale < 1):
-        raise ValueError("scale factors must be >= 1")
-
-
-def proportional_rates(rates: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Throughput of each job under Gavel's proportional split ``X[m,k] = N_k / sum N`` (``proportional.py``)."""
-    share = capacity / capacity.sum()
-    return rates @ share
-
-
-def isolated_allocation(
-    scale: np.ndarray, capacity: np.ndarray, normalisation: Literal["row", "global"] = "row"
-) -> np.ndarray:
-    """The even ``1/#jobs`` split of every type as time fractions: ``N_k / (M s_m)`` (``isolated.py``).
-
-    ``row`` caps each row's sum at 1; ``global`` divides every row by the largest row sum (Gavel).
-    """
-    m = scale.size
-    x = np.outer(1.0 / scale, capacity / m)
-    sums = x.sum(axis=1)
-    if normalisation == "row":
-        return x / np.maximum(1.0, sums)[:, None]
-    if normalisation == "global":
-        return x / sums.max()
-    raise ValueError(f"normalisation={normalisation!r}; use 'row' or 'global'")
-
-
-def solve_max_min_fairness(
-    rates: np.ndarray,
-    scale: np.ndarray,
-    capacity: np.ndarray,
-    priority_weights: np.ndarray | None = None,
-    *,
-    solver: LPSolver = "ipm",
-) -> np.ndarray:
-    """Gavel's max-min fairness LP; returns ``X`` (jobs x types).
-
-    Jobs with identical rates, scale factor and weight are solved as one class (one row of ``X``
-    scaled by the class size in the capacity constraints). This is exact: the LP is symmetric in
-    such jobs and convex, so averaging an optimal solution over them is optimal too. Gavel-Philly
-    traces have at most 26 templates x 4 scale factors, so 1,000 jobs become about 100 rows.
-
-    Args:
-        rates: ``T[m, k]`` (0 where the job cannot run).
-        scale: Requested GPUs per job.
-        capacity: GPUs per type.
-        priority_weights: Per-job weights (default 1); a larger weight gets a larger share.
-        solver: ``"ipm"`` (default) or ``"simplex"``.
-    """
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
-    m, k = rates.shape
-    if m == 0:
-        return np.zeros((0, k))
-    weights = np.ones(m) if priority_weights is None else np.asarray(priority_weights, dtype=float)
-    t_prop = proportional_rates(rates, capacity)
-    if np.any(t_prop <= 0):
-        raise ValueError("every job needs a positive rate on some type (drop unusable jobs first)")
-    keys = np.column_stack([rates, scale, weights])
-    uniq, cls, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    cls = cls.ravel()
-    c_rates, c_scale, c_weight = uniq[:, :k], uniq[:, k], uniq[:, k + 1]
-    c_prop = proportional_rates(c_rates, capacity)
-    coef = c_rates * (c_scale / (c_weight * c_prop))[:, None]
-    n_cls = uniq.shape[0]
-    n_x = n_cls * k
-    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k.
-    a_base, b_base = _base_constraints(c_scale * counts, capacity, k)
-    # z - sum_k coef[c,k] X[c,k] <= 0 for every class: z is the minimum normalised share.
-    a_min = sp.hstack([-_block_rows(coef), sp.csr_matrix(np.ones((n_cls, 1)))], format="csr")
-    a_ub = sp.vstack([sp.hstack([a_base, sp.csr_matrix((a_base.shape[0], 1))]), a_min], format="csr")
-    b_ub = np.concatenate([b_base, np.zeros(n_cls)])
-    c = np.zeros(n_x + 1)
-    c[-1] = -1.0
-    bounds = np.vstack([_x_bounds(c_rates > 0), [[0.0, np.inf]]])
-    x, status = _solve(c, a_ub, b_ub, bounds, "max-min fairness LP", solver)
-    if x is None:
-        raise LPError(f"max-min fairness LP infeasible (status {status}); this is a bug")
-    return np.clip(x[:n_x].reshape(n_cls, k), 0.0, 1.0)[cls]
-
-
-def _block_rows(coef: np.ndarray) -> sp.csr_matrix:
-    """The (jobs x jobs*types) matrix whose row m holds ``coef[m, :]`` at columns ``m*K .. m*K+K-1``."""
-    m, k = coef.shape
-    rows = np.repeat(np.arange(m), k)
-    cols = np.arange(m * k)
-    return sp.csr_matrix((coef.ravel(), (rows, cols)), shape=(m, m * k))
-
-
-def _feasible_with_min_rates(
-    rates: np.ndarray,
-    scale: np.ndarray,
-    capacity: np.ndarray,
-    min_rates: np.ndarray,
-    what: str,
-    solver: LPSolver = "ipm",
-) -> np.ndarray | None:
-    """An ``X`` meeting the base constraints and ``sum_k T X >= min_rates`` per job, or ``None``."""
-    m, k = rates.shape
-    if np.any(min_rates > rates.max(axis=1) * (1 + 1e-12)):
-        return None  # a job would need more than its full time on its best type
-    a_base, b_base = _base_constraints(scale, capacity, k)
-    a_ub = sp.vstack([a_base, -_block_rows(rates)], format="csr")
-    b_ub = np.concatenate([b_base, -min_rates])
-    x, _ = _solve(np.zeros(m * k), a_ub, b_ub, _x_bounds(rates > 0), what, solver)
-    return None if x is None else np.clip(x.reshape(m, k), 0.0, 1.0)
-
-
-@dataclass(frozen=True)
-class FTFSolution:
-    """Result of :func:`solve_finish_time_fairness`.
-
-    Attributes:
-        allocation: ``X`` (jobs x types).
-        rho: Predicted finish-time fairness of each job under ``X``.
-        rho_max: The minimised maximum (an upper bound within the bisection tolerance).
-        num_lps: LPs solved.
-    """
-
-    allocation: np.ndarray
-    rho: np.ndarray
-    rho_max: float
-    num_lps: int
-
-
-def finish_time_rho(
-    allocation: np.ndarray,
-    rates: np.ndarray,
-    elapsed_s: np.ndarray,
-    remaining_iters: np.ndarray,
-    isolated_s: np.ndarray,
-) -> np.ndarray:
-    """``rho_m = (t_m + rem_m / sum_k T X) / isolated_s_m`` (inf where the job gets no throughput)."""
-    thr = (rates * allocation).sum(axis=1)
-    with np.errstate(divide="ignore"):
-        return (elapsed_s + np.where(thr > 0, remaining_iters / np.maximum(thr, 1e-300), np.inf)) / isolated_s
-
-
-def solve_finish_time_fairness(
-    rates: np.ndarray,
-    scale: np.ndarray,
-    capacity: np.ndarray,
-    elapsed_s: np.ndarray,
-    remaining_iters: np.ndarray,
-    isolated_rates: np.ndarray,
-    cumulative_isolated_s: np.ndarray | None = None,
-    *,
-    tolerance: float = 1e-3,
-    max_lps: int = 60,
-    solver: LPSolver = "ipm",
-) -> FTFSolution:
-    """Minimise ``max_m rho_m(X)`` by bisection on ``rho`` over feasibility LPs.
-
-    Args:
-        rates: ``T[m, k]`` used by the LP.
-        scale: Requested GPUs per job.
-        capacity: GPUs per type.
-        elapsed_s: Time since each job's arrival (``t_m``).
-        remaining_iters: Remaining iterations.
-        isolated_rates: Throughput under the isolated split (``T_iso``), > 0.
-        cumulative_isolated_s: Isolated-equivalent time already accumulated (``c_m``, default 0).
-        tolerance: Relative width of the final ``rho`` bracket.
-        max_lps: Cap on the bisection LPs.
-        solver: ``"ipm"`` (default) or ``"simplex"``.
-    """
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
-    m, k = rates.shape
-    if m == 0:
-        return FTFSolution(np.zeros((0, k)), np.zeros(0), 0.0, 0)
-    elapsed = np.asarray(elapsed_s, dtype=float)
-    rem = np.asarray(remaining_iters, dtype=float)
-    iso = np.asarray(isolated_rates, dtype=float)
-    if np.any(iso <= 0) or np.any(rem <= 0):
-        raise ValueError("isolated rates and remaining iterations must be > 0")
-    cum = np.zeros(m) if cumulative_isolated_s is None else np.asarray(cumulative_isolated_s, dtype=float)
-    denom = cum + rem / iso  # isolated finish time D_m
-    best = rates.max(axis=1)
-    rho_lo = float(np.max((elapsed + rem / best) / denom))
-    # The isolated split itself is feasible: it bounds the optimum from above.
-    x_hi = isolated_allocation(scale, capacity, "row") * (rates > 0)
-    rho_of_hi = finish_time_rho(x_hi, rates, elapsed, rem, denom)
-    rho_hi = float(np.max(rho_of_hi))
-    if not math.isfinite(rho_hi):
-        rho_hi = max(rho_lo, 1.0) * 2.0
-        x_hi = None  # type: ignore[assignment]
-        while x_hi is None:
-            x_hi = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi, solver)
-            if x_hi is None:
-                rho_lo, rho_hi = rho_hi, rho_hi * 4.0
-    num = 0
-    while rho_hi > rho_lo * (1.0 + tolerance) and num < max_lps:
-        mid = 0.5 * (rho_lo + rho_hi)
-        x = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, mid, solver)
-        num += 1
-        if x is None:
-            rho_lo = mid
-        else:
-            rho_hi, x_hi = mid, x
-    rho = finish_time_rho(x_hi, rates, elapsed, rem, denom)
-    return FTFSolution(x_hi, rho, float(rho.max()), num)
-
-
-def _ftf_feasible(
-    rates: np.ndarray,
-    scale: np.ndarray,
-    capacity: np.ndarray,
-    elapsed: np.ndarray,
-    rem: np.ndarray,
-    denom: np.ndarray,
-    rho: float,
-    solver: LPSolver,
-) -> np.ndarray | None:
-    slack = rho * denom - elapsed
-    if np.any(slack <= 0):
-        return None
-    return _feasible_with_min_rates(rates, scale, capacity, rem / slack, "finish-time fairness LP", solver)
-
-
-@dataclass(frozen=True)
-class MakespanSolution:
-    """Result of :func:`solve_min_total_duration`.
-
-    Attributes:
-        allocation: ``X`` (jobs x types), rows scaled so every job finishes at ``duration_s``.
-        duration_s: The minimum total duration ``T*`` from now.
-        num_lps: LPs solved.
-    """
-
-    allocation: np.ndarray
-    duration_s: float
-    num_lps: int
-
-
-def solve_min_total_duration(
-    rates: np.ndarray,
-    scale: np.ndarray,
-    capacity: np.ndarray,
-    remaining_iters: np.ndarray,
-    *,
-    method: Literal["lp", "bisection"] = "lp",
-    solver: LPSolver = "ipm",
-) -> MakespanSolution:
-    """The smallest ``T*`` such that ``sum_k T[m,k] X[m,k] >= rem_m / T*`` for every job.
-
-    ``lp`` maximises ``theta = 1 / T*`` in one LP (exact); ``bisection`` is Gavel's search over
-    ``[100 s, 1e6 s]`` (widened x10 while infeasible) stopping when ``1.05 min >= max``.
-    """
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
-    m, k = rates.shape
-    if m == 0:
-        return MakespanSolution(np.zeros((0, k)), 0.0, 0)
-    rem = np.asarray(remaining_iters, dtype=float)
-    if np.any(rem <= 0):
-        raise ValueError("remaining iterations must be > 0")
-    if np.any(rates.max(axis=1) <= 0):
-        raise ValueError("every job needs a positive rate on some type (drop unusable jobs first)")
-    if method == "lp":
-        x, duration, num = _makespan_lp(rates, scale, capacity, rem, solver)
-    elif method == "bisection":
-        x, duration, num = _makespan_bisection(rates, scale, capacity, rem, solver)
-    else:
-        raise ValueError(f"method={method!r}; use 'lp' or 'bisection'")
-    # Scale each row down to exactly the throughput that finishes the job at T*.
-    thr = (rates * x).sum(axis=1)
-    need = rem / duration
-    factor = np.where(thr > need, need / np.maximum(thr, 1e-300), 1.0)
-    return MakespanSolution(x * factor[:, None], duration, num)
-
-
-def _makespan_lp(
-    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray, solver: LPSolver
-) -> tuple[np.ndarray, float, int]:
-    m, k = rates.shape
-    n_x = m * k
-    # Rows scaled by each job's best rate for conditioning: (rem/best) theta - sum_k (T/best) X <= 0.
-    best = rates.max(axis=1)
-    a_base, b_base = _base_constraints(scale, capacity, k)
-    a_fin = sp.hstack([-_block_rows(rates / best[:, None]), sp.csr_matrix((rem / best)[:, None])], format="csr")
-    a_ub = sp.vstack([sp.hstack([a_base, sp.csr_matrix((a_base.shape[0], 1))]), a_fin], format="csr")
-    b_ub = np.concatenate([b_base, np.zeros(m)])
-    c = np.zeros(n_x + 1)
-    c[-1] = -1.0
-    bounds = np.vstack([_x_bounds(rates > 0), [[0.0, np.inf]]])
-    x, status = _solve(c, a_ub, b_ub, bounds, "minimum total duration LP", solver)
-    if x is None or x[-1] <= 0:
-        raise LPError(f"minimum total duration LP failed (status {status}); this is a bug")
-    return np.clip(x[:n_x].reshape(m, k), 0.0, 1.0), 1.0 / float(x[-1]), 1
-
-
-def _makespan_bisection(
-    rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray, solver: LPSolver
-) -> tuple[np.ndarray, float, int]:
-    max_t, min_t = 1e6, 100.0
-    last_max_t = max_t
-    feasible: np.ndarray | None = None
-    best_t = math.inf
-    num = 0
-    while feasible is None:
-        while 1.05 * min_t < max_t:
-            t = 0.5 * (min_t + max_t)
-            x = _feasible_with_min_rates(rates, scale, capacity, rem / t, "minimum total duration LP", solver)
-            num += 1
-            if x is not None:
-                feasible, best_t, max_t = x, t, t
-            else:
-                min_t = t
-        max_t, min_t = last_max_t * 10.0, last_max_t
-        last_max_t *= 10.0
-        if last_max_t > 1e15:
-            raise LPError("minimum total duration bisection found no feasible duration below 1e15 s")
-    return feasible, best_t, num
-
 
 # --------------------------------------------------------------------------------------------
 # The policies
+
+
+@dataclass(frozen=True)
+class GavelKnobs(Knobs):
+    """Knobs of the Gavel policies (see :class:`GavelPolicy`)."""
+
+    heterogeneity_aware: bool | None = knob(None, doc="measured throughputs (None: the policy's default)")
+    min_recompute_interval_s: float = knob(GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between recomputes")
+    fill_between_rounds: bool = knob(True, doc="waiting jobs take free GPUs at events inside a round")
+    global_queue: bool = knob(False, doc="sort the (job, type) entries of all types together")
+    zero_priority_last: bool = knob(True, doc="every positive-priority entry before any zero-priority one")
+    isolated_normalisation: str = knob("row", choices=("row", "global"), doc="finish-time fairness's isolated split")
+    ftf_tolerance: float = knob(1e-3, low=0.0, low_open=True, high=1.0, high_open=True, doc="bisection tolerance")
+    makespan_method: str = knob("lp", choices=("lp", "bisection"), doc="exact LP or Gavel's bisection")
+    reference_type: str | None = knob(None, doc="GPU type of the agnostic LPs (None: the fastest)")
+    lp_solver: str = knob("ipm", choices=("ipm", "simplex"), doc="HiGHS interior point or simplex")
 
 
 class GavelPolicy(Policy):
@@ -514,6 +154,7 @@ class GavelPolicy(Policy):
     """
 
     name: ClassVar[str] = "gavel"
+    knobs = GavelKnobs
     round_s = GAVEL_ROUND_S
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
@@ -532,14 +173,19 @@ class GavelPolicy(Policy):
         lp_solver: LPSolver = "ipm",
     ) -> None:
         super().__init__()
-        if min_recompute_interval_s < 0:
-            raise ValueError(f"min_recompute_interval_s={min_recompute_interval_s}; it must be >= 0")
-        if isolated_normalisation not in ("row", "global"):
-            raise ValueError(f"isolated_normalisation={isolated_normalisation!r}; use 'row' or 'global'")
-        if makespan_method not in ("lp", "bisection"):
-            raise ValueError(f"makespan_method={makespan_method!r}; use 'lp' or 'bisection'")
-        if not 0 < ftf_tolerance < 1:
-            raise ValueError(f"ftf_tolerance={ftf_tolerance}; it must be in (0, 1)")
+        # Validate every knob first (a KnobError names the bad one).
+        GavelKnobs(
+            heterogeneity_aware=heterogeneity_aware,
+            min_recompute_interval_s=min_recompute_interval_s,
+            fill_between_rounds=fill_between_rounds,
+            global_queue=global_queue,
+            zero_priority_last=zero_priority_last,
+            isolated_normalisation=isolated_normalisation,
+            ftf_tolerance=ftf_tolerance,
+            makespan_method=makespan_method,
+            reference_type=reference_type,
+            lp_solver=lp_solver,
+        )
         self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
         self.min_recompute_interval_s = float(min_recompute_interval_s)
         self.fill_between_rounds = fill_between_rounds
@@ -549,8 +195,6 @@ class GavelPolicy(Policy):
         self.ftf_tolerance = ftf_tolerance
         self.makespan_method = makespan_method
         self.reference_type = reference_type
-        if lp_solver not in ("ipm", "simplex"):
-            raise ValueError(f"lp_solver={lp_solver!r}; use 'ipm' or 'simplex'")
         self.lp_solver: LPSolver = lp_solver
 
     # ----------------------------------------------------------------------------------------
@@ -560,7 +204,6 @@ class GavelPolicy(Policy):
         self._type_index = {t: i for i, t in enumerate(self._types)}
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
-        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         self._job_time: dict[int, np.ndarray] = {}
@@ -584,21 +227,10 @@ class GavelPolicy(Policy):
         return order
 
     def _job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
+        """``T[m, :]``: the job's rate at its requested count on each type, 0 where not allowed or too few GPUs."""
         r = self._rates.get(job.job_id)
         if r is None:
-            spec = job.spec
-            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
-            r = self._rate_cache.get(key)
-            if r is None:
-                allowed = set(view.allowed_types(job))
-                r = np.array(
-                    [
-                        view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                        for i, t in enumerate(self._types)
-                    ]
-                )
-                self._rate_cache[key] = r
-            self._rates[job.job_id] = r
+            r = self._rates[job.job_id] = view.rate_table.get(job).fit_rates
         return r
 
     def _lp_rates(self, view: ClusterView, jobs: Sequence[JobView], real: np.ndarray) -> np.ndarray:
@@ -875,3 +507,28 @@ class GavelMinTotalDurationAgnostic(GavelPolicy):
     in_default_comparison = False  # a variant: name it in --policies to compare it
     objective = "min_total_duration"
     default_aware = False
+
+
+__all__ = [
+    "GAVEL_MIN_RESET_INTERVAL_S",
+    "GAVEL_ROUND_S",
+    "OBJECTIVES",
+    "FTFSolution",
+    "GavelFinishTimeFairness",
+    "GavelFinishTimeFairnessAgnostic",
+    "GavelMaxMinFairness",
+    "GavelMaxMinFairnessAgnostic",
+    "GavelMinTotalDuration",
+    "GavelMinTotalDurationAgnostic",
+    "GavelPolicy",
+    "LPError",
+    "LPSolver",
+    "MakespanSolution",
+    "Objective",
+    "finish_time_rho",
+    "isolated_allocation",
+    "proportional_rates",
+    "solve_finish_time_fairness",
+    "solve_max_min_fairness",
+    "solve_min_total_duration",
+]

@@ -68,7 +68,6 @@ than per node (future placements are not known).
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,10 +76,12 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
+from baselines._hadar_plan import PlanAhead, RoundPlan
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.placement import NodePool
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
 
@@ -118,33 +119,6 @@ class Offer:
 
 
 @dataclass
-class _Plan:
-    """A plan-ahead schedule: the job's type and reserved rounds (sorted)."""
-
-    type_id: int
-    rounds: list[int]
-    num_gpus: int
-    progress_per_round: float
-    remaining_at_plan: float
-    start_round: int
-    value: float
-
-    def planned_remaining(self, round_idx: int) -> float:
-        """Work the plan expects to be left at the start of ``round_idx``."""
-        done = bisect.bisect_left(self.rounds, round_idx)
-        return max(0.0, self.remaining_at_plan - done * self.progress_per_round)
-
-    def runs_in(self, round_idx: int) -> bool:
-        """Whether the plan reserves ``round_idx``."""
-        i = bisect.bisect_left(self.rounds, round_idx)
-        return i < len(self.rounds) and self.rounds[i] == round_idx
-
-    def has_rounds_from(self, round_idx: int) -> bool:
-        """Whether any reserved round is ``round_idx`` or later."""
-        return bool(self.rounds) and self.rounds[-1] >= round_idx
-
-
-@dataclass
 class _Decision:
     """The placement chosen at one epoch: node groups per job, and the pool after it."""
 
@@ -155,6 +129,36 @@ class _Decision:
 
 # --------------------------------------------------------------------------------------------
 # The policy
+
+
+@dataclass(frozen=True)
+class HadarKnobs(Knobs):
+    """Knobs of :class:`Hadar` (each is described in its docstring)."""
+
+    utility: str | UtilityFn = knob("normalized_inverse_jct", doc=f"one of {UTILITIES} or f(job, T_s, T_min_s)")
+    mode: str = knob("round", choices=("round", "plan"), doc="'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
+    work_conserving: bool = knob(True, doc="fill free GPUs with jobs whose payoff is not positive")
+    task_level_mixing: bool = knob(True, doc="let a job's tasks span GPU types")
+    fill_between_rounds: bool = knob(True, doc="start waiting jobs at arrivals and completions")
+    price_auto: bool = knob(True, doc="derive L and U from the active jobs at every decision")
+    price_L: float = knob(1e-3, low=0.0, low_open=True, doc="fixed L (price_auto=False)")
+    price_U: float = knob(1.0, low=0.0, low_open=True, doc="fixed U (price_auto=False)")
+    price_floor_ratio: float = knob(1e-3, low=0.0, low_open=True, high=1.0, doc="lower clamp of L / U")
+    utility_horizon: float = knob(10.0, low=1.0, low_open=True, doc="T_max / T_min of the linear utility")
+    sigmoid_slack: float = knob(2.0, low=0.0, low_open=True, doc="T_soft / T_min of the sigmoid utility")
+    sigmoid_width: float = knob(0.25, low=0.0, low_open=True, doc="sigmoid width relative to T_soft")
+    plan_max_rounds: int = knob(5000, low=1, integer=True, doc="longest plan-ahead horizon in rounds")
+    replan_tolerance: float = knob(0.02, low=0.0, low_open=True, high=1.0, high_open=True, doc="re-plan drift")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = type(self).__name__
+        if not callable(self.utility) and self.utility not in UTILITIES:
+            raise KnobError(
+                f"{owner}: knob utility={self.utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)"
+            )
+        if self.price_L > self.price_U:
+            raise KnobError(f"{owner}: knobs price_L={self.price_L} > price_U={self.price_U}; need price_L <= price_U")
 
 
 @register_policy()
@@ -188,6 +192,7 @@ class Hadar(Policy):
     """
 
     name: ClassVar[str] = "hadar"
+    knobs = HadarKnobs
     round_s = HADAR_ROUND_S
     placer = "priced"
 
@@ -209,18 +214,23 @@ class Hadar(Policy):
         replan_tolerance: float = 0.02,
     ) -> None:
         super().__init__()
-        if not callable(utility) and utility not in UTILITIES:
-            raise ValueError(f"utility={utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)")
-        if mode not in ("round", "plan"):
-            raise ValueError(f"mode={mode!r}; use 'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
-        if not 0 < price_L <= price_U:
-            raise ValueError(f"need 0 < price_L <= price_U, got {price_L}, {price_U}")
-        if not 0 < price_floor_ratio <= 1:
-            raise ValueError(f"price_floor_ratio={price_floor_ratio}; it must be in (0, 1]")
-        if utility_horizon <= 1 or sigmoid_slack <= 0 or sigmoid_width <= 0:
-            raise ValueError("utility_horizon must be > 1, sigmoid_slack and sigmoid_width > 0")
-        if plan_max_rounds < 1 or not 0 < replan_tolerance < 1:
-            raise ValueError("plan_max_rounds must be >= 1 and replan_tolerance in (0, 1)")
+        # Validate every knob first (a KnobError names the bad one).
+        HadarKnobs(
+            utility=utility,
+            mode=mode,
+            work_conserving=work_conserving,
+            task_level_mixing=task_level_mixing,
+            fill_between_rounds=fill_between_rounds,
+            price_auto=price_auto,
+            price_L=price_L,
+            price_U=price_U,
+            price_floor_ratio=price_floor_ratio,
+            utility_horizon=utility_horizon,
+            sigmoid_slack=sigmoid_slack,
+            sigmoid_width=sigmoid_width,
+            plan_max_rounds=plan_max_rounds,
+            replan_tolerance=replan_tolerance,
+        )
         self.utility = utility
         self.mode = mode
         self.work_conserving = work_conserving
@@ -246,12 +256,7 @@ class Hadar(Policy):
         self._kappa: dict[tuple[str, int, str, int], float] = {}
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
-        self._rate_cache: dict[tuple[str, int, int, tuple[str, ...] | None], np.ndarray] = {}
-        self._plans: dict[int, _Plan] = {}
-        self._res_base = 0
-        self._res = np.zeros((len(self._types), 64), dtype=np.int64)
-        self.plan_price_levels: tuple[float, float] = (self.price_L, self.price_U)
-        self._admitted: set[int] = set()
+        self._planner = PlanAhead(self)
         self._first = True
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
@@ -262,26 +267,13 @@ class Hadar(Policy):
         """The job's rate on ``W_j`` GPUs of each type (0 where not allowed or too few GPUs)."""
         r = self._rates.get(job.job_id)
         if r is None:
-            spec = job.spec
-            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
-            r = self._rate_cache.get(key)
-            if r is None:
-                r = self._rate_cache[key] = self._compute_rates(view, job)
+            rates = view.rate_table.get(job)
+            r = rates.fit_rates
+            if r.max() <= 0 and rates.allowed_types:
+                # Larger than any single type: the gang must span types; the tasks run at the rate of each
+                # type at the full count (the slowest bounds it, as in sync mode).
+                r = rates.rates
             self._rates[job.job_id] = r
-        return r
-
-    def _compute_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
-        allowed = set(view.allowed_types(job))
-        r = np.array(
-            [
-                view.rate(job, t, job.num_gpus) if t in allowed and self._capacity[i] >= job.num_gpus else 0.0
-                for i, t in enumerate(self._types)
-            ]
-        )
-        if r.max() <= 0 and allowed:
-            # Larger than any single type: the gang must span types; the tasks run at the rate of each
-            # type at the full count (the slowest bounds it, as in sync mode).
-            r = np.array([view.rate(job, t, job.num_gpus) if t in allowed else 0.0 for t in self._types], dtype=float)
         return r
 
     def t_min_s(self, view: ClusterView, job: JobView) -> float:
@@ -469,7 +461,7 @@ class Hadar(Policy):
                 del store[jid]
         decision = _Decision()
         if self.mode == "plan":
-            return self._decide_plan(view, round_start, decision)
+            return self._planner.decide(view, round_start, decision)
         if round_start:
             pool = self._pool(view, [0] * len(self.cluster.servers))
             self.greedy(view, pool, list(view.jobs), decision)
@@ -517,207 +509,22 @@ class Hadar(Policy):
         return self.to_allocation(view, self.decide(view))
 
     # ----------------------------------------------------------------------------------------
-    # Hadar-OASiS (plan ahead)
-
-    def _round_index(self, view: ClusterView) -> int:
-        return math.floor(view.now_s / view.round_s + 1e-9)
-
-    def _reservations(self, start: int, length: int) -> np.ndarray:
-        """Reserved GPUs per type for rounds ``start .. start+length-1`` (types x rounds, a copy)."""
-        out = np.zeros((len(self._types), length), dtype=np.int64)
-        lo = max(start, self._res_base)
-        hi = min(start + length, self._res_base + self._res.shape[1])
-        if hi > lo:
-            out[:, lo - start : hi - start] = self._res[:, lo - self._res_base : hi - self._res_base]
-        return out
-
-    def _add_reservation(self, plan: _Plan, sign: int, from_round: int) -> None:
-        rounds = np.array([r for r in plan.rounds if r >= from_round], dtype=np.int64)
-        if rounds.size == 0:
-            return
-        need_hi = int(rounds.max()) + 1
-        if need_hi > self._res_base + self._res.shape[1]:
-            width = max(need_hi - self._res_base, 2 * self._res.shape[1])
-            grown = np.zeros((len(self._types), width), dtype=np.int64)
-            grown[:, : self._res.shape[1]] = self._res
-            self._res = grown
-        np.add.at(self._res[plan.type_id], rounds - self._res_base, sign * plan.num_gpus)
-
-    def _drop_past_rounds(self, r0: int) -> None:
-        shift = r0 - self._res_base
-        if shift > 0:
-            self._res = self._res[:, shift:] if shift < self._res.shape[1] else self._res[:, :0]
-            if self._res.shape[1] == 0:
-                self._res = np.zeros((len(self._types), 64), dtype=np.int64)
-            self._res_base = r0
-
-    def _release(self, jid: int, from_round: int) -> None:
-        plan = self._plans.pop(jid, None)
-        if plan is not None:
-            self._add_reservation(plan, -1, max(from_round, self._res_base))
-
-    def _reserve(self, jid: int, plan: _Plan) -> None:
-        self._add_reservation(plan, +1, self._res_base)
-        self._plans[jid] = plan
+    @property
+    def plan_price_levels(self) -> tuple[float, float]:
+        """``(L, U)`` per GPU-round of the latest plan-ahead decision."""
+        return self._planner.price_levels
 
     def plan_prices(self, view: ClusterView) -> tuple[float, float]:
-        """``(L, U)`` per GPU-round for plan-ahead schedules.
+        """``(L, U)`` per GPU-round for plan-ahead schedules (see :meth:`PlanAhead.plan_prices`)."""
+        return self._planner.plan_prices(view)
 
-        ``U`` = the largest utility per GPU-round any job can earn (its best type, no waiting);
-        ``L`` = the smallest utility per GPU-round of a job run at once on its slowest usable type,
-        so that an empty cluster admits every job (clamped to ``[price_floor_ratio**2 U, U]``).
-        """
-        if not self.price_auto or not view.jobs:
-            return self.price_L, self.price_U
-        highs, lows = [], []
-        for job in view.jobs:
-            r = self.job_rates(view, job)
-            pos = r[r > 0]
-            if not pos.size:
-                continue
-            elapsed = view.now_s - job.submit_s
-            fast_rounds = max(1.0, job.remaining_iters / (float(pos.max()) * view.round_s))
-            slow_s = job.remaining_iters / float(pos.min())
-            slow_rounds = max(1.0, slow_s / view.round_s)
-            highs.append(self.utility_of(view, job, self.t_min_s(view, job)) / (job.num_gpus * fast_rounds))
-            lows.append(self.utility_of(view, job, elapsed + slow_s) / (job.num_gpus * slow_rounds))
-        if not highs:
-            return self.price_L, self.price_U
-        high = max(highs)
-        low = min(max(min(lows), self.price_floor_ratio**2 * high), high)
-        return low, high
+    def plan_schedule(self, view: ClusterView, job: JobView, start_round: int) -> RoundPlan | None:
+        """The best single-type schedule of ``job`` from ``start_round`` (see :meth:`PlanAhead.plan_schedule`)."""
+        return self._planner.plan_schedule(view, job, start_round)
 
-    def _utilities(self, view: ClusterView, job: JobView, jct_s: np.ndarray) -> np.ndarray:
-        """``u_j`` over an array of JCTs (vectorised for the built-in utilities)."""
-        u = self.utility
-        t_min = self.t_min_s(view, job)
-        theta = job.spec.priority_weight
-        jct = np.maximum(jct_s, _EPS)
-        if callable(u) or not math.isfinite(t_min):
-            return np.array([self.utility_of(view, job, float(t)) for t in jct])
-        if u == "normalized_inverse_jct":
-            return theta * np.minimum(1.0, t_min / jct)
-        if u == "linear":
-            return theta * np.maximum(0.0, 1.0 - jct / (self.utility_horizon * t_min))
-        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
-        z = np.minimum((jct - soft) / (self.sigmoid_width * soft), 700.0)
-        return theta / (1.0 + np.exp(z))
-
-    def plan_schedule(self, view: ClusterView, job: JobView, start_round: int) -> _Plan | None:
-        """The best single-type schedule of ``job`` over future rounds under the reservation prices.
-
-        For a type and a completion round ``f``, the cheapest schedule takes the ``n`` cheapest
-        available rounds up to ``f`` (``n`` = rounds the remaining work needs on that type); costs
-        take few distinct values (one per reservation level), so the prefix sums over levels give
-        every ``f`` at once. The result maximises ``u_j(completion) - cost`` over types and ``f``.
-        """
-        rates = self.job_rates(view, job)
-        low, high = self.plan_price_levels
-        round_s = view.round_s
-        need = job.num_gpus
-        rem = job.remaining_iters
-        best: _Plan | None = None
-        for t in np.argsort(-rates, kind="stable"):
-            t = int(t)
-            rate = float(rates[t])
-            cap = int(self._capacity[t])
-            if rate <= 0 or cap < need:
-                continue
-            per_round = rate * round_s
-            n_rounds = max(1, math.ceil(rem / per_round - 1e-9))
-            horizon = min(self.plan_max_rounds, max(4 * n_rounds, n_rounds + 50))
-            if horizon < n_rounds:
-                continue
-            used = self._reservations(start_round, horizon)[t]
-            avail = used <= cap - need
-            if not avail.any():
-                continue
-            levels, level_of = np.unique(used[avail], return_inverse=True)  # reservation levels present
-            g = np.arange(need)
-            level_cost = (low * (high / low) ** ((levels[:, None] + g[None, :]) / cap)).sum(axis=1)
-            # counts[l, k]: available rounds at level l among rounds 0..k
-            onehot = np.zeros((levels.size, horizon), dtype=np.int64)
-            onehot[level_of, np.nonzero(avail)[0]] = 1
-            counts = np.cumsum(onehot, axis=1)
-            before = np.cumsum(counts, axis=0) - counts  # rounds at cheaper levels
-            take = np.clip(n_rounds - before, 0, counts)
-            total_taken = take.sum(axis=0)
-            cost = (take * level_cost[:, None]).sum(axis=0)
-            feasible = total_taken >= n_rounds
-            if not feasible.any():
-                continue
-            k = np.arange(horizon)
-            last_frac = rem / per_round - (n_rounds - 1)
-            finish_s = (start_round + k + last_frac) * round_s
-            value = np.where(feasible, self._utilities(view, job, finish_s - job.submit_s) - cost, -np.inf)
-            k_best = int(np.argmax(value))
-            if best is not None and value[k_best] <= best.value:
-                continue
-            chosen: list[int] = []
-            for lvl in range(levels.size):
-                rounds_at = np.nonzero(onehot[lvl, : k_best + 1])[0]
-                chosen.extend(int(r) for r in rounds_at[: int(take[lvl, k_best])])
-            best = _Plan(
-                t, sorted(start_round + r for r in chosen), need, per_round, rem, start_round, float(value[k_best])
-            )
-        return best
-
-    def _decide_plan(self, view: ClusterView, round_start: bool, decision: _Decision) -> _Decision:
-        assert self.cluster is not None
-        r0 = self._round_index(view)
-        active = view.job_index
-        for jid in [j for j in self._plans if j not in active]:
-            self._release(jid, r0)
-        self._admitted &= set(active)
-        self._drop_past_rounds(r0)
-        self.plan_price_levels = self.plan_prices(view)
-        plan_from = r0 if round_start else r0 + 1
-        if round_start:
-            for jid in sorted(self._admitted, key=lambda j: (active[j].submit_s, j)):
-                job = active[jid]
-                plan = self._plans.get(jid)
-                drift = abs(job.remaining_iters - plan.planned_remaining(r0)) if plan is not None else math.inf
-                exhausted = plan is not None and not plan.has_rounds_from(r0)
-                if plan is None or exhausted or drift > self.replan_tolerance * job.total_iters:
-                    self._release(jid, r0)
-                    new = self.plan_schedule(view, job, r0)
-                    if new is not None:
-                        self._reserve(jid, new)  # admitted jobs keep their place even if the value is <= 0
-        for job in view.jobs:
-            if job.job_id in self._admitted:
-                continue
-            if not (round_start or job.job_id in view.arrived):
-                continue
-            plan = self.plan_schedule(view, job, plan_from)
-            if plan is not None and plan.value > 0:
-                self._admitted.add(job.job_id)
-                self._reserve(job.job_id, plan)
-        if round_start:
-            pool = self._pool(view, [0] * len(self.cluster.servers))
-            for job in sorted(view.jobs, key=lambda j: -j.num_gpus):
-                plan = self._plans.get(job.job_id)
-                if plan is None or not plan.runs_in(r0):
-                    continue
-                current = [g.server_id for g in job.groups]
-                found = pool.cheapest([plan.type_id], job.num_gpus, current)
-                if found is None:
-                    continue
-                for h, n in found[0]:
-                    pool.take(h, n)
-                decision.groups[job.job_id] = found[0]
-            rest = [j for j in view.jobs if j.job_id not in decision.groups]
-            self.greedy(view, pool, rest, decision, admit_nonpositive=self.work_conserving)
-        else:
-            pool = self._keep_running(view, decision)
-            if self.fill_between_rounds:
-                self.greedy(view, pool, list(view.waiting), decision, admit_nonpositive=self.work_conserving)
-        decision.pool = pool
-        return decision
-
-    # ----------------------------------------------------------------------------------------
-    def plans(self) -> Mapping[int, _Plan]:
+    def plans(self) -> Mapping[int, RoundPlan]:
         """Current plan-ahead reservations (``mode="plan"``)."""
-        return dict(self._plans)
+        return self._planner.plans()
 
 
 def _merge(groups: Iterable[tuple[int, int]]) -> dict[int, int]:

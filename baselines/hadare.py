@@ -47,10 +47,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import ClassVar, Literal
 
-from baselines.hadar import Hadar, NodePool, Offer, UtilityFn, _Decision, _merge, groups_to_server_groups
+from baselines.hadar import Hadar, HadarKnobs, NodePool, Offer, UtilityFn, _Decision, _merge, groups_to_server_groups
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
+from hetgym.sim.registry import knob
 from hetgym.sim.throughput import allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
@@ -79,6 +80,17 @@ def with_model_bytes(jobs: Iterable[JobSpec], sizes: Mapping[str, float] = GAVEL
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class HadarEKnobs(HadarKnobs):
+    """Knobs of :class:`HadarE`: Hadar's, and how copies are made."""
+
+    max_copies_per_job: int | None = knob(
+        None, low=1, integer=True, optional=True, doc="server groups per job, primary included (None: every node)"
+    )
+    copy_rule: str = knob("gain", choices=("gain", "srpt"), doc="'gain' (rate / remaining) or 'srpt'")
+    fork_between_rounds: bool = knob(False, doc="also fork onto nodes freed inside a round")
+
+
 @register_policy()
 class HadarE(Hadar):
     """HadarE (arXiv:2503.10918): Hadar-Round plus forking copies of jobs onto idle nodes.
@@ -99,6 +111,7 @@ class HadarE(Hadar):
     """
 
     name: ClassVar[str] = "hadare"
+    knobs = HadarEKnobs
     placer = "copies"
     modes = ("sync", "fork")
 
@@ -122,6 +135,26 @@ class HadarE(Hadar):
         plan_max_rounds: int = 5000,
         replan_tolerance: float = 0.02,
     ) -> None:
+        # Validate every knob first (a KnobError names the bad one).
+        HadarEKnobs(
+            max_copies_per_job=max_copies_per_job,
+            copy_rule=copy_rule,
+            fork_between_rounds=fork_between_rounds,
+            utility=utility,
+            mode=mode,
+            work_conserving=work_conserving,
+            task_level_mixing=task_level_mixing,
+            fill_between_rounds=fill_between_rounds,
+            price_auto=price_auto,
+            price_L=price_L,
+            price_U=price_U,
+            price_floor_ratio=price_floor_ratio,
+            utility_horizon=utility_horizon,
+            sigmoid_slack=sigmoid_slack,
+            sigmoid_width=sigmoid_width,
+            plan_max_rounds=plan_max_rounds,
+            replan_tolerance=replan_tolerance,
+        )
         super().__init__(
             utility=utility,
             mode=mode,
@@ -138,10 +171,6 @@ class HadarE(Hadar):
             plan_max_rounds=plan_max_rounds,
             replan_tolerance=replan_tolerance,
         )
-        if max_copies_per_job is not None and max_copies_per_job < 1:
-            raise ValueError(f"max_copies_per_job={max_copies_per_job}; it must be >= 1 (or None for every node)")
-        if copy_rule not in ("gain", "srpt"):
-            raise ValueError(f"copy_rule={copy_rule!r}; use 'gain' or 'srpt'")
         self.max_copies_per_job = max_copies_per_job
         self.copy_rule = copy_rule
         self.fork_between_rounds = fork_between_rounds

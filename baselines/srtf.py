@@ -9,11 +9,20 @@ out are preempted and pay the restart penalty when they resume.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from baselines._common import TypeChoice, best_rate, check_type_choice, greedy_fill
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, best_rate, greedy_fill
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
+
+
+@dataclass(frozen=True)
+class SRTFKnobs(Knobs):
+    """Knobs of :class:`SRTF`."""
+
+    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
@@ -25,11 +34,14 @@ class SRTF(Policy):
     """
 
     name = "srtf"
+    knobs = SRTFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
 
     def __init__(self, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()
-        self.type_choice = check_type_choice(type_choice)
+        # Validate every knob first (a KnobError names the bad one).
+        SRTFKnobs(type_choice=type_choice)
+        self.type_choice = type_choice
 
     @staticmethod
     def remaining_s(view: ClusterView, job: JobView) -> float:

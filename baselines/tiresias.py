@@ -15,15 +15,34 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from baselines._common import TypeChoice, check_type_choice, greedy_fill
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, greedy_fill
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 #: ElasticFlow's DLAS-GPU thresholds in GPU-seconds: 30 min, 1 h, 2 h.
 DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (1800.0, 3600.0, 7200.0)
+
+
+@dataclass(frozen=True)
+class TiresiasKnobs(Knobs):
+    """Knobs of :class:`TiresiasLAS`."""
+
+    thresholds_gpu_s: tuple[float, ...] = knob(DEFAULT_THRESHOLDS_GPU_S, doc="ascending queue boundaries (GPU-s)")
+    promote_knob: float = knob(8.0, low=0.0, doc="promote to Q0 after waiting this multiple of the last run")
+    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        t = self.thresholds_gpu_s
+        if any(b <= a for a, b in itertools.pairwise(t)) or any(not x > 0 for x in t):
+            raise KnobError(
+                f"{type(self).__name__}: knob thresholds_gpu_s={t}; give positive, strictly ascending values"
+            )
 
 
 @register_policy()
@@ -38,6 +57,7 @@ class TiresiasLAS(Policy):
     """
 
     name = "tiresias"
+    knobs = TiresiasKnobs
 
     def __init__(
         self,
@@ -47,13 +67,11 @@ class TiresiasLAS(Policy):
     ) -> None:
         super().__init__()
         thresholds = tuple(float(t) for t in thresholds_gpu_s)
-        if any(b <= a for a, b in itertools.pairwise(thresholds)) or any(t <= 0 for t in thresholds):
-            raise ValueError(f"thresholds_gpu_s={thresholds_gpu_s}; give positive, strictly ascending values")
-        if promote_knob < 0:
-            raise ValueError(f"promote_knob={promote_knob}; it must be >= 0")
+        # Validate every knob first (a KnobError names the bad one).
+        TiresiasKnobs(thresholds_gpu_s=thresholds, promote_knob=promote_knob, type_choice=type_choice)
         self.thresholds_gpu_s = thresholds
         self.promote_knob = promote_knob
-        self.type_choice = check_type_choice(type_choice)
+        self.type_choice = type_choice
 
     def _reset(self) -> None:
         self._service_offset: dict[int, float] = {}

@@ -18,12 +18,13 @@ from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
-from hetgym.envs.state import WINDOW_ORDERS, DecisionState, JobStaticsCache
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import make_policy
+from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -191,7 +192,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.observation_space = self.encoder.space  # type: ignore[assignment]
         self._reward_fn = REWARDS.get(config.reward)
         self._window_order = WINDOW_ORDERS.get(config.window_order)
-        self._statics = JobStaticsCache(self.cluster, self.throughput)
+        self._statics = RateTable(self.cluster, self.throughput)
         self._trace_jobs: tuple[JobSpec, ...] | None = None
         if config.trace is not None:
             self._trace_jobs = config.draw_jobs(0)
@@ -375,7 +376,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             reference = Simulator(self.cluster, jobs, config=ref_config, throughput=self.throughput)
             ref_result = reference.run(make_policy(self.config.reward_baseline))
             self._reference = ReferenceRun(ref_result, self.total_gpus)
-        self._statics.clear()
+        # The simulator's own table (cleared on its reset): the env and a policy_compat expert share it.
+        self._statics = self.sim.rate_table
         self.episode_id += 1
         self._started = True
         self._done = False

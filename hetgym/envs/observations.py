@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.state import DecisionState, JobStaticsCache, slack_s
+from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
+from hetgym.sim.rates import RateTable
 from hetgym.sim.registry import Knobs, Registry
 from hetgym.sim.view import JobView
 
@@ -113,7 +114,7 @@ class ObservationEncoder(ABC):
     def space(self) -> spaces.Dict:
         """The observation space (fixed at construction)."""
 
-    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:  # noqa: B027
+    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:  # noqa: B027
         """Compute what stays fixed during a decision epoch (called after ``state.load``; default: nothing)."""
 
     @abstractmethod
@@ -264,7 +265,7 @@ class WindowObservation(ObservationEncoder):
     def space(self) -> spaces.Dict:
         return self._space
 
-    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
+    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
         v = self._view
         self._buf[:] = 0.0
         v["cluster_capacity"][:] = self._capacity_share
@@ -414,7 +415,7 @@ class WindowLevelsObservation(WindowObservation):
         self._rates[key] = out
         return out
 
-    def begin_epoch(self, state: DecisionState, statics: JobStaticsCache, num_jobs: int) -> None:
+    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
         super().begin_epoch(state, statics, num_jobs)
         v = self._view
         rate_out = v["job_level_rate"].reshape(self.num_slots, self.num_types, self.num_levels)

@@ -20,13 +20,14 @@ undiscounted objective; then an episode's shaping terms sum to ``-Phi(s_0)``, wh
 
 from __future__ import annotations
 
-from hetgym.envs.state import JobStaticsCache, slack_s
+from hetgym.envs.state import slack_s
+from hetgym.sim.rates import RateTable
 from hetgym.sim.view import ClusterView
 
 SHAPINGS: tuple[str, ...] = ("deadline-slack",)
 
 
-def deadline_slack_potential(view: ClusterView | None, statics: JobStaticsCache) -> float:
+def deadline_slack_potential(view: ClusterView | None, statics: RateTable) -> float:
     """``Phi``: +1 per active deadline job that can still meet its deadline, -1 per one that cannot."""
     if view is None:
         return 0.0

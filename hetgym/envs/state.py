@@ -27,65 +27,15 @@ import numpy as np
 
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import Registry
-from hetgym.sim.throughput import ExecutionMode, ThroughputModel
+from hetgym.sim.throughput import ExecutionMode
 from hetgym.sim.view import ClusterView, JobView
 
-
-class JobStatics:
-    """Per-job figures that never change during an episode, computed once per job and cached.
-
-    Attributes:
-        speed: Rate on each type at the requested count, divided by the best such rate (0 where the
-            type is not allowed or the configuration is infeasible), float32 ``(T,)``.
-        allowed: Whether the job may use each type, bool ``(T,)``.
-        best_rate: The best rate over allowed types at the requested count (iterations/s).
-    """
-
-    __slots__ = ("allowed", "best_rate", "speed")
-
-    def __init__(self, speed: np.ndarray, allowed: np.ndarray, best_rate: float) -> None:
-        self.speed = speed
-        self.allowed = allowed
-        self.best_rate = best_rate
-
-
-class JobStaticsCache:
-    """Builds and caches :class:`JobStatics` by job id (reset at every episode)."""
-
-    def __init__(self, cluster: ClusterSpec, throughput: ThroughputModel) -> None:
-        self.types = cluster.gpu_types
-        self.throughput = throughput
-        self._cache: dict[int, JobStatics] = {}
-
-    def clear(self, throughput: ThroughputModel | None = None) -> None:
-        """Forget every job (new episode)."""
-        self._cache.clear()
-        if throughput is not None:
-            self.throughput = throughput
-
-    def get(self, job: JobView) -> JobStatics:
-        """The statics of ``job``."""
-        hit = self._cache.get(job.job_id)
-        if hit is not None:
-            return hit
-        spec = job.spec
-        allowed = np.array(
-            [spec.gpu_types is None or t in spec.gpu_types for t in self.types],
-            dtype=bool,
-        )
-        rates = np.array(
-            [
-                self.throughput.rate(job.job_type, job.batch_size, t, job.num_gpus) if ok else 0.0
-                for t, ok in zip(self.types, allowed, strict=True)
-            ],
-            dtype=np.float64,
-        )
-        best = float(rates.max()) if rates.size else 0.0
-        speed = (rates / best if best > 0 else np.zeros_like(rates)).astype(np.float32)
-        out = JobStatics(speed, allowed, best)
-        self._cache[job.job_id] = out
-        return out
+#: A job's per-type rates (``speed``, ``allowed``, ``best_rate``, ...): the simulator's shared record.
+JobStatics = JobRates
+#: The per-run cache of :data:`JobStatics`: the simulator's shared :class:`~hetgym.sim.rates.RateTable`.
+JobStaticsCache = RateTable
 
 
 def slack_s(job: JobView, best_rate: float, now_s: float) -> float:

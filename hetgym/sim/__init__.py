@@ -33,6 +33,7 @@ from hetgym.sim.policy import (
     policy_placer,
     register_policy,
 )
+from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.throughput import ExecutionMode, ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
@@ -50,11 +51,13 @@ __all__ = [
     "InvalidClusterError",
     "InvalidJobError",
     "JobAllocation",
+    "JobRates",
     "JobSpec",
     "JobStatus",
     "JobView",
     "Policy",
     "PolicyProtocol",
+    "RateTable",
     "Server",
     "ServerGroup",
     "SimConfig",

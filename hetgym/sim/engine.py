@@ -35,6 +35,7 @@ from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
+from hetgym.sim.rates import RateTable
 from hetgym.sim.result import SimulationResult, build_result
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
@@ -79,6 +80,8 @@ class Simulator(ApplyMixin):
             self.throughput.check_gpu_type(t)
         self._round_s = self.config.round_s or DEFAULT_ROUND_S
         self._placer: Placer = make_placer(self.config.placer or "default")
+        #: Per-job rates per GPU type, shared with the policy and the environment through the views.
+        self.rate_table = RateTable(self.cluster, self.throughput)
         # Clock and counters read before reset(): a simulation that has not started is at time 0.
         self._now = 0.0
         self._epoch = 0
@@ -160,6 +163,7 @@ class Simulator(ApplyMixin):
         """
         self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
         self._ticks = ticks
+        self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
@@ -362,6 +366,7 @@ class Simulator(ApplyMixin):
             round_s=self._round_s,
             throughput=self.throughput,
             config=self.config,
+            rate_table=self.rate_table,
             num_pending=len(self._order) - self._next_arrival,
             num_ended=self._ended,
         )

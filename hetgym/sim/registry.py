@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -81,11 +82,17 @@ def check_knob(owner: str, name: str, value: Any, meta: Mapping[str, Any]) -> No
             raise KnobError(f"{where} is not one of {list(choices)}")
         return
     low, high, integer = meta.get("low"), meta.get("high"), meta.get("integer")
-    if integer and (isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value):
+    # numbers.Real also admits numpy scalars (np.int64 is no int), which sweeps and arrays hand over.
+    if integer and (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or math.floor(value) != value
+    ):
         raise KnobError(f"{where}: give an integer")
     if low is None and high is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise KnobError(f"{where}: give a finite number")
     if low is not None and (value <= low if meta.get("low_open") else value < low):
         raise KnobError(f"{where}: it must be {'>' if meta.get('low_open') else '>='} {low}")

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ class ClusterView:
         round_s: Round length.
         throughput: The throughput model (read-only).
         config: The simulator configuration (read-only).
+        rate_table: Each job's rates per GPU type, kept for the whole run (:class:`~hetgym.sim.rates.RateTable`).
         num_pending: Jobs not yet submitted (their count only; their content is unknown).
         num_ended: Jobs completed or rejected so far.
     """
@@ -130,6 +132,7 @@ class ClusterView:
     round_s: float
     throughput: ThroughputModel = field(repr=False)
     config: SimConfig = field(repr=False)
+    rate_table: RateTable = field(repr=False)
     num_pending: int = 0
     num_ended: int = 0
 
@@ -153,10 +156,7 @@ class ClusterView:
 
     def allowed_types(self, job: JobView) -> tuple[str, ...]:
         """GPU types of this cluster the job may use, in the cluster's order."""
-        allowed = job.spec.gpu_types
-        if allowed is None:
-            return self.cluster.gpu_types
-        return tuple(t for t in self.cluster.gpu_types if t in allowed)
+        return self.rate_table.allowed_types(job)
 
     def rate(self, job: JobView | JobSpec, gpu_type: str, num_gpus: int) -> float:
         """Iterations/s of ``job`` on ``num_gpus`` GPUs of ``gpu_type`` on one server."""

@@ -213,7 +213,7 @@ class _CapacityCheck(Dancer):
 
     def schedule(self, view):  # type: ignore[no-untyped-def]
         out = super().schedule(view)
-        window = self._committed
+        window = self._ledger.grid
         assert (window <= self._cap[:, None]).all(), "a slot is reserved beyond a type's capacity"
         assert (window >= 0).all()
         return out

@@ -268,7 +268,7 @@ def test_plan_mode_reservations_never_exceed_capacity() -> None:
     planned = 0
     while view is not None:
         alloc = pol.schedule(view)
-        res = pol._reservations(pol._res_base, 400)
+        res = pol._planner.reservations(pol._planner.base, 400)
         assert np.all(res >= 0) and np.all(res <= cap[:, None])
         planned = max(planned, len(pol.plans()))
         view = sim.step(alloc)
