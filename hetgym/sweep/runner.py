@@ -382,6 +382,11 @@ def run_sweep(
                 else:
                     run_ray(todo, handle, workers, ray_address)
         finally:
+            # The result files are the record: an interruption between writing a run's file and noting its
+            # row here must not leave the file out of the table.
+            for rid, row in store.finished().items():
+                if rid in grid_ids:
+                    rows.setdefault(rid, row)
             tables = store.write_table(rows[r.run_id] for r in runs if r.run_id in rows)
     return SweepOutcome(
         out_dir=store.dir,
