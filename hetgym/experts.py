@@ -142,7 +142,7 @@ class ExpertTracker:
                         f"decisions may not be expressible exactly. Make the env with "
                         f"gym.make(..., **hetgym.experts.expert_env_kwargs({self.name!r})) or policy_compat="
                         f"{self.name!r}.",
-                        stacklevel=3,
+                        stacklevel=4,  # the caller of ExpertAgent.predict or of the wrapper's reset/step
                     )
             self.policy.reset(base.cluster, rng=np.random.default_rng(base.sim_config.seed))
             self._episode = base.episode_id
