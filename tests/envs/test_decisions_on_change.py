@@ -2,42 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 import numpy as np
 import pytest
+from expert_episodes import expert_episode
 
 import hetgym  # noqa: F401  (registers the ids)
-from hetgym.experts import ExpertAgent, expert_env_kwargs
 from hetgym.sim import Simulator, make_policy
-
-
-def run(policy: str, seed: int, **kwargs: Any) -> tuple[gym.Env, list[float], list[dict[str, Any]]]:
-    env = gym.make("HetCluster-Tiny-v0", **{**expert_env_kwargs(policy), **kwargs})
-    agent = ExpertAgent(policy, env)
-    obs, _ = env.reset(seed=seed)
-    rewards, infos = [], []
-    while True:
-        action, _ = agent.predict(obs)
-        obs, reward, term, trunc, info = env.step(action)
-        rewards.append(float(reward))
-        view = env.unwrapped.view
-        if info["committed"] and view is not None:
-            # What the agent is asked about next: news, or a tick (quiet only under every-epoch).
-            info["asked_at_quiet_tick"] = (
-                view.is_tick and not view.arrived and not view.completed and not env.unwrapped._changed
-            )
-        infos.append(info)
-        if term or trunc:
-            return env, rewards, infos
 
 
 @pytest.mark.parametrize("reward", ["jct", "deadline"])
 def test_an_event_driven_expert_gets_the_same_results_with_fewer_decisions(reward: str) -> None:
     # EDF decides on arrivals and completions only (uses_ticks=False): skipping quiet ticks changes nothing.
-    _, r_every, i_every = run("edf", 4, reward=reward)
-    change, r_change, i_change = run("edf", 4, reward=reward, decisions="on-change")
+    _, r_every, i_every = expert_episode("edf", 4, reward=reward)
+    change, r_change, i_change = expert_episode("edf", 4, reward=reward, decisions="on-change")
     commits_every = sum(i["committed"] for i in i_every)
     commits_change = sum(i["committed"] for i in i_change)
     assert commits_change < commits_every

@@ -7,25 +7,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from expert_episodes import expert_episode
 
 import hetgym  # noqa: F401  (registers the ids)
-from hetgym.experts import ExpertAgent, expert_env_kwargs
 
 REWARDS = ("deadline", "jct", "makespan", "utilisation")
 
 
 def episode(policy: str, seed: int, **kwargs: Any) -> tuple[list[float], list[dict[str, Any]]]:
-    env = gym.make("HetCluster-Tiny-v0", **{**expert_env_kwargs(policy), **kwargs})
-    agent = ExpertAgent(policy, env)
-    obs, _ = env.reset(seed=seed)
-    rewards, infos = [], []
-    while True:
-        action, _ = agent.predict(obs)
-        obs, reward, term, trunc, info = env.step(action)
-        rewards.append(float(reward))
-        infos.append(info)
-        if term or trunc:
-            return rewards, infos
+    _, rewards, infos = expert_episode(policy, seed, **kwargs)
+    return rewards, infos
 
 
 @pytest.mark.parametrize("reward", REWARDS)
