@@ -434,7 +434,11 @@ class _SlotPolicyMixin:
         space = self.action_space  # type: ignore[attr-defined]
         have = int(space.n) if isinstance(space, spaces.Discrete) else int(np.sum(space.nvec))
         if have != expected:
-            raise ValueError(f"the slot layout {self.slot_layout} gives {expected} logits, the action space {have}")
+            raise ValueError(
+                f"the slot layout {self.slot_layout} gives {expected} logits, the action space {have}: the slot "
+                "network has heads for the 'sequential' and 'multidiscrete' codecs only; use arch='mlp' "
+                "(--arch mlp) with another codec"
+            )
         self.action_net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
         if self.ortho_init:  # type: ignore[attr-defined]
             self.action_net.head[0].apply(partial(ActorCriticPolicy.init_weights, gain=np.sqrt(2)))
