@@ -306,18 +306,7 @@ class ASRPT(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        ASRPTKnobs(
-            mode=mode,
-            predictor=predictor,
-            predictor_params=predictor_params,
-            history=history,
-            early_release=early_release,
-            strict_order=strict_order,
-            placement=placement,
-            overrun_margin=overrun_margin,
-            min_run_s=min_run_s,
-            type_choice=type_choice,
-        )
+        ASRPTKnobs.of(locals())
         self.mode = mode
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
@@ -491,13 +480,7 @@ class PredictedSRTF(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        PredictedSRTFKnobs(
-            predictor=predictor,
-            predictor_params=predictor_params,
-            history=history,
-            overrun_margin=overrun_margin,
-            type_choice=type_choice,
-        )
+        PredictedSRTFKnobs.of(locals())
         self.predictor = predictor
         self.predictor_params = dict(predictor_params or {})
         self.history = history

@@ -188,27 +188,7 @@ class Dancer(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        DancerKnobs(
-            round_s=round_s,
-            price_mode=price_mode,
-            price_increment=price_increment,
-            price_L=price_L,
-            price_U=price_U,
-            price_auto=price_auto,
-            dp_quanta=dp_quanta,
-            dp_max_blocks=dp_max_blocks,
-            allow_type_mix_in_slot=allow_type_mix_in_slot,
-            work_conserving_extra=work_conserving_extra,
-            rejected_jobs=rejected_jobs,
-            switch_cost_in_dp=switch_cost_in_dp,
-            arrival_order=arrival_order,
-            deadline_margin_s=deadline_margin_s,
-            extra_lookahead_s=extra_lookahead_s,
-            max_count=max_count,
-            max_replans_per_epoch=max_replans_per_epoch,
-            tie_break=tie_break,
-            price_scale=price_scale,
-        )
+        DancerKnobs.of(locals())
         self.round_s = float(round_s)
         self.price_mode = price_mode
         self.price_increment = price_increment

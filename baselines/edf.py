@@ -60,7 +60,7 @@ class EDF(Policy):
     def __init__(self, preemptive: bool = True, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        EDFKnobs(preemptive=preemptive, type_choice=type_choice)
+        EDFKnobs.of(locals())
         self.preemptive = preemptive
         self.type_choice = type_choice
 
@@ -100,7 +100,7 @@ class EDFAdmission(EDF):
         self, preemptive: bool = True, type_choice: TypeChoice = "fastest", capacity_factor: float = 1.0
     ) -> None:
         # Validate every knob first (a KnobError names the bad one).
-        EDFAdmissionKnobs(preemptive=preemptive, type_choice=type_choice, capacity_factor=capacity_factor)
+        EDFAdmissionKnobs.of(locals())
         super().__init__(preemptive, type_choice)
         self.capacity_factor = capacity_factor
 

@@ -297,14 +297,7 @@ class ElasticFlow(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        ElasticFlowKnobs(
-            round_s=round_s,
-            rejected_jobs=rejected_jobs,
-            leftover_rule=leftover_rule,
-            placement=placement,
-            overhead_aware=overhead_aware,
-            max_count=max_count,
-        )
+        ElasticFlowKnobs.of(locals())
         self.round_s = float(round_s)
         self.rejected_jobs = rejected_jobs
         self.leftover_rule = leftover_rule

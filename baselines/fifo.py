@@ -56,7 +56,7 @@ class FIFO(Policy):
     def __init__(self, type_choice: TypeChoice = "order", strict: bool = True) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        FIFOKnobs(type_choice=type_choice, strict=strict)
+        FIFOKnobs.of(locals())
         self.type_choice = type_choice
         self.strict = strict
 

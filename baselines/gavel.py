@@ -174,18 +174,7 @@ class GavelPolicy(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        GavelKnobs(
-            heterogeneity_aware=heterogeneity_aware,
-            min_recompute_interval_s=min_recompute_interval_s,
-            fill_between_rounds=fill_between_rounds,
-            global_queue=global_queue,
-            zero_priority_last=zero_priority_last,
-            isolated_normalisation=isolated_normalisation,
-            ftf_tolerance=ftf_tolerance,
-            makespan_method=makespan_method,
-            reference_type=reference_type,
-            lp_solver=lp_solver,
-        )
+        GavelKnobs.of(locals())
         self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
         self.min_recompute_interval_s = float(min_recompute_interval_s)
         self.fill_between_rounds = fill_between_rounds

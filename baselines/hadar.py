@@ -215,22 +215,7 @@ class Hadar(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        HadarKnobs(
-            utility=utility,
-            mode=mode,
-            work_conserving=work_conserving,
-            task_level_mixing=task_level_mixing,
-            fill_between_rounds=fill_between_rounds,
-            price_auto=price_auto,
-            price_L=price_L,
-            price_U=price_U,
-            price_floor_ratio=price_floor_ratio,
-            utility_horizon=utility_horizon,
-            sigmoid_slack=sigmoid_slack,
-            sigmoid_width=sigmoid_width,
-            plan_max_rounds=plan_max_rounds,
-            replan_tolerance=replan_tolerance,
-        )
+        HadarKnobs.of(locals())
         self.utility = utility
         self.mode = mode
         self.work_conserving = work_conserving

@@ -136,25 +136,7 @@ class HadarE(Hadar):
         replan_tolerance: float = 0.02,
     ) -> None:
         # Validate every knob first (a KnobError names the bad one).
-        HadarEKnobs(
-            max_copies_per_job=max_copies_per_job,
-            copy_rule=copy_rule,
-            fork_between_rounds=fork_between_rounds,
-            utility=utility,
-            mode=mode,
-            work_conserving=work_conserving,
-            task_level_mixing=task_level_mixing,
-            fill_between_rounds=fill_between_rounds,
-            price_auto=price_auto,
-            price_L=price_L,
-            price_U=price_U,
-            price_floor_ratio=price_floor_ratio,
-            utility_horizon=utility_horizon,
-            sigmoid_slack=sigmoid_slack,
-            sigmoid_width=sigmoid_width,
-            plan_max_rounds=plan_max_rounds,
-            replan_tolerance=replan_tolerance,
-        )
+        HadarEKnobs.of(locals())
         super().__init__(
             utility=utility,
             mode=mode,

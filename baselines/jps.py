@@ -162,16 +162,7 @@ class JPSPolicy(Policy):
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        JPSKnobs(
-            mode=mode,
-            n_samples=n_samples,
-            alpha=alpha,
-            beta=beta,
-            matcher=matcher,
-            valuation=valuation,
-            valuation_rounds=valuation_rounds,
-            local_search_steps=local_search_steps,
-        )
+        JPSKnobs.of(locals())
         self.mode = mode
         self.n_samples = n_samples
         self.alpha = alpha

@@ -40,7 +40,7 @@ class SRTF(Policy):
     def __init__(self, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
-        SRTFKnobs(type_choice=type_choice)
+        SRTFKnobs.of(locals())
         self.type_choice = type_choice
 
     @staticmethod

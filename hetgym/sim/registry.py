@@ -124,6 +124,11 @@ class Knobs:
                 raise UnknownNameError(f"knob of {what or cls.__name__}", key, names)
         return cls(**kwargs)
 
+    @classmethod
+    def of(cls: type[K], values: Mapping[str, Any]) -> K:
+        """Build from the knob-named entries of ``values`` (a constructor's ``locals()``); others are ignored."""
+        return cls(**{name: values[name] for name in cls.names()})
+
     def as_dict(self) -> dict[str, Any]:
         """The knob values by name."""
         return {name: getattr(self, name) for name in self.names()}
