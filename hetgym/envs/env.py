@@ -153,8 +153,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ## Version History
 
     * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
-      option, the simulator's ``sim.placer`` (placement as a simulator strategy), and components chosen
-      from registries (``codec_knobs``, ``observation_knobs``).
+      option, ``sim.placer``, components from registries (``codec_knobs``, ``observation_knobs``), and the
+      opt-in ``codec="jobwise"``, ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
