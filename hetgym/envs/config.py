@@ -205,8 +205,14 @@ class HetClusterConfig:
             the decisions, and gets exactly the results, it gets on :meth:`Simulator.run
             <hetgym.sim.Simulator.run>`. Sets, unless given explicitly: ``sim.round_s`` to the policy's
             round, ``sim.placer`` to its declared placer, ``modes`` to its declared execution modes,
-            ``count_levels`` to ``"all"``, and ``queue_slots`` to the workload's number of jobs (an
-            expert decides for every active job, so the window must be able to hold them all).
+            ``count_levels`` to ``"all"``, ``decisions`` to ``"every-epoch"`` (an expert decides at every
+            epoch), and ``queue_slots`` to the workload's number of jobs (an expert decides for every
+            active job, so the window must be able to hold them all).
+        interface: The decision-interface preset whose values fill the options not given explicitly, a
+            name in :data:`INTERFACES`: ``"v0"`` (the defaults above) or ``"v1"`` (``codec="jobwise"``,
+            ``decisions="on-change"``, ``observation="window-cursor"``, ``queue_slots=32``), which the
+            ``-v1`` ids set. Its values count as defaults, not explicit choices: ``policy_compat`` still
+            widens the window.
         reward_baseline: A registered policy name, or ``None``: each committing step's reward becomes the
             agent's minus that policy's reward over the same simulated interval of the same workload (run
             at reset), so an episode's return is the agent's minus the reference's
@@ -243,6 +249,7 @@ class HetClusterConfig:
     max_time_s: float | None = None
     max_decisions: int | None = None
     policy_compat: str | None = None
+    interface: str = "v0"
     reward_baseline: str | None = None
     decisions: str = "every-epoch"
     shaping: str | None = None
@@ -315,6 +322,9 @@ class HetClusterConfig:
             if key not in valid:
                 raise UnknownNameError("environment option", key, valid, "See HetClusterConfig for each option.")
         sc = get_scenario(scenario)
+        interface = overrides.get("interface", "v0")
+        if interface not in INTERFACES:
+            raise UnknownNameError("interface", interface, list(INTERFACES))
         compat = overrides.get("policy_compat")
         if compat is not None:
             overrides = _compat_defaults(str(compat), overrides)
@@ -344,6 +354,8 @@ class HetClusterConfig:
             )
         if compat is not None and "queue_slots" not in overrides:
             overrides["queue_slots"] = max(1, int(workload.num_jobs))
+        for key, value in INTERFACES[interface].items():
+            overrides.setdefault(key, value)
         return cls(scenario=sc.name, cluster=cluster, workload=workload, sim=sim, trace=trace, **overrides)
 
     @classmethod
@@ -430,6 +442,14 @@ def _resolve_knobs(option: str, name: str, given: Any) -> Knobs | None:
         raise EnvConfigError(f"{key}: the {registry.kind} {entry.name!r} needs its knobs set ({exc})") from None
 
 
+#: Decision-interface presets (``interface=``): option values that fill what is not given explicitly. ``v1``
+#: is the interface built for learning (measured reasons: ``docs/results/agents.md``).
+INTERFACES: dict[str, dict[str, Any]] = {
+    "v0": {},
+    "v1": {"codec": "jobwise", "decisions": "on-change", "observation": "window-cursor", "queue_slots": 32},
+}
+
+
 def _compat_defaults(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """``overrides`` completed with the physics that policy ``name`` declares (explicit keys win)."""
     pol = policy_class(name)
@@ -443,6 +463,7 @@ def _compat_defaults(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     sim.setdefault("placer", pol.placer)
     out["sim"] = sim
     out.setdefault("modes", tuple(pol.modes))
+    out.setdefault("decisions", "every-epoch")  # an expert decides at every epoch, round ticks included
     out.setdefault("count_levels", "all")
     return out
 

@@ -437,3 +437,7 @@ class WindowLevelsObservation(WindowObservation):
                 continue
             need_s = np.where(rates > 0, job.remaining_iters / np.maximum(rates, 1e-300), np.inf)
             slack_out[slot] = np.tanh((job.deadline_s - now - need_s) / scale)  # tanh(-inf) = -1
+
+
+# Encoders defined in their own modules register on import (kept last: they subclass the ones above).
+from hetgym.envs import observations_cursor as _observations_cursor  # noqa: E402, F401

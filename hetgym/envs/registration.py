@@ -12,10 +12,14 @@ from typing import Any
 
 ENTRY_POINT = "hetgym.envs.env:HetClusterEnv"
 
-#: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses).
+#: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses). The ``-v1`` ids
+#: take the decision interface built for learning (``interface="v1"``: see ``HetClusterConfig``); the
+#: ``-v0`` ids stay registered, unchanged, for comparison with results obtained on them.
 ENV_IDS: dict[str, dict[str, Any]] = {
     "HetCluster-v0": {"scenario": "default"},
     "HetCluster-Tiny-v0": {"scenario": "tiny"},
+    "HetCluster-v1": {"scenario": "default", "interface": "v1"},
+    "HetCluster-Tiny-v1": {"scenario": "tiny", "interface": "v1"},
 }
 
 

@@ -40,13 +40,14 @@ def random_masked_action(env: gym.Env, info: dict[str, Any], rng: np.random.Gene
     return np.array(out, dtype=np.int64)
 
 
-def test_registration_is_idempotent_and_covers_both_ids() -> None:
-    assert set(ENV_IDS) == {"HetCluster-v0", "HetCluster-Tiny-v0"}
+def test_registration_is_idempotent_and_covers_every_id() -> None:
+    assert set(ENV_IDS) == {"HetCluster-v0", "HetCluster-Tiny-v0", "HetCluster-v1", "HetCluster-Tiny-v1"}
     hetgym.envs.register_envs()
     hetgym.envs.register_envs()
     for env_id in ENV_IDS:
         assert env_id in gym.registry
     assert gym.spec("HetCluster-Tiny-v0").kwargs == {"scenario": "tiny"}
+    assert gym.spec("HetCluster-Tiny-v1").kwargs == {"scenario": "tiny", "interface": "v1"}
 
 
 @pytest.mark.parametrize("codec", CODECS)
