@@ -62,11 +62,12 @@ class BCArgs:
     algo: str = "maskable-ppo"
     """The algorithm whose archive the clone is saved in (the one it will be fine-tuned with)."""
     arch: str = "slot"
-    """Policy network: ``slot`` (shared per-slot network) or ``mlp`` (SB3's MultiInputPolicy)."""
+    """Policy network: ``slot`` (shared per-slot network; with ``codec=jobwise`` the ``set`` network),
+    ``slot-flat``, ``set`` (order-invariant, for ``codec=jobwise``) or ``mlp`` (SB3's MultiInputPolicy)."""
     hidden: int = 128
     """Width of the network."""
     attention_layers: int = 0
-    """Self-attention layers across slots (``slot`` only)."""
+    """Self-attention layers across slots (``slot`` and ``set``)."""
     train_seeds: str = "0-3"
     """Workload seeds of the teacher's training episodes."""
     val_seeds: str = "100"
@@ -123,7 +124,7 @@ class DAggerArgs:
     algo: str = "maskable-ppo"
     """The algorithm whose archive the result is saved in."""
     arch: str = "slot"
-    """Policy network (``slot`` or ``mlp``)."""
+    """Policy network (``slot``, ``slot-flat``, ``set`` or ``mlp``; see BCArgs.arch)."""
     hidden: int = 128
     """Width of the network."""
     attention_layers: int = 0
@@ -197,7 +198,7 @@ class PPOArgs:
     init: str | None = None
     """A saved BC/DAgger agent to fine-tune (run folder or model.zip); none: train from scratch."""
     arch: str = "slot"
-    """Policy network when training from scratch (``slot`` or ``mlp``)."""
+    """Policy network when training from scratch (``slot``, ``slot-flat``, ``set`` or ``mlp``; see BCArgs.arch)."""
     hidden: int = 128
     """Width of the network (from scratch)."""
     attention_layers: int = 0

@@ -132,7 +132,8 @@ class AgentMeta:
         teacher: The expert policy the agent learned from (``None`` for RL from scratch).
         recipe: ``bc``, ``dagger``, ``ppo`` or ``maskable-ppo``.
         algo: The algorithm whose archive ``model.zip`` is (``ppo`` or ``maskable-ppo``).
-        arch: Policy architecture (``slot`` or ``mlp``).
+        arch: Policy architecture as asked for (``slot``, ``slot-flat``, ``set`` or ``mlp``; ``slot`` is the
+            ``set`` network under ``codec="jobwise"``).
         seed: The run's seed.
         args: The recipe's arguments.
         results: Figures measured during and after training (agreement, evaluation, ...).

@@ -9,8 +9,17 @@
   each expert runs at its own round length, as ``hetgym compare`` runs it; the teacher whose round the
   agent's environment took gets the same run it would have inside the environment.
 * :func:`compare_on_seeds` puts both together in an :class:`Evaluation` (per-seed rows, an aggregate
-  with means and standard deviations, each policy's DSR gap to the teacher on the same seeds), which
-  renders a table (markdown or rich) and a figure (DSR and average JCT per policy, seeds as dots).
+  with means, standard deviations and 95% confidence intervals of the means, each policy's DSR gap to
+  the teacher on the same seeds), which renders a table (markdown or rich) and a figure (DSR and
+  average JCT per policy, seeds as dots).
+
+The confidence interval of a mean over n seeds is Student's t interval, mean ± t(0.975, n - 1) · s / √n
+with s the sample standard deviation (n - 1 in its denominator; the ``_std`` columns keep the population
+one, n, as before). It treats the seeds' workloads as independent draws and the per-seed figures as
+roughly normal; with the usual 5 to 20 seeds it is wide, which is the point: two policies whose
+intervals overlap are not told apart by that many workloads. One seed gives no interval (NaN). The
+interval is clipped to the range the metric can take (DSR in [0, 1], JCT >= 0), which keeps its
+coverage: the true mean lies in that range.
 """
 
 from __future__ import annotations
@@ -27,6 +36,14 @@ import pandas as pd
 
 from agents.common import AgentError, atomic_write, make_env
 
+#: Metrics whose mean gets a confidence interval (columns ``<key>_ci95_low`` / ``<key>_ci95_high``), with
+#: the range their mean can take (the interval is clipped to it).
+CI_METRICS: dict[str, tuple[float, float]] = {"dsr": (0.0, 1.0), "jct_mean_s": (0.0, math.inf)}
+#: Confidence level of those intervals.
+CI_LEVEL = 0.95
+#: What the DSR and JCT cells of the tables hold.
+CELL_NOTE = "DSR and avg JCT: mean ± sd [95% confidence interval of the mean, Student's t] over seeds"
+
 #: Columns of the evaluation table: (key, label, scale, format).
 TABLE_METRICS: tuple[tuple[str, str, float, str], ...] = (
     ("dsr", "DSR", 1.0, "{:.3f}"),
@@ -35,6 +52,45 @@ TABLE_METRICS: tuple[tuple[str, str, float, str], ...] = (
     ("makespan_s", "makespan (h)", 1 / 3600, "{:.1f}"),
     ("num_reconfigs", "reconfigs", 1.0, "{:.0f}"),
 )
+
+
+def mean_ci(
+    values: Sequence[float] | np.ndarray,
+    level: float = CI_LEVEL,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
+) -> tuple[float, float]:
+    """Student's t confidence interval of the mean of ``values`` (NaNs dropped); ``(nan, nan)`` below 2 values.
+
+    Args:
+        values: Per-seed figures.
+        level: Confidence level (0.95: the 95% interval).
+        bounds: The range the mean can take; the interval is clipped to it.
+    """
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) < 2:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, df=len(x) - 1)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)
+
+
+def metric_cell(row: pd.Series, key: str, scale: float, fmt: str, num_seeds: int) -> str:
+    """A table cell: the mean, with ``± sd [95% CI]`` over seeds for :data:`CI_METRICS` when there are several."""
+    v = float(row.get(key, math.nan))
+    if not math.isfinite(v):
+        return "-"
+    cell = fmt.format(v * scale)
+    if key in CI_METRICS and num_seeds > 1:
+        sd = float(row.get(f"{key}_std", math.nan))
+        if math.isfinite(sd):
+            cell += f" ± {fmt.format(sd * scale)}"
+        low, high = float(row.get(f"{key}_ci95_low", math.nan)), float(row.get(f"{key}_ci95_high", math.nan))
+        if math.isfinite(low) and math.isfinite(high):
+            cell += f" [{fmt.format(low * scale)}, {fmt.format(high * scale)}]"
+    return cell
 
 
 def _env_config(env_id: str, env_kwargs: dict[str, Any]) -> Any:
@@ -158,12 +214,20 @@ class Evaluation:
     title: str = ""
 
     def aggregate(self) -> pd.DataFrame:
-        """Mean and standard deviation over seeds per policy, plus the gap to the teacher."""
+        """Per policy over seeds: the mean, the standard deviation (``_std``, population), the 95% t interval
+        of the mean of DSR and average JCT (``_ci95_low``, ``_ci95_high``), ``num_seeds``, and the gap
+        to the teacher."""
         if self.runs.empty:
             return pd.DataFrame()
         order = list(dict.fromkeys(self.runs["policy"]))
         g = self.runs.drop(columns=["seed", "kind"]).groupby("policy", sort=False)
         out = g.mean(numeric_only=True).join(g.std(numeric_only=True, ddof=0).add_suffix("_std"))
+        for key, limits in CI_METRICS.items():
+            if key in self.runs.columns:
+                ci = {p: mean_ci(vals.to_numpy(dtype=float), bounds=limits) for p, vals in g[key]}
+                out[f"{key}_ci95_low"] = [ci[p][0] for p in out.index]
+                out[f"{key}_ci95_high"] = [ci[p][1] for p in out.index]
+        out["num_seeds"] = g.size()
         kinds = self.runs.groupby("policy", sort=False)["kind"].first()
         out.insert(0, "kind", kinds)
         if self.teacher is not None and self.teacher in set(self.runs["policy"]):
@@ -180,7 +244,7 @@ class Evaluation:
         return out.reindex(order)
 
     def markdown(self) -> str:
-        """The aggregate as a markdown table (mean ± sd over seeds; gap to the teacher)."""
+        """The aggregate as a markdown table (mean ± sd [95% CI of the mean] over seeds; gap to the teacher)."""
         agg = self.aggregate()
         head = ["policy", "kind", *[label for _, label, _, _ in TABLE_METRICS]]
         with_gap = "dsr_gap" in agg.columns
@@ -190,18 +254,15 @@ class Evaluation:
         for policy, row in agg.iterrows():
             cells = [f"`{policy}`", str(row["kind"])]
             for key, _, scale, fmt in TABLE_METRICS:
-                v = row.get(key, math.nan)
-                cell = "-" if v is None or not math.isfinite(float(v)) else fmt.format(float(v) * scale)
-                sd = row.get(f"{key}_std", math.nan)
-                if key in ("dsr", "jct_mean_s") and len(self.seeds) > 1 and math.isfinite(float(sd)):
-                    cell += f" ± {fmt.format(float(sd) * scale)}"
-                cells.append(cell)
+                cells.append(metric_cell(row, key, scale, fmt, len(self.seeds)))
             if with_gap:
                 gap = row.get("dsr_gap", math.nan)
                 cells.append("-" if not math.isfinite(float(gap)) else f"{float(gap):+.3f}")
                 wins, losses = row.get("dsr_wins", math.nan), row.get("dsr_losses", math.nan)
                 cells.append("-" if not math.isfinite(float(wins)) else f"{int(wins)} / {int(losses)}")
             lines.append("| " + " | ".join(cells) + " |")
+        if len(self.seeds) > 1:
+            lines += ["", f"{CELL_NOTE} ({len(self.seeds)} seeds)."]
         return "\n".join(lines) + "\n"
 
     def figure(self, path: str | Path) -> Path:
@@ -315,4 +376,15 @@ def compare_on_seeds(
     return Evaluation(runs, teacher, [int(s) for s in seeds], title)
 
 
-__all__ = ["TABLE_METRICS", "Evaluation", "compare_on_seeds", "evaluate_expert", "evaluate_model"]
+__all__ = [
+    "CELL_NOTE",
+    "CI_LEVEL",
+    "CI_METRICS",
+    "TABLE_METRICS",
+    "Evaluation",
+    "compare_on_seeds",
+    "evaluate_expert",
+    "evaluate_model",
+    "mean_ci",
+    "metric_cell",
+]

@@ -23,7 +23,8 @@ the slot network shares its weights across slots instead:
   cloned policy loads straight into either algorithm. The value head reads the context.
 
 :func:`policy_spec` chooses the algorithm's policy class and keyword arguments for an environment and an
-architecture name (``slot``, ``slot-flat`` or ``mlp``, SB3's ``MultiInputPolicy``).
+architecture name (``slot``, ``slot-flat``, ``set`` or ``mlp``, SB3's ``MultiInputPolicy``); the job-at-a-time
+codec's network, ``set``, is :mod:`agents.set_policy`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
-ARCHITECTURES: tuple[str, ...] = ("slot", "slot-flat", "mlp")
+ARCHITECTURES: tuple[str, ...] = ("slot", "slot-flat", "set", "mlp")
 
 
 @dataclass(frozen=True)
@@ -436,8 +437,8 @@ class _SlotPolicyMixin:
         if have != expected:
             raise ValueError(
                 f"the slot layout {self.slot_layout} gives {expected} logits, the action space {have}: the slot "
-                "network has heads for the 'sequential' and 'multidiscrete' codecs only; use arch='mlp' "
-                "(--arch mlp) with another codec"
+                "network has heads for the 'sequential' and 'multidiscrete' codecs only; use arch='set' "
+                "(--arch set) with 'jobwise', arch='mlp' (--arch mlp) with another codec"
             )
         self.action_net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
         if self.ortho_init:  # type: ignore[attr-defined]
@@ -556,11 +557,12 @@ def policy_spec(
     Args:
         env: A ``HetClusterEnv`` (possibly wrapped).
         arch: ``slot`` (:class:`SlotActorCriticPolicy` / :class:`MaskableSlotActorCriticPolicy` with the
-            ordered head), ``slot-flat`` (the same with the flat head) or ``mlp`` (SB3's
-            ``MultiInputPolicy`` with two hidden layers of ``2 * hidden``).
+            ordered head), ``slot-flat`` (the same with the flat head), ``set`` (the jobwise codec's
+            order-invariant network, :mod:`agents.set_policy`; ``slot`` picks it for that codec) or ``mlp``
+            (SB3's ``MultiInputPolicy`` with two hidden layers of ``2 * hidden``).
         maskable: The maskable class (MaskablePPO) or the plain one (PPO).
         hidden: Width (see above).
-        attention_layers: Self-attention layers across slots (``slot`` only).
+        attention_layers: Self-attention layers across slots (``slot`` and ``set``).
     """
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown policy architecture {arch!r}; use one of {ARCHITECTURES}")
@@ -568,6 +570,10 @@ def policy_spec(
         width = 2 * hidden
         return "MultiInputPolicy", {"net_arch": {"pi": [width, width], "vf": [width, width]}}
     layout = SlotLayout.of_env(env)
+    if arch == "set" or (arch == "slot" and layout.codec == "jobwise"):
+        from agents.set_policy import set_policy_spec  # imported here: it imports this module
+
+        return set_policy_spec(layout, maskable=maskable, hidden=hidden, attention_layers=attention_layers)
     cls = MaskableSlotActorCriticPolicy if maskable else SlotActorCriticPolicy
     head = "flat" if arch == "slot-flat" else "ordered"
     return cls, {

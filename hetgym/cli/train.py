@@ -162,7 +162,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from agents.args import AgentError, parse_seeds
     from agents.common import load_agent, make_env, seed_everything
-    from agents.evaluation import TABLE_METRICS, compare_on_seeds
+    from agents.evaluation import CELL_NOTE, TABLE_METRICS, compare_on_seeds, metric_cell
     from hetgym.experiments import default_policies
     from hetgym.sim.policy import policy_class
 
@@ -230,7 +230,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             title=f"held-out seeds {seeds}" if not args.trace else f"trace {args.trace}",
         )
     agg = evaluation.aggregate()
-    table = Table(title=evaluation.title + " (mean ± sd over seeds)")
+    table = Table(title=evaluation.title, caption=CELL_NOTE if len(seeds) > 1 else None)
     table.add_column("policy", no_wrap=True)
     table.add_column("kind")
     for _, label, _, _ in TABLE_METRICS:
@@ -240,12 +240,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for policy, row in agg.iterrows():
         cells = [str(policy), str(row["kind"])]
         for metric, _, scale, fmt in TABLE_METRICS:
-            v = float(row.get(metric, math.nan))
-            cell = "-" if not math.isfinite(v) else fmt.format(v * scale)
-            sd = float(row.get(f"{metric}_std", math.nan))
-            if metric in ("dsr", "jct_mean_s") and len(seeds) > 1 and math.isfinite(sd):
-                cell += f" ± {fmt.format(sd * scale)}"
-            cells.append(cell)
+            cells.append(metric_cell(row, metric, scale, fmt, len(seeds)))
         if "dsr_gap" in agg.columns:
             gap = float(row.get("dsr_gap", math.nan))
             cells.append("-" if not math.isfinite(gap) else f"{gap:+.3f}")

@@ -147,6 +147,8 @@ class EnvSettings:
         max_actions: The per-epoch cap on actions.
         time_scale_s: Time unit of the squashed time features.
         throughput: The throughput model the simulator runs with.
+        slot_cursor: The codec decides one window slot per action, the slot at ``state.num_actions``
+            (``jobwise``); the observation then shows which one (its ``slot_cursor`` key).
     """
 
     levels: tuple[int, ...]
@@ -154,6 +156,7 @@ class EnvSettings:
     max_actions: int
     time_scale_s: float
     throughput: ThroughputModel
+    slot_cursor: bool = False
 
 
 @dataclass(frozen=True)
@@ -401,6 +404,7 @@ class HetClusterConfig:
             max_actions=self.actions_cap(),
             time_scale_s=self.time_scale_s,
             throughput=throughput,
+            slot_cursor=bool(_registry("codec").get(self.codec).slot_by_slot),
         )
 
     def actions_cap(self) -> int:

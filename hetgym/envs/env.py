@@ -88,9 +88,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     :class:`~hetgym.envs.observations.WindowObservation` for the full table. Per slot: whether it is
     used, the job's relative speed on each type, requested GPUs, remaining time at its best rate,
     progress, deadline slack and time to deadline, age, waiting time, whether it runs, its current rate,
-    its GPUs per type before the decision and in the draft, rejection and mode in the draft. Per type:
-    capacity, free GPUs under the draft, GPUs held outside the window. The clock, and aggregates of
-    the out-of-window jobs. Wrap with ``gymnasium.wrappers.FlattenObservation`` for an ``MlpPolicy``.
+    its GPUs per type before and in the draft, rejection and mode in the draft (``jobwise``: the slot
+    being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
+    clock, and out-of-window aggregates. Wrap with ``gymnasium.wrappers.FlattenObservation`` for ``MlpPolicy``.
 
     ## Rewards
 
@@ -152,9 +152,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Version History
 
-    * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
-      option, ``sim.placer``, components from registries (``codec_knobs``, ``observation_knobs``), and the
-      opt-in ``codec="jobwise"``, ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
+    * v0: Initial version. Later additions that leave the default MDP unchanged: ``policy_compat``, ``sim.placer``,
+      registry components (``codec_knobs``, ``observation_knobs``), the opt-in ``codec="jobwise"`` (with
+      ``slot_cursor`` in its observation alone), ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012

@@ -174,6 +174,9 @@ class WindowObservation(ObservationEncoder):
     ``job_current``            (K*T,)   [0, 1]    GPUs held on each type before this decision / capacity
     ``job_alloc``              (K*T,)   [0, 1]    GPUs on each type in the draft / type capacity
     ``job_mode``               (K*M,)   {0, 1}    one-hot execution mode in the draft (only when M > 1)
+    ``slot_cursor``            (K,)     {0, 1}    one-hot slot that the next action decides (only with
+                                                  a codec deciding one slot per action, ``jobwise``);
+                                                  all 0 once no window job is left to decide
     ``cluster_capacity``       (T,)     [0, 1]    type capacity / cluster GPUs
     ``cluster_free``           (T,)     [0, 1]    GPUs free under the draft / type capacity
     ``cluster_outside``        (T,)     [0, 1]    GPUs held by out-of-window jobs / type capacity
@@ -202,6 +205,7 @@ class WindowObservation(ObservationEncoder):
             time_scale_s=settings.time_scale_s,
             allow_reject=settings.allow_reject,
             max_actions=settings.max_actions,
+            slot_cursor=settings.slot_cursor,
             extra={},
         )
 
@@ -212,6 +216,7 @@ class WindowObservation(ObservationEncoder):
         time_scale_s: float,
         allow_reject: bool,
         max_actions: int,
+        slot_cursor: bool = False,
         extra: dict[str, tuple[int, float]],
     ) -> None:
         """Lay out the buffer and the space; ``extra`` adds keys ``{name: (size, low)}`` after the others."""
@@ -229,6 +234,9 @@ class WindowObservation(ObservationEncoder):
         sizes.update(dict.fromkeys(SLOT_TYPE_FEATURES, k * t))
         if m > 1:
             sizes["job_mode"] = k * m
+        self.slot_cursor = slot_cursor
+        if slot_cursor:
+            sizes["slot_cursor"] = k
         sizes.update(dict.fromkeys(TYPE_FEATURES, t))
         sizes["clock"] = len(CLOCK_FEATURES)
         sizes["queue"] = len(QUEUE_FEATURES)
@@ -347,6 +355,8 @@ class WindowObservation(ObservationEncoder):
             if self.num_modes > 1:
                 n = len(state.jobs)
                 obs["job_mode"][self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
+            if self.slot_cursor and state.num_actions < len(state.jobs):
+                obs["slot_cursor"][state.num_actions] = 1.0
         return obs
 
 
@@ -391,6 +401,7 @@ class WindowLevelsObservation(WindowObservation):
             time_scale_s=settings.time_scale_s,
             allow_reject=settings.allow_reject,
             max_actions=settings.max_actions,
+            slot_cursor=settings.slot_cursor,
             extra={"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)},
         )
         #: Rates (T, C) by (job type, batch size): they do not depend on the episode.

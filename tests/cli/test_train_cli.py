@@ -78,10 +78,14 @@ def test_evaluate_experts_only(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ["evaluate", "--preset", "tiny", "--experts", "edf,srtf", "--seeds", "0-1", "--out", str(out), "--no-progress"]
     )
     assert code == 0
-    assert "edf" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "edf" in printed and "95% confidence interval" in printed
     runs = pd.read_csv(out / "evaluation_runs.csv")
     assert sorted(runs["policy"].unique()) == ["edf", "srtf"] and len(runs) == 4
     assert (out / "evaluation.png").stat().st_size > 1000 and (out / "evaluation.md").is_file()
+    summary = pd.read_csv(out / "evaluation.csv", index_col=0)
+    assert {"dsr", "dsr_std", "dsr_ci95_low", "dsr_ci95_high", "jct_mean_s_ci95_low", "num_seeds"} <= set(summary)
+    assert (summary["dsr_ci95_low"] <= summary["dsr"]).all() and (summary["dsr"] <= summary["dsr_ci95_high"]).all()
 
 
 @pytest.mark.slow

@@ -94,3 +94,24 @@ def test_a_job_spread_over_types_is_reported_inexact() -> None:
         if term or trunc:
             break
     assert any("one type" in r for r in reasons)
+
+
+@pytest.mark.parametrize("observation", ["window", "window-levels"])
+def test_slot_cursor_marks_the_job_being_decided_and_only_jobwise_has_it(observation: str) -> None:
+    assert "slot_cursor" not in gym.make("HetCluster-Tiny-v0", observation=observation).observation_space.spaces
+    env = gym.make("HetCluster-Tiny-v0", codec="jobwise", observation=observation)
+    assert env.observation_space["slot_cursor"].shape == (env.unwrapped.config.queue_slots,)
+    codec = env.unwrapped.codec
+    obs, _ = env.reset(seed=0)
+    seen = set()
+    for _ in range(300):
+        jobs = int(obs["slot_used"].sum())
+        slot = codec.current_slot(env.unwrapped.state)
+        expected = np.zeros_like(obs["slot_cursor"])
+        if slot < jobs:
+            expected[slot] = 1.0
+        np.testing.assert_array_equal(obs["slot_cursor"], expected)
+        seen.add(slot)
+        obs, _, term, trunc, _ = env.step(codec.keep)
+        assert not (term or trunc)
+    assert {0, 1, 2} <= seen  # the cursor moved through several jobs of an epoch

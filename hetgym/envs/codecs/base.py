@@ -62,10 +62,13 @@ class ActionCodec(ABC):
             ``None``. The built-in codecs have none: everything they read is environment-wide (see
             :class:`~hetgym.envs.config.EnvSettings`).
         knob_values: The knob values this instance was built with (``None`` without knobs).
+        slot_by_slot: Each action decides the window slot at ``state.num_actions`` (``jobwise``); the
+            observation then carries a ``slot_cursor`` key marking it. ``False`` for the other codecs.
     """
 
     name: ClassVar[str]
     knobs: ClassVar[type[Knobs] | None] = None
+    slot_by_slot: ClassVar[bool] = False
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         self.settings = settings

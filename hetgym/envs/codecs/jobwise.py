@@ -49,6 +49,7 @@ class JobwiseCodec(ActionCodec):
     """One job at a time (DeepRM/Decima): per window job a (type, count, mode), none, keep or reject; then commit."""
 
     name = "jobwise"
+    slot_by_slot = True  # the observation's slot_cursor marks the job being decided (current_slot)
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)

@@ -1,0 +1,367 @@
+"""An order-invariant set network for the job-at-a-time codec (``codec="jobwise"``), as SB3 policy classes.
+
+The job-at-a-time codec presents the window's jobs one at a time; each action decides the *current* job
+(the slot the observation's ``slot_cursor`` marks): run it on a count level of one GPU type in a mode,
+give it no GPUs, keep its draft, reject it, or stop (``done``). Its ``Discrete`` action space
+(:class:`hetgym.envs.codecs.JobwiseCodec`) does not address slots, so the slot network of
+:mod:`agents.policies`, whose heads score each slot's own actions, does not apply. Following Decima
+(Mao et al., "Learning Scheduling Algorithms for Data Processing Clusters", SIGCOMM 2019), which embeds
+a variable set of jobs with shared networks and scores actions from the embedding of what they act on
+plus a pooled summary, this network treats the window as a set:
+
+* :class:`SetExtractor`: one MLP shared across slots embeds each slot (every per-slot key, ``job_*``,
+  ``slot_used`` and ``slot_cursor``, with the global features: cluster, clock, queue); optional
+  self-attention layers across the occupied slots (empty slots are masked out); a context pools the
+  occupied slots' embeddings (masked mean and max) with the global features. No slot position is
+  encoded, so the output does not depend on the slots' order. The current job's embedding is read
+  at the cursor. For every (GPU type t, count level c >= 1) pair it gathers what that set action would
+  act on: the cluster's features of type t, the current job's per-type features at t (``job_speed``,
+  ``job_current``, ``job_alloc``) and, with the ``window-levels`` observation, its per-level features
+  at (t, c) (``job_level_rate``, ``job_level_slack``), plus the type and level (one-hot, and the level
+  as a share of the type's capacity).
+* :class:`SetActionNet`: one head shared across the (t, c) pairs scores the M modes of each pair's set
+  action from [current job, context, pair features]; a second head scores ``none``, ``keep``,
+  ``reject`` (with ``allow_reject``) and ``done`` from [current job, context]. The logits follow the
+  codec's action numbering, so SB3's (masked) categorical distribution applies unchanged.
+* :class:`SetLatent`: the critic reads the context only (pooled slots and global features).
+
+Permuting the slots other than the current one (or all of them, the cursor moving with its slot)
+leaves the logits and the value unchanged up to floating-point summation order
+(``tests/agents/test_set_policy.py``). The price is that the network cannot tell from a slot's place
+whether its job was already decided this epoch; it sees the draft (``job_alloc``) instead.
+
+:class:`SetActorCriticPolicy` (PPO) and :class:`MaskableSetActorCriticPolicy` (MaskablePPO) hold the same
+modules under the same names, so a clone saved for one loads into the other.
+:func:`agents.policies.policy_spec` picks them for ``arch="set"``, and for ``arch="slot"`` when the
+codec is ``jobwise``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from agents.policies import SlotLayout
+from hetgym.envs.observations import SLOT_TYPE_FEATURES, TYPE_FEATURES
+
+#: The codec this network is built for.
+JOBWISE = "jobwise"
+#: Per-(slot, type, level) observation keys (``window-levels``), entry ``(k*T + t)*C + c``.
+LEVEL_KEY_PREFIX = "job_level_"
+
+
+def jobwise_num_actions(layout: SlotLayout) -> int:
+    """``T * (C - 1) * M`` set actions, then none, keep, [reject], done."""
+    return layout.num_types * (layout.num_levels - 1) * layout.num_modes + 3 + int(layout.reject)
+
+
+def _layout(slot_layout: dict[str, Any] | SlotLayout) -> SlotLayout:
+    layout = slot_layout if isinstance(slot_layout, SlotLayout) else SlotLayout(**slot_layout)
+    if layout.codec != JOBWISE:
+        raise ValueError(
+            f"the set network decides one job at a time (codec='jobwise'), not codec={layout.codec!r}; "
+            "use arch='slot' (--arch slot) or 'mlp' with that codec"
+        )
+    if not (layout.capacity and layout.levels):
+        raise ValueError("the set network needs the layout's capacity and levels (SlotLayout.of_env)")
+    return layout
+
+
+def _is_slot_key(key: str) -> bool:
+    return key.startswith("job_") or key in ("slot_used", "slot_cursor")
+
+
+class SetExtractor(BaseFeaturesExtractor):
+    """Shared per-slot encoder, optional masked self-attention, pooled context, current job and pair features.
+
+    Output, one row per observation: the current job's embedding (``hidden``), the context (``hidden``),
+    then the features of every (type t, level c >= 1) pair, ``(T, C - 1, pair_dim)`` flattened (see the
+    module docstring).
+
+    Args:
+        observation_space: The environment's ``Dict`` observation (with ``slot_cursor``: the jobwise codec).
+        slot_layout: The codec's :class:`~agents.policies.SlotLayout` (or its fields).
+        hidden: Width of the slot embeddings and the context.
+        attention_layers: Transformer encoder layers across slots (0: none).
+        heads: Attention heads.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        slot_layout: dict[str, Any] | SlotLayout,
+        hidden: int = 128,
+        attention_layers: int = 0,
+        heads: int = 4,
+    ) -> None:
+        if not isinstance(observation_space, spaces.Dict):
+            raise TypeError("the set network reads a Dict observation (the HetCluster-v0 window)")
+        layout = _layout(slot_layout)
+        for key in ("slot_used", "slot_cursor"):
+            if key not in observation_space.spaces:
+                raise ValueError(
+                    f"the observation has no {key!r} key; the set network needs the window observation of "
+                    "codec='jobwise' (whose slot_cursor marks the job being decided)"
+                )
+        k, t, c = layout.num_slots, layout.num_types, layout.num_levels
+        sizes = {key: int(np.prod(space.shape or (1,))) for key, space in observation_space.spaces.items()}
+        self.slot_keys = [key for key in sizes if _is_slot_key(key)]
+        self.global_keys = [key for key in sizes if not _is_slot_key(key)]
+        for key in self.slot_keys:
+            if sizes[key] % k:
+                raise ValueError(f"observation key {key!r} has {sizes[key]} entries, not a multiple of K={k}")
+        self.cluster_keys = [key for key in TYPE_FEATURES if sizes.get(key) == t]
+        self.type_keys = [key for key in SLOT_TYPE_FEATURES if sizes.get(key) == k * t]
+        self.level_keys = [key for key in self.slot_keys if key.startswith(LEVEL_KEY_PREFIX)]
+        for key in self.level_keys:
+            if sizes[key] != k * t * c:
+                raise ValueError(f"observation key {key!r} has {sizes[key]} entries, not K*T*C={k * t * c}")
+        # Type one-hot, level one-hot (levels 1..C-1), and the level's GPUs / the type's capacity.
+        levels = np.asarray(layout.levels[1:], dtype=np.float32)
+        capacity = np.asarray(layout.capacity, dtype=np.float32)
+        static = np.concatenate(
+            [
+                np.broadcast_to(np.eye(t, dtype=np.float32)[:, None, :], (t, c - 1, t)),
+                np.broadcast_to(np.eye(c - 1, dtype=np.float32)[None, :, :], (t, c - 1, c - 1)),
+                np.minimum(1.0, levels[None, :] / np.maximum(capacity[:, None], 1.0))[:, :, None],
+            ],
+            axis=2,
+        )
+        self.pair_dim = len(self.cluster_keys) + len(self.type_keys) + len(self.level_keys) + static.shape[2]
+        super().__init__(observation_space, features_dim=2 * hidden + t * (c - 1) * self.pair_dim)
+        self.num_slots, self.num_types, self.num_levels = k, t, c
+        self.hidden = hidden
+        self.static: th.Tensor
+        self.register_buffer("static", th.as_tensor(static.copy()).unsqueeze(0))
+        slot_dim = sum(sizes[key] // k for key in self.slot_keys)
+        global_dim = sum(sizes[key] for key in self.global_keys)
+        self.encoder = nn.Sequential(
+            nn.Linear(slot_dim + global_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        )
+        self.attention: nn.Module | None = None
+        if attention_layers > 0:
+            layer = nn.TransformerEncoderLayer(hidden, heads, 2 * hidden, dropout=0.0, batch_first=True)
+            self.attention = nn.TransformerEncoder(layer, attention_layers, enable_nested_tensor=False)
+        self.context = nn.Sequential(nn.Linear(2 * hidden + global_dim, hidden), nn.ReLU())
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        k, t, c = self.num_slots, self.num_types, self.num_levels
+        batch = observations["slot_used"].shape[0]
+        glob = th.cat([observations[key].reshape(batch, -1) for key in self.global_keys], dim=1)
+        slots = [observations[key].reshape(batch, k, -1) for key in self.slot_keys]
+        h = self.encoder(th.cat([*slots, glob.unsqueeze(1).expand(batch, k, glob.shape[1])], dim=2))
+        used = observations["slot_used"].reshape(batch, k, 1) > 0.5
+        if self.attention is not None:
+            # Empty slots are hidden from attention (an all-empty window attends to itself unmasked).
+            pad = ~used.squeeze(2) & used.squeeze(2).any(dim=1, keepdim=True)
+            h = self.attention(h, src_key_padding_mask=pad)
+        h = h * used
+        mean = h.sum(dim=1) / used.sum(dim=1).clamp(min=1)
+        top = th.where(used, h, th.full_like(h, -1e4)).max(dim=1).values
+        top = th.where(used.any(dim=1), top, th.zeros_like(top))
+        ctx = self.context(th.cat([mean, top, glob], dim=1))
+        # The cursor is one-hot (all zero once no job is left): weighting by it gathers the current slot.
+        cursor = observations["slot_cursor"].reshape(batch, k, 1)
+        current = (h * cursor).sum(dim=1)
+        pair = [self.static.expand(batch, t, c - 1, self.static.shape[3])]
+        for key in self.cluster_keys:
+            pair.append(observations[key].reshape(batch, t, 1, 1).expand(batch, t, c - 1, 1))
+        for key in self.type_keys:
+            mine = (observations[key].reshape(batch, k, t) * cursor).sum(dim=1)
+            pair.append(mine.reshape(batch, t, 1, 1).expand(batch, t, c - 1, 1))
+        for key in self.level_keys:
+            mine = (observations[key].reshape(batch, k, t * c) * cursor).sum(dim=1)
+            pair.append(mine.reshape(batch, t, c, 1)[:, :, 1:])
+        pairs = th.cat(pair, dim=3)
+        return th.cat([current, ctx, pairs.reshape(batch, -1)], dim=1)
+
+
+class SetLatent(nn.Module):
+    """SB3's ``mlp_extractor`` for the set network: the actor reads everything, the critic the context."""
+
+    def __init__(self, features_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.hidden = hidden
+        self.latent_dim_pi = features_dim
+        self.latent_dim_vf = hidden
+        self.value = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU())
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        return features
+
+    def forward_critic(self, features: th.Tensor) -> th.Tensor:
+        return self.value(features[:, self.hidden : 2 * self.hidden])
+
+
+class SetActionNet(nn.Module):
+    """The jobwise codec's logits: a head shared over (type, level) pairs, and one for the other actions.
+
+    Output layout (the codec's): set action ``((t * (C - 1)) + (c - 1)) * M + m`` for type t, level
+    c >= 1 and mode m, then none, keep, [reject], done.
+    """
+
+    def __init__(self, layout: SlotLayout, hidden: int, pair_dim: int) -> None:
+        super().__init__()
+        self.layout = _layout(layout)
+        self.hidden = hidden
+        self.pair_dim = pair_dim
+        self.num_pairs = layout.num_types * (layout.num_levels - 1)
+        self.pair_head = nn.Sequential(
+            nn.Linear(2 * hidden + pair_dim, hidden), nn.ReLU(), nn.Linear(hidden, layout.num_modes)
+        )
+        self.job_head = nn.Sequential(
+            nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 3 + int(layout.reject))
+        )
+
+    def forward(self, latent: th.Tensor) -> th.Tensor:
+        batch, hdim = latent.shape[0], self.hidden
+        job = latent[:, : 2 * hdim]  # the current job's embedding and the context
+        pairs = latent[:, 2 * hdim :].reshape(batch, self.num_pairs, self.pair_dim)
+        x = th.cat([job.unsqueeze(1).expand(batch, self.num_pairs, 2 * hdim), pairs], dim=2)
+        return th.cat([self.pair_head(x).reshape(batch, -1), self.job_head(job)], dim=1)
+
+
+class _SetPolicyMixin:
+    """What the two set policy classes share (the mixin comes first in their bases)."""
+
+    def _init_set(self, slot_layout: dict[str, Any] | SlotLayout, hidden: int, attention_layers: int) -> None:
+        self.slot_layout = _layout(slot_layout)
+        self.slot_hidden = int(hidden)
+        self.slot_attention_layers = int(attention_layers)
+
+    def _set_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        out = dict(kwargs)
+        out["net_arch"] = []
+        out["features_extractor_class"] = SetExtractor
+        out["features_extractor_kwargs"] = {
+            "slot_layout": asdict(self.slot_layout),
+            "hidden": self.slot_hidden,
+            "attention_layers": self.slot_attention_layers,
+        }
+        out.setdefault("activation_fn", nn.ReLU)
+        return out
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = SetLatent(self.features_dim, self.slot_hidden)  # type: ignore[attr-defined]
+
+    def _replace_action_net(self, lr_schedule: Any) -> None:
+        expected = jobwise_num_actions(self.slot_layout)
+        space = self.action_space  # type: ignore[attr-defined]
+        if not isinstance(space, spaces.Discrete) or int(space.n) != expected:
+            raise ValueError(
+                f"the jobwise layout {self.slot_layout} gives {expected} actions, the action space is {space}"
+            )
+        extractor = self.features_extractor  # type: ignore[attr-defined]
+        self.action_net = SetActionNet(self.slot_layout, self.slot_hidden, extractor.pair_dim)
+        if self.ortho_init:  # type: ignore[attr-defined]
+            for head in (self.action_net.pair_head, self.action_net.job_head):
+                head[0].apply(partial(ActorCriticPolicy.init_weights, gain=np.sqrt(2)))
+                head[2].apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
+        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
+            self.parameters(),  # type: ignore[attr-defined]
+            lr=lr_schedule(1),
+            **self.optimizer_kwargs,  # type: ignore[attr-defined]
+        )
+
+    def _set_constructor_parameters(self, data: dict[str, Any]) -> dict[str, Any]:
+        for key in ("net_arch", "features_extractor_class", "features_extractor_kwargs"):
+            data.pop(key, None)
+        data.update(
+            slot_layout=asdict(self.slot_layout),
+            hidden=self.slot_hidden,
+            attention_layers=self.slot_attention_layers,
+        )
+        return data
+
+
+class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[misc]
+    """The set network as an SB3 ``ActorCriticPolicy`` (PPO; actions are not masked).
+
+    Args:
+        observation_space: The jobwise window observation (``Dict`` with ``slot_cursor``).
+        action_space: The codec's ``Discrete`` space.
+        lr_schedule: SB3's learning-rate schedule.
+        slot_layout: The codec's :class:`~agents.policies.SlotLayout` (or its fields as a dict).
+        hidden: Width of the embeddings (128).
+        attention_layers: Self-attention layers across slots (0).
+        **kwargs: Other ``ActorCriticPolicy`` arguments (``ortho_init``, ``optimizer_kwargs``, ...).
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        lr_schedule: Any,
+        slot_layout: dict[str, Any] | SlotLayout,
+        hidden: int = 128,
+        attention_layers: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self._init_set(slot_layout, hidden, attention_layers)
+        super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        self._replace_action_net(lr_schedule)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return self._set_constructor_parameters(super()._get_constructor_parameters())
+
+
+class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
+    """The set network as sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO, masked actions).
+
+    Same arguments and parameter names as :class:`SetActorCriticPolicy`.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        lr_schedule: Any,
+        slot_layout: dict[str, Any] | SlotLayout,
+        hidden: int = 128,
+        attention_layers: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self._init_set(slot_layout, hidden, attention_layers)
+        super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        self._replace_action_net(lr_schedule)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return self._set_constructor_parameters(super()._get_constructor_parameters())
+
+
+def set_policy_spec(
+    layout: SlotLayout, *, maskable: bool = True, hidden: int = 128, attention_layers: int = 0
+) -> tuple[type[ActorCriticPolicy] | type[MaskableActorCriticPolicy], dict[str, Any]]:
+    """The set policy class and its ``policy_kwargs`` for a jobwise layout (see :func:`agents.policies.policy_spec`)."""
+    cls = MaskableSetActorCriticPolicy if maskable else SetActorCriticPolicy
+    return cls, {"slot_layout": asdict(_layout(layout)), "hidden": hidden, "attention_layers": attention_layers}
+
+
+__all__ = [
+    "JOBWISE",
+    "MaskableSetActorCriticPolicy",
+    "SetActionNet",
+    "SetActorCriticPolicy",
+    "SetExtractor",
+    "SetLatent",
+    "jobwise_num_actions",
+    "set_policy_spec",
+]
