@@ -13,9 +13,6 @@ C count levels; all float32, 1-D):
 ==========================  =======  ========  =======================================================
 key                         shape    range     meaning
 ==========================  =======  ========  =======================================================
-``slot_cursor``             (K,)     {0, 1}    one-hot: the slot the next action decides (all 0 when
-                                               the codec does not present jobs one at a time, or
-                                               every window job is decided)
 ``cursor_job``              (11,)    [-1, 1]   the cursor job's per-slot features, in the order of
                                                :data:`~hetgym.envs.observations.SLOT_FEATURES`
 ``cursor_type``             (3T,)    [0, 1]    its ``job_speed``, ``job_current`` and ``job_alloc``
@@ -31,7 +28,9 @@ key                         shape    range     meaning
                                                type is t / capacity of t)
 ==========================  =======  ========  =======================================================
 
-The ``cursor_*`` and ``later_*`` keys are 0 (``later_jobs[1]`` is 1) when there is no cursor. A job's
+The cursor is the slot the observation's ``slot_cursor`` key marks (codecs that decide one slot per
+action, ``jobwise``); the ``cursor_*`` and ``later_*`` keys are 0 (``later_jobs[1]`` is 1) when there is
+none: with the other codecs, or once every window job is decided. A job's
 fastest type is the one of its best rate at its requested count (ties: the first in cluster order).
 """
 
@@ -76,10 +75,10 @@ class WindowCursorObservation(WindowLevelsObservation):
             time_scale_s=settings.time_scale_s,
             allow_reject=settings.allow_reject,
             max_actions=settings.max_actions,
+            slot_cursor=settings.slot_cursor,
             extra={
                 "job_level_rate": (k * t * c, 0.0),
                 "job_level_slack": (k * t * c, -1.0),
-                "slot_cursor": (k, 0.0),
                 "cursor_job": (len(SLOT_FEATURES), -1.0),
                 "cursor_type": (3 * t, 0.0),
                 "cursor_level_rate": (t * c, 0.0),
@@ -106,13 +105,12 @@ class WindowCursorObservation(WindowLevelsObservation):
 
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         obs = super().observe(state)
-        slot = state.cursor
+        slot = state.num_actions if self.slot_cursor and state.num_actions < len(state.jobs) else -1
         if slot < 0:
             obs["later_jobs"][1] = 1.0
             return obs
         k, t, c = self.num_slots, self.num_types, self.num_levels
         n = len(state.jobs)
-        obs["slot_cursor"][slot] = 1.0
         obs["cursor_job"][:] = self._slot_block[:, slot]
         for i, key in enumerate(("job_speed", "job_current", "job_alloc")):
             obs["cursor_type"][i * t : (i + 1) * t] = obs[key][slot * t : (slot + 1) * t]

@@ -122,8 +122,6 @@ class DecisionState:
         outside_held: GPUs per type held by jobs outside the window, int64 ``(T,)``.
         free: GPUs per type free under the draft, int64 ``(T,)``.
         num_actions: Actions taken in this epoch.
-        presents_jobs: The codec decides the window's jobs one at a time in slot order (set by the
-            ``jobwise`` codec), so slot ``num_actions`` is the one being decided (:attr:`cursor`).
     """
 
     def __init__(self, cluster: ClusterSpec, num_slots: int, modes: Sequence[str]) -> None:
@@ -150,20 +148,12 @@ class DecisionState:
         self.outside_held = np.zeros(t, dtype=np.int64)
         self.free = self.capacity.copy()
         self.num_actions = 0
-        self.presents_jobs = False
         #: Bumped by every change, so codecs can tell whether a cached mask is still current.
         self.version = 0
         #: Bumped by every load (a new epoch), part of the allocation cache key.
         self.version_of_load = 0
         self._alloc: Allocation | None = None
         self._alloc_key: tuple[object, ...] = ()
-
-    @property
-    def cursor(self) -> int:
-        """The slot the next action decides (codecs that present jobs one at a time), else -1."""
-        if self.presents_jobs and self.num_actions < len(self.jobs):
-            return self.num_actions
-        return -1
 
     # ----------------------------------------------------------------------------------------
     def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str | WindowOrder) -> None:

@@ -53,7 +53,6 @@ class JobwiseCodec(ActionCodec):
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
-        state.presents_jobs = True
         t, c, m = self.num_types, len(self.levels), len(self.modes)
         self.num_set = t * (c - 1) * m
         self.none = self.num_set
