@@ -84,7 +84,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         raise AgentError(f"rounds={args.rounds}, episodes_per_round={args.episodes_per_round}: need >= 0 and >= 1")
     name = args.run_name or run_name(args.env_id, "dagger", args.teacher, args.seed)
     folder = Path(args.out_dir) / name
-    env_kwargs = agent_env_kwargs(args.teacher, args.env)
+    env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
     train_seeds, val_seeds = parse_seeds(args.train_seeds), parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
     held_out = set(val_seeds) | set(eval_seeds)

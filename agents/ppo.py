@@ -72,7 +72,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         hidden = int(init_meta.args.get("hidden", hidden))
         attention = int(init_meta.args.get("attention_layers", attention))
     else:
-        env_kwargs = agent_env_kwargs(args.teacher, args.env)
+        env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
     lr = args.learning_rate if args.learning_rate is not None else (1e-5 if finetune else 3e-4)
     clip = args.clip_range if args.clip_range is not None else (0.1 if finetune else 0.2)
     ent = args.ent_coef if args.ent_coef is not None else (0.0 if finetune else 0.01)
