@@ -128,24 +128,14 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ## Arguments
 
-    ``gym.make("HetCluster-v0", **overrides)`` (or ``"hetgym:HetCluster-v0"``), overrides being fields of
-    :class:`~hetgym.envs.config.HetClusterConfig`: ``scenario``, ``cluster``, ``workload={...}``,
-    ``trace``, ``sim={...}``, ``queue_slots``, ``codec``, ``codec_knobs``, ``count_levels``, ``modes``,
-    ``allow_reject``, ``max_actions_per_epoch``, ``window_order``, ``observation``, ``observation_knobs``,
-    ``reward``, ``time_scale_s``, ``invalid_action_penalty``, ``max_time_s``, ``max_decisions``,
-    ``policy_compat`` (a policy's own round, placer and execution modes, every count level and a window
-    for every job, so that the policy acts through the env exactly as on the simulator); and
-    ``render_mode`` (``"ansi"`` or ``"rgb_array"``). An unknown key raises an error naming the nearest
-    valid one.
-
-    The names given to ``codec``, ``observation``, ``reward`` and ``window_order`` are looked up in the
-    registries :data:`~hetgym.envs.codecs.CODECS`, :data:`~hetgym.envs.observations.OBSERVATIONS`,
-    :data:`~hetgym.envs.rewards.REWARDS` and :data:`~hetgym.envs.state.WINDOW_ORDERS`, so a component
-    registered with :func:`~hetgym.envs.codecs.register_codec` (``register_observation``,
-    ``register_reward``, ``register_window_order``) is used by name like a built-in one; an unknown name
-    raises an error naming the nearest. ``codec_knobs`` / ``observation_knobs`` set that component's own
-    knobs (the built-in ones have none).
-    ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
+    ``gym.make("HetCluster-v1", **overrides)`` (or ``"hetgym:HetCluster-v1"``), overrides being fields of
+    :class:`~hetgym.envs.config.HetClusterConfig` (``policy_compat="dancer"``: a policy's own physics, so it
+    acts through the env exactly as on the simulator), and ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
+    Component names (``codec``, ``observation``, ``reward``, ``window_order``) are looked up in their
+    registries, so a registered plug-in is used by name like a built-in one; an unknown key or name raises
+    an error naming the nearest valid one. ``HetCluster-Tiny-v1`` is the same with ``scenario="tiny"``.
+    The ``-v1`` ids set ``interface="v1"`` (``codec="jobwise"``, ``decisions="on-change"``,
+    ``observation="window-cursor"``, ``queue_slots=32``); the ``-v0`` ids keep the defaults above.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
     target allocation to actions (:mod:`hetgym.experts` builds on it).
@@ -155,6 +145,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     * v0: Initial version. Later additions that leave the default MDP unchanged: ``policy_compat``, ``sim.placer``,
       registry components (``codec_knobs``, ``observation_knobs``), the opt-in ``codec="jobwise"`` (with
       ``slot_cursor`` in its observation alone), ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
+    * v1: The decision interface built for learning (``interface="v1"``): one job at a time (``jobwise``), asked
+      only on news (``on-change``), the ``window-cursor`` observation, a 32-slot window. Changed because in v0
+      zero-time edits are discounted like any step, so stalling pays, and learners stalled
+      (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
