@@ -66,18 +66,18 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
       sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
       under the ``deadline`` reward only) reject slot k's job; the next K*M (when M > 1) set slot k's
       execution mode; the last action commits. Only the commit advances the simulator; edits before it
-      change the draft shown in the observation.
-      ``action_masks()`` and ``info["action_mask"]`` give the valid actions (sb3-contrib's
-      MaskablePPO reads the former). A masked-out action is ignored (``info["invalid_action"]``).
-      At most ``max_actions_per_epoch`` actions per epoch (default ``K*(T+2)+1``): the action that
-      reaches the cap also commits.
+      change the draft shown in the observation. ``action_masks()`` and ``info["action_mask"]`` give the
+      valid actions (sb3-contrib's MaskablePPO reads the former). A masked-out action is ignored
+      (``info["invalid_action"]``). At most ``max_actions_per_epoch`` actions per epoch (default
+      ``K*(T+2)+1``): the action that reaches the cap also commits.
     * ``"multidiscrete"``: ``MultiDiscrete([C]*K*T [+ [2]*K] [+ [M]*K])``: a count level per slot and
       type, a reject flag per slot, a mode per slot; every step commits, after repairing infeasible
       parts in a documented order (:class:`~hetgym.envs.codecs.OneShotCodec`).
-    * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time,
-      most urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or
-      reject; ``done`` commits early; deciding the last job commits. At most K + 1 steps an epoch
-      (:class:`~hetgym.envs.codecs.JobwiseCodec`; one GPU type per job).
+    * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time, most
+      urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or reject; ``done``
+      commits early. At most K + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseCodec`; one type a job).
+    * ``"score"``: ``MultiDiscrete([T+1 [+1], C-1, P [, M]] * K)``: per slot a type (or none, or reject),
+      count level, priority; an allocator serves them, each step commits (:class:`~hetgym.envs.codecs.ScoreCodec`).
 
     Count levels (``count_levels``): ``"pow2"`` (0, 1, 2, 4, ... up to the largest type's capacity,
     default), ``"all"`` (every count), or a list.
@@ -144,7 +144,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     registered with :func:`~hetgym.envs.codecs.register_codec` (``register_observation``,
     ``register_reward``, ``register_window_order``) is used by name like a built-in one; an unknown name
     raises an error naming the nearest. ``codec_knobs`` / ``observation_knobs`` set that component's own
-    knobs (the built-in ones have none).
+    knobs (of the built-in ones, only ``score`` has any).
     ``HetCluster-Tiny-v0`` is the same with ``scenario="tiny"``.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
@@ -154,7 +154,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     * v0: Initial version. Later additions that leave the default MDP unchanged: the ``policy_compat``
       option, ``sim.placer``, components from registries (``codec_knobs``, ``observation_knobs``), and the
-      opt-in ``codec="jobwise"``, ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
+      opt-in codecs ``jobwise`` and ``score``, ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -303,7 +303,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """Nothing to release (the simulator holds no external resources)."""
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions now (bool; for ``multidiscrete`` the per-dimension masks concatenated)."""
+        """Valid actions now (bool; for a ``MultiDiscrete`` codec the per-dimension masks concatenated)."""
         return self._mask.copy()
 
     # ----------------------------------------------------------------------------------------

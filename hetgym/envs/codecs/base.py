@@ -59,8 +59,8 @@ class ActionCodec(ABC):
     Attributes:
         name: Registry name (``codec="name"``).
         knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the codec's own knobs, or
-            ``None``. The built-in codecs have none: everything they read is environment-wide (see
-            :class:`~hetgym.envs.config.EnvSettings`).
+            ``None``. Of the built-in codecs only ``score`` has knobs; everything else they read is
+            environment-wide (see :class:`~hetgym.envs.config.EnvSettings`).
         knob_values: The knob values this instance was built with (``None`` without knobs).
     """
 
