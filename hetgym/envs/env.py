@@ -76,7 +76,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time, most
       urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or reject; ``done``
       commits early. At most K + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseCodec`; one type a job).
-    * ``"score"``: ``MultiDiscrete([T+1 [+1], C-1, P [, M]] * K)``: per slot a type (or none, or reject),
+    * ``"score"``: ``MultiDiscrete([T+2 [+1], C-1, P [, M]] * K)``: per slot a type (or none, keep, reject),
       count level, priority; an allocator serves them, each step commits (:class:`~hetgym.envs.codecs.ScoreCodec`).
 
     Count levels (``count_levels``): ``"pow2"`` (0, 1, 2, 4, ... up to the largest type's capacity,

@@ -53,10 +53,10 @@ def test_score_is_registered_and_passes_the_checkers() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "row"),
     [
-        ({}, [2 + 1 + 1, 3, 4]),  # Tiny: T=2 types (+ none + reject), levels 1, 2, 4, P=4
-        ({"allow_reject": False}, [2 + 1, 3, 4]),
-        ({"codec_knobs": {"priority_levels": 2}, "count_levels": "all"}, [2 + 1 + 1, 4, 2]),
-        ({"modes": ["sync", "fork"]}, [2 + 1 + 1, 3, 4, 2]),
+        ({}, [2 + 3, 3, 4]),  # Tiny: T=2 types + none, keep, reject; levels 1, 2, 4; P=4
+        ({"allow_reject": False}, [2 + 2, 3, 4]),
+        ({"codec_knobs": {"priority_levels": 2}, "count_levels": "all"}, [2 + 3, 4, 2]),
+        ({"modes": ["sync", "fork"]}, [2 + 3, 3, 4, 2]),
     ],
 )
 def test_space_and_mask_shapes(kwargs: dict[str, Any], row: list[int]) -> None:
@@ -90,6 +90,7 @@ def test_the_mask_lists_the_types_a_job_may_use_and_the_counts_that_fit() -> Non
         choice = mask[slot, :n_choice]
         assert choice[0] and choice[codec.reject_choice]
         assert np.array_equal(choice[1:3], state.allowed[slot])  # nothing outside the window: every type fits
+        assert choice[codec.keep_choice] == state.current[slot].any()  # keep only what a job holds
         assert mask[slot, n_choice : n_choice + n_count].all()  # 1, 2 and 4 GPUs fit a 4-GPU type
 
 
@@ -143,6 +144,56 @@ def test_hand_made_actions_are_served_by_priority_then_window_order() -> None:
         assert held.get(jid, want) == want  # (unless the job completed at once)
 
 
+def test_keep_holds_a_job_in_place_at_its_priority() -> None:
+    env = env_with_jobs(3)
+    state, codec = env.state, env.codec
+    # Run slot 0 on 4 V100 (the whole type) for one epoch, then try to keep it.
+    rows = np.zeros((state.num_slots, codec.dims_per_slot), dtype=np.int64)
+    rows[0] = [1, 2, 0]
+    env.step(rows.reshape(-1))
+    slot = int(np.flatnonzero(env.state.current[:, 0] == 4)[0])
+    held = env.view.job_index[int(env.state.ids[slot])].allocation
+    other = next(s for s in range(len(env.state.jobs)) if s != slot and env.state.allowed[s, 0])
+    keep = np.zeros_like(rows)
+    keep[slot] = [codec.keep_choice, 0, 1]
+    draft, _, repaired = decode(env, keep)
+    assert draft[slot].tolist() == [4, 0] and repaired == 0
+    # A more urgent request on V100 at a higher priority takes the GPUs: the keep gets nothing.
+    keep[other] = [1, 0, 2]
+    draft, _, repaired = decode(env, keep)
+    assert draft[slot].tolist() == [0, 0] and draft[other].tolist() == [1, 0] and repaired == 1
+    # At equal priorities the slot earlier in the window is served first.
+    keep[other] = [1, 0, 1]
+    draft, _, _ = decode(env, keep)
+    assert draft[min(slot, other)].sum() > 0 and draft[max(slot, other)].sum() == 0
+    # Committing a keep leaves the job's allocation (servers included) untouched: no restart.
+    noop = codec.noop(env.state)
+    assert noop.reshape(state.num_slots, -1)[slot].tolist() == [codec.keep_choice, 0, codec.priority_levels - 1]
+    jid = int(state.ids[slot])
+    env.step(noop)
+    if env.view is not None and jid in env.view.job_index:  # (unless it completed)
+        assert env.view.job_index[jid].allocation == held
+
+
+def test_a_job_spread_over_types_can_be_kept_but_not_started() -> None:
+    # The score codec never spreads a job, but an expert's trajectory (driven through another codec) does.
+    env = HetClusterEnv(scenario="tiny", codec="multidiscrete", modes=["sync", "fork"])
+    env.reset(seed=0)
+    jid = env.view.jobs[0].job_id
+    env.step(env.encode(Allocation({jid: JobAllocation({"v100": 2, "k80": 1}, mode="fork")})).actions[0])
+    assert env.view is not None and env.view.job_index[jid].allocation.as_dict() == {"v100": 2, "k80": 1}
+    score = ScoreCodec(env.state, env.config.settings(env.throughput), ScoreKnobs())
+    kept = Allocation({j.job_id: j.allocation for j in env.view.jobs if j.allocation})
+    enc = score.encode(env.state, kept)
+    assert enc.exact, enc.reasons
+    slot = int(np.flatnonzero(env.state.ids == jid)[0])
+    assert enc.actions[0].reshape(env.state.num_slots, -1)[slot, CHOICE] == score.keep_choice
+    assert enc.actions[0].tolist() == score.noop(env.state).tolist()
+    spread = Allocation({**kept.jobs, jid: JobAllocation({"v100": 1, "k80": 1}, mode="fork")})  # a change
+    enc = score.encode(env.state, spread)
+    assert not enc.exact and any("one type" in r for r in enc.reasons)
+
+
 def test_modes_are_set_per_slot() -> None:
     env = env_with_jobs(1, modes=["sync", "fork"])
     rows = np.zeros((env.state.num_slots, env.codec.dims_per_slot), dtype=np.int64)
@@ -159,9 +210,9 @@ def test_modes_are_set_per_slot() -> None:
     ("action", "match"),
     [
         (np.zeros(5, dtype=np.int64), r"a score action is an integer array of shape \(48,\)"),
-        (np.zeros((16, 3), dtype=np.int64), r"integer array of shape \(48,\).*one row of \[4, 3, 4\]"),
+        (np.zeros((16, 3), dtype=np.int64), r"integer array of shape \(48,\).*one row of \[5, 3, 4\]"),
         (np.full(48, 0.5), "integer array"),
-        (np.full(48, 9, dtype=np.int64), r"outside the action space.*entry 0 is 9, allowed 0..3"),
+        (np.full(48, 9, dtype=np.int64), r"outside the action space.*entry 0 is 9, allowed 0..4"),
         (np.full(48, -1, dtype=np.int64), "outside the action space"),
         ("v100", "integer array"),
     ],

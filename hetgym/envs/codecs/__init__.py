@@ -15,7 +15,7 @@ built in:
 * :class:`JobwiseCodec` (``jobwise``, :mod:`.jobwise`): a ``Discrete`` space deciding the window's jobs one
   at a time, most urgent first (a type, count and mode, none, keep or reject); at most K + 1 steps an epoch.
 * :class:`ScoreCodec` (``score``, :mod:`.score`): a ``MultiDiscrete`` space giving, per slot, a GPU type
-  (or none, or reject), a count level and a priority; a fixed allocator serves the slots by priority and
+  (or none, keep, reject), a count level and a priority; a fixed allocator serves the slots by priority and
   every step commits.
 
 Every codec provides the inverse map :meth:`ActionCodec.encode` from a target

@@ -10,43 +10,48 @@ SIGCOMM 2019), with the rule made explicit.
 Action layout (``MultiDiscrete``, slot-major: ``action.reshape(K, D)`` has one row per slot, D = 3, or 4
 with M > 1 execution modes):
 
-* column 0, the *choice* (``T + 1`` values, ``T + 2`` with ``allow_reject``): 0 = no GPUs (the job waits,
-  or is preempted), ``1 + t`` = run on GPU type ``t`` (cluster order), ``T + 1`` = reject the job;
+* column 0, the *choice* (``T + 2`` values, ``T + 3`` with ``allow_reject``): 0 = no GPUs (the job waits,
+  or is preempted); ``1 + t`` = run on GPU type ``t`` (cluster order); ``T + 1`` = *keep* the GPUs (and
+  mode, when the codec offers it) the job holds before the epoch, whatever they are; ``T + 2`` = reject the job;
 * column 1, the *count*: an index into the positive count levels (``levels[1 + c]`` GPUs; ``C - 1``
   values); read only when the choice is a type;
 * column 2, the *priority*: ``0 .. P - 1`` (``P`` = the ``priority_levels`` knob), higher served first;
-* column 3 (when M > 1), the execution mode index.
+* column 3 (when M > 1), the execution mode index; read only when the choice is a type.
 
 The allocator (every step commits):
 
 1. entries of empty slots are ignored;
 2. jobs outside the window keep their GPUs; the rest of each type is free;
-3. a slot whose choice is *reject* is rejected; a slot whose choice is 0 gets no GPUs;
-4. the other slots are served by priority, highest first, ties in window order (most urgent first): a slot
-   gets its count on its type when that many GPUs of the type are free; otherwise (the knob ``shrink``,
-   default on) the largest count level that still fits on that type, or nothing when none does; with
-   ``shrink=False``, nothing. A type the job may not use gives nothing. A job never gets another type than
-   the one it chose, so an allocation gives each window job at most one GPU type.
+3. a slot whose choice is *reject* is rejected; a slot whose choice is 0 (or *keep* without GPUs) gets none;
+4. the other slots are served by priority, highest first, ties in window order (most urgent first):
+
+   * a *type* slot gets its count on its type when that many GPUs of the type are free; otherwise (the
+     knob ``shrink``, default on) the largest count level that still fits on that type, or nothing when
+     none does; with ``shrink=False``, nothing. A type the job may not use gives nothing. A job never
+     gets a type it did not choose;
+   * a *keep* slot gets exactly its GPUs before the epoch (it is not restarted) when all of them are
+     still free at its turn, otherwise nothing.
 
 ``info["repaired"]`` counts the slots whose request the allocator changed (a disallowed type, a count cut
-down or dropped) plus the non-zero entries of empty slots; a non-zero count marks the step invalid (for
-``invalid_action_penalty``). The mask (per dimension, concatenated in the order of ``nvec``) marks, for a
-slot taken on its own, the types the job may use on which the smallest level fits the GPUs not held
-outside the window, the counts that fit the largest such type, and every priority and mode; for an empty
-slot only entry 0 of each dimension. Entries that pass the mask can still be cut down when slots compete
-for a type: that is what the priorities decide.
+down or dropped, a keep that could not be honoured) plus the non-zero entries of empty slots; a non-zero
+count marks the step invalid (for ``invalid_action_penalty``). The mask (per dimension, concatenated in
+the order of ``nvec``) marks, for a slot taken on its own, the types the job may use on which the
+smallest level fits the GPUs not held outside the window, *keep* when the job holds GPUs, *reject*, the
+counts that fit the largest usable type, and every priority and mode; for an empty slot only entry 0 of
+each dimension. Entries that pass the mask can still be cut down when slots compete for a type: that is
+what the priorities decide.
 
 The shared greedy fill of the baselines (``baselines._common.greedy_fill``) serves a job's *requested*
 gang on the first type with room; this allocator serves the agent's chosen type and count, and the
 environment does not import the baselines, so it is written here.
 
-The inverse map (:meth:`ScoreCodec.encode`) gives each window job of the target its type (the type of its
-largest share), its count level and the top priority, a job without GPUs choice 0 and priority 0, and a
-rejected job the reject choice; it then runs the allocator on a copy of the draft and reports the
-encoding exact only when that gives back the target. A feasible target that gives each window job one GPU
-type, on the count levels, in one of the codec's modes, is always reproduced (every request fits, so
-order does not matter); a job spread over several types is expressed on its largest share and reported
-inexact, as in the ``jobwise`` codec.
+The inverse map (:meth:`ScoreCodec.encode`) gives a window job that the target leaves exactly as it is
+*keep*, any other job with GPUs its type (of its largest share) and count level, both at the top priority;
+a job without GPUs choice 0 at priority 0, and a rejected job the reject choice. It then runs the
+allocator on a copy of the draft and reports the encoding exact only when that gives back the target.
+Every request of a feasible target fits whatever the order, so a target is reproduced whenever each
+window job it changes gets one GPU type, on the count levels, in one of the codec's modes; a changed job
+spread over several types is expressed on its largest share and reported inexact (as in ``jobwise``).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from gymnasium import spaces
 from hetgym.envs.codecs.base import ActionCodec, CodecStep, multidiscrete_array, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
-from hetgym.sim.allocation import Allocation
+from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.registry import Knobs, knob
 
 if TYPE_CHECKING:
@@ -86,9 +91,15 @@ class ScoreKnobs(Knobs):
 
 @register_codec()
 class ScoreCodec(ActionCodec):
-    """Per window slot a GPU type (or none, or reject), a count level and a priority; a fixed allocator serves them.
+    """Per window slot a GPU type (or none, keep, reject), a count level and a priority; an allocator serves them.
 
-    See the module docstring for the layout, the allocator and the mask.
+    See the module docstring for the layout, the allocator, the mask and the inverse map.
+
+    Attributes:
+        keep_choice: The choice value that keeps a job's GPUs (``T + 1``).
+        reject_choice: The choice value that rejects a job (``T + 2``; -1 without ``allow_reject``).
+        row: One slot's ``nvec`` (choice, count, priority[, mode]).
+        dims_per_slot: D, the length of :attr:`row`.
     """
 
     name = "score"
@@ -104,9 +115,9 @@ class ScoreCodec(ActionCodec):
         self.shrink = bool(own.shrink)
         t, c, m = self.num_types, len(self.levels), len(self.modes)
         self.has_modes = m > 1
-        #: The choice value that rejects the slot's job (-1 without ``allow_reject``).
-        self.reject_choice = t + 1 if self.allow_reject else -1
-        self.num_choices = t + (2 if self.allow_reject else 1)
+        self.keep_choice = t + 1
+        self.reject_choice = t + 2 if self.allow_reject else -1
+        self.num_choices = t + (3 if self.allow_reject else 2)
         self.row = np.asarray(
             [self.num_choices, c - 1, self.priority_levels] + ([m] if self.has_modes else []), dtype=np.int64
         )
@@ -132,11 +143,12 @@ class ScoreCodec(ActionCodec):
     def mask(self, state: DecisionState) -> np.ndarray:
         used = state.used
         avail = state.capacity - state.outside_held
-        k = self.num_slots
+        k, t = self.num_slots, self.num_types
         fits = self._positive[0] <= avail  # (T,): the smallest level fits the type at all
         choice = np.zeros((k, self.num_choices), dtype=bool)
         choice[:, 0] = True
-        choice[:, 1 : 1 + self.num_types] = state.allowed & fits[None, :] & used[:, None]
+        choice[:, 1 : 1 + t] = state.allowed & fits[None, :] & used[:, None]
+        choice[:, self.keep_choice] = used & state.current.any(axis=1)
         if self.allow_reject:
             choice[:, self.reject_choice] = used
         room = np.where(state.allowed, avail[None, :], 0).max(axis=1)  # (K,): the largest usable type
@@ -172,6 +184,7 @@ class ScoreCodec(ActionCodec):
         choice = rows[:n, CHOICE].tolist()
         count = self._positive[rows[:n, COUNT]].tolist()
         free = (state.capacity - state.outside_held).tolist()
+        current = state.current.tolist()
         allowed = state.allowed
         state.draft[:] = 0
         state.rejected[:] = False
@@ -182,12 +195,24 @@ class ScoreCodec(ActionCodec):
             c = choice[slot]
             if c == self.reject_choice:
                 state.rejected[slot] = True
+            elif c == self.keep_choice:
+                state.draft_mode[slot] = max(int(state.current_mode[slot]), 0)
+                if any(current[slot]):
+                    served.append(slot)
             elif c:
                 served.append(slot)
         # Highest priority first; the sort is stable, so ties keep window order (most urgent first).
         priority = rows[:n, PRIORITY].tolist()
         served.sort(key=lambda s: -priority[s])
         for slot in served:
+            if choice[slot] == self.keep_choice:
+                held = current[slot]
+                if all(h <= f for h, f in zip(held, free, strict=True)):
+                    state.draft[slot] = held
+                    free = [f - h for h, f in zip(held, free, strict=True)]
+                else:
+                    repaired += 1
+                continue
             t = choice[slot] - 1
             want = count[slot]
             if not allowed[slot, t]:
@@ -205,57 +230,56 @@ class ScoreCodec(ActionCodec):
         return repaired
 
     # ----------------------------------------------------------------------------------------
-    def encode_rows(
-        self,
-        state: DecisionState,
-        counts: np.ndarray,
-        reject: np.ndarray,
-        mode: np.ndarray,
-        notes: list[str] | None = None,
-    ) -> np.ndarray:
-        """The action for per-slot counts ``(K, T)`` on the levels, reject flags and mode indices.
-
-        A slot with GPUs chooses the type of its largest share (a note is added when it has several) at the
-        top priority; a slot without GPUs chooses 0 at priority 0; entries of empty slots are 0.
-        """
-        rows = np.zeros((self.num_slots, self.dims_per_slot), dtype=np.int64)
-        top = self.priority_levels - 1
-        for slot in range(len(state.jobs)):
-            if reject[slot] and self.allow_reject:
-                rows[slot, CHOICE] = self.reject_choice
-                continue
-            row = counts[slot]
-            t = int(np.argmax(row))
-            level = int(self.floor_index[min(int(row[t]), len(self.floor_index) - 1)])
-            if not level:  # no GPUs, or fewer than the smallest positive level
-                continue
-            if notes is not None and np.count_nonzero(row) > 1:
-                notes.append(
-                    f"job {int(state.ids[slot])}: the target spreads it over {np.count_nonzero(row)} GPU types; "
-                    "the score codec gives a job one type (its largest share is expressed)"
-                )
-            rows[slot, CHOICE] = 1 + t
-            rows[slot, COUNT] = level - 1
-            rows[slot, PRIORITY] = top
-            if self.has_modes:
-                rows[slot, MODE] = mode[slot]
-        return rows.reshape(-1)
-
     def noop(self, state: DecisionState) -> np.ndarray:
-        """Every window job keeps its GPUs (on its largest type's share, the only one this codec can give)."""
-        return self.encode_rows(state, state.current, np.zeros(self.num_slots, dtype=bool), state.draft_mode)
+        """*Keep* for every window job that holds GPUs (all at the top priority: they all fit)."""
+        rows = np.zeros((self.num_slots, self.dims_per_slot), dtype=np.int64)
+        holds = state.used & state.current.any(axis=1)
+        rows[holds, CHOICE] = self.keep_choice
+        rows[holds, PRIORITY] = self.priority_levels - 1
+        return rows.reshape(-1)
 
     def encode(self, state: DecisionState, target: Allocation) -> Encoding:
         counts, reject, mode, _ = self.target_rows(state, target)
         notes: list[str] = []
-        action = self.encode_rows(state, counts, reject, mode, notes)
+        rows = np.zeros((self.num_slots, self.dims_per_slot), dtype=np.int64)
+        top = self.priority_levels - 1
+        for slot, job in enumerate(state.jobs):
+            if reject[slot]:  # only with allow_reject (target_rows)
+                rows[slot, CHOICE] = self.reject_choice
+                continue
+            if _kept(job.allocation, target.jobs.get(job.job_id)) and state.current_mode[slot] >= 0:
+                rows[slot, CHOICE] = self.keep_choice
+                rows[slot, PRIORITY] = top
+                continue
+            row = counts[slot]
+            t = int(np.argmax(row))
+            if not row[t]:
+                continue
+            if np.count_nonzero(row) > 1:
+                notes.append(
+                    f"job {job.job_id}: the target spreads it over {np.count_nonzero(row)} GPU types; "
+                    "the score codec gives a job one type (its largest share is expressed)"
+                )
+            rows[slot, CHOICE] = 1 + t
+            rows[slot, COUNT] = int(self.floor_index[row[t]]) - 1
+            rows[slot, PRIORITY] = top
+            if self.has_modes:
+                rows[slot, MODE] = mode[slot]
+        action = rows.reshape(-1)
         snap = state.copy_draft()
         try:
-            self.allocate(state, action.reshape(self.num_slots, self.dims_per_slot))
+            self.allocate(state, rows)
             expressed = state.allocation()
         finally:
             state.restore_draft(snap)
         return self.make_encoding(state, target, (action,), expressed, notes)
+
+
+def _kept(now: JobAllocation | None, then: JobAllocation | None) -> bool:
+    """Whether ``then`` leaves a job holding ``now`` exactly where it is (same counts, mode and servers)."""
+    if not now or not then:
+        return False
+    return now.counts == then.counts and now.mode == then.mode and then.servers in (None, now.servers)
 
 
 __all__ = ["ScoreCodec", "ScoreKnobs"]
