@@ -41,6 +41,12 @@ def decode(env: HetClusterEnv, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return draft, rejected, step.repaired
 
 
+def assert_allowed(mask: np.ndarray, nvec: np.ndarray, action: np.ndarray) -> None:
+    """Every entry of ``action`` passes its dimension's mask (a label behaviour cloning keeps)."""
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    assert mask[offsets + action].all(), np.flatnonzero(~mask[offsets + action])
+
+
 def test_score_is_registered_and_passes_the_checkers() -> None:
     assert CODECS.get("score") is ScoreCodec
     assert CODECS.entry("score").knobs is ScoreKnobs
@@ -282,6 +288,7 @@ def test_single_type_targets_round_trip_exactly(scenario: str, kwargs: dict[str,
             assert enc.exact, enc.reasons
             (action,) = enc.actions
             assert action in env.action_space
+            assert_allowed(env.action_masks(), env.action_space.nvec, action)
             assert env.encode_next(target).tolist() == action.tolist()
             _, _, _, _, info = env.step(action)
             assert info["committed"] and info["repaired"] == 0 and info["target_exact"] is True
@@ -313,9 +320,12 @@ def test_one_type_experts_act_exactly_through_score(policy: str) -> None:
     env = gym.make("HetCluster-Tiny-v0", **{**expert_env_kwargs(policy), "codec": "score"})
     agent = ExpertAgent(policy, env)
     obs, _ = env.reset(seed=2)
+    mask = env.unwrapped.action_masks()
     while True:
         action, _ = agent.predict(obs)
+        assert_allowed(mask, env.action_space.nvec, action)
         obs, _, term, trunc, info = env.step(action)
+        mask = info["action_mask"]
         assert info["committed"] and info["target_exact"], info["target_reasons"]  # one step per epoch
         if term or trunc:
             break
