@@ -174,10 +174,12 @@ class HetClusterConfig:
         trace: Path of the trace replayed every episode, or ``None`` to draw from ``workload``.
         queue_slots: K, the number of job slots in the observation window and the action space.
         codec: Action codec, a name in :data:`~hetgym.envs.codecs.CODECS`: ``sequential`` (masked
-            ``Discrete``), ``multidiscrete`` (one-shot), or one registered with
+            ``Discrete``), ``multidiscrete`` (one-shot), ``jobwise`` (one job at a time), ``score``
+            (per-slot type, count and priority, served by a fixed allocator), or one registered with
             :func:`~hetgym.envs.codecs.register_codec`.
         codec_knobs: The codec's own knobs (a mapping, checked against the frozen knobs dataclass the
-            codec registered; resolved to an instance of it), or ``None``. The built-in codecs have none.
+            codec registered; resolved to an instance of it), or ``None`` for the defaults. Of the built-in
+            codecs only ``score`` has knobs (:class:`~hetgym.envs.codecs.ScoreKnobs`).
         count_levels: GPU counts an action can give a job on one type (``"pow2"``, ``"all"`` or a list).
         modes: Execution modes an action can choose for a job spanning types (the first is the
             default; with one mode there is no mode choice).

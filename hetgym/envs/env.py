@@ -66,18 +66,18 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
       sets slot k's count on type t to level c; the next K actions (with ``allow_reject``, the default
       under the ``deadline`` reward only) reject slot k's job; the next K*M (when M > 1) set slot k's
       execution mode; the last action commits. Only the commit advances the simulator; edits before it
-      change the draft shown in the observation.
-      ``action_masks()`` and ``info["action_mask"]`` give the valid actions (sb3-contrib's
-      MaskablePPO reads the former). A masked-out action is ignored (``info["invalid_action"]``).
-      At most ``max_actions_per_epoch`` actions per epoch (default ``K*(T+2)+1``): the action that
-      reaches the cap also commits.
+      change the draft shown in the observation. ``action_masks()`` and ``info["action_mask"]`` give the
+      valid actions (sb3-contrib's MaskablePPO reads the former). A masked-out action is ignored
+      (``info["invalid_action"]``). At most ``max_actions_per_epoch`` actions per epoch (default
+      ``K*(T+2)+1``): the action that reaches the cap also commits.
     * ``"multidiscrete"``: ``MultiDiscrete([C]*K*T [+ [2]*K] [+ [M]*K])``: a count level per slot and
       type, a reject flag per slot, a mode per slot; every step commits, after repairing infeasible
       parts in a documented order (:class:`~hetgym.envs.codecs.OneShotCodec`).
-    * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time,
-      most urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or
-      reject; ``done`` commits early; deciding the last job commits. At most K + 1 steps an epoch
-      (:class:`~hetgym.envs.codecs.JobwiseCodec`; one GPU type per job).
+    * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time, most
+      urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or reject; ``done``
+      commits early. At most K + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseCodec`; one type a job).
+    * ``"score"``: ``MultiDiscrete([T+2 [+1], C-1, P [, M]] * K)``: per slot a type (or none, keep, reject),
+      count level, priority; an allocator serves them, each step commits (:class:`~hetgym.envs.codecs.ScoreCodec`).
 
     Count levels (``count_levels``): ``"pow2"`` (0, 1, 2, 4, ... up to the largest type's capacity,
     default), ``"all"`` (every count), or a list.
@@ -143,8 +143,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ## Version History
 
     * v0: Initial version. Later additions that leave the default MDP unchanged: ``policy_compat``, ``sim.placer``,
-      registry components (``codec_knobs``, ``observation_knobs``), the opt-in ``codec="jobwise"`` (with
-      ``slot_cursor`` in its observation alone), ``decisions="on-change"``, ``shaping`` and ``reward_baseline``.
+      registry components (``codec_knobs``, ``observation_knobs``), the opt-in codecs ``jobwise`` (with
+      ``slot_cursor`` in its observation alone) and ``score``, ``decisions="on-change"``, ``shaping`` and
+      ``reward_baseline``.
     * v1: The decision interface built for learning (``interface="v1"``): one job at a time (``jobwise``), asked
       only on news (``on-change``), the ``window-cursor`` observation, a 32-slot window. Changed because in v0
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
@@ -297,7 +298,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """Nothing to release (the simulator holds no external resources)."""
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions now (bool; for ``multidiscrete`` the per-dimension masks concatenated)."""
+        """Valid actions now (bool; for a ``MultiDiscrete`` codec the per-dimension masks concatenated)."""
         return self._mask.copy()
 
     # ----------------------------------------------------------------------------------------

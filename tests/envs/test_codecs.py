@@ -183,7 +183,7 @@ def tiny_at_first_epoch(**kwargs: Any) -> HetClusterEnv:
     return env
 
 
-@pytest.mark.parametrize("codec", ["sequential", "multidiscrete"])
+@pytest.mark.parametrize("codec", ["sequential", "multidiscrete", "score"])
 def test_count_off_the_levels_is_rounded_down_and_flagged(codec: str) -> None:
     env = tiny_at_first_epoch(codec=codec)  # pow2 levels: 0, 1, 2, 4
     jid = env.view.jobs[0].job_id
@@ -206,7 +206,7 @@ def test_execution_mode_needs_the_modes_option(codec: str) -> None:
     assert env2.encode(target).exact
 
 
-@pytest.mark.parametrize("codec", ["sequential", "multidiscrete"])
+@pytest.mark.parametrize("codec", ["sequential", "multidiscrete", "score"])
 def test_explicit_servers_are_exact_only_when_they_keep_a_job_in_place(codec: str) -> None:
     env = HetClusterEnv(scenario="tiny", codec=codec)
     env.reset(seed=0)

@@ -24,7 +24,7 @@ from hetgym.sim import UnknownNameError
 from hetgym.workloads import get_scenario, write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-CODECS = ("sequential", "multidiscrete")
+CODECS = ("sequential", "multidiscrete", "score")
 
 
 def random_masked_action(env: gym.Env, info: dict[str, Any], rng: np.random.Generator) -> Any:

@@ -15,7 +15,7 @@ import hetgym  # noqa: F401
 from hetgym.sim import UnknownNameError
 
 
-@pytest.mark.parametrize("codec", ["sequential", "multidiscrete"])
+@pytest.mark.parametrize("codec", ["sequential", "multidiscrete", "score"])
 def test_checkers_pass_and_the_window_keys_are_unchanged(codec: str) -> None:
     plain = gym.make("HetCluster-Tiny-v0", codec=codec)
     env = gym.make("HetCluster-Tiny-v0", codec=codec, observation="window-levels")

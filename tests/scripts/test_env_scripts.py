@@ -53,3 +53,22 @@ def test_bench_ab_flattens_timing_figures_with_readable_labels() -> None:
     script = load("bench_ab")
     figures = script.flatten({"results": [{"codec": "sequential", "queue_slots": 16, "steps_per_s": 10.0, "runs": 5}]})
     assert figures == {"results[sequential/16].steps_per_s": 10.0}
+
+
+def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path) -> None:
+    script = load("imitation_ceiling")
+    argv = ["--envs", "HetCluster-Tiny-v0", "--seeds", "1000", "--policies", "srtf,hadare", "--out", str(tmp_path)]
+    assert script.main([*argv, "--codecs", "multidiscrete,jobwise,score"]) == 0
+    frame = pd.read_csv(tmp_path / "imitation_ceiling.csv")
+    common = frame[frame["trajectory"] == "common"]
+    # One episode per policy: every codec is asked at the same epochs.
+    assert common.groupby("policy")["epochs"].nunique().eq(1).all()
+    exact = common.set_index(["policy", "codec"])
+    assert (exact["exact"] <= exact["epochs"]).all()
+    assert exact.loc[("srtf", "score"), "exact"] == exact.loc[("srtf", "score"), "epochs"]  # one type per job
+    assert exact.loc[("hadare", "score"), "exact"] < exact.loc[("hadare", "multidiscrete"), "exact"]
+    assert "multi-type" in exact.loc[("hadare", "score"), "misses_by_cause"]
+    own = frame[frame["trajectory"] == "own"]
+    assert set(own["codec"]) == {"multidiscrete", "jobwise", "score"}
+    text = (tmp_path / "imitation_ceiling.md").read_text()
+    assert "| srtf |" in text and "common trajectory (multidiscrete)" in text and "own trajectory" in text

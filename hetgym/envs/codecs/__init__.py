@@ -12,6 +12,11 @@ built in:
 * :class:`OneShotCodec` (``multidiscrete``, :mod:`.oneshot`): a ``MultiDiscrete`` space giving, in one
   step, a count level for every slot and type (plus a reject flag and a mode per slot when enabled).
   Infeasible parts are repaired in a fixed order (see the class docstring); every step commits.
+* :class:`JobwiseCodec` (``jobwise``, :mod:`.jobwise`): a ``Discrete`` space deciding the window's jobs one
+  at a time, most urgent first (a type, count and mode, none, keep or reject); at most K + 1 steps an epoch.
+* :class:`ScoreCodec` (``score``, :mod:`.score`): a ``MultiDiscrete`` space giving, per slot, a GPU type
+  (or none, keep, reject), a count level and a priority; a fixed allocator serves the slots by priority and
+  every step commits.
 
 Every codec provides the inverse map :meth:`ActionCodec.encode` from a target
 :class:`~hetgym.sim.Allocation` (an expert's decision) to the actions that express it, with an
@@ -30,6 +35,7 @@ from __future__ import annotations
 from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, discrete_index, make_codec, register_codec
 from hetgym.envs.codecs.jobwise import JobwiseCodec
 from hetgym.envs.codecs.oneshot import OneShotCodec
+from hetgym.envs.codecs.score import ScoreCodec, ScoreKnobs
 from hetgym.envs.codecs.sequential import SequentialCodec
 from hetgym.envs.exactness import Encoding, explain_gap
 
@@ -40,6 +46,8 @@ __all__ = [
     "Encoding",
     "JobwiseCodec",
     "OneShotCodec",
+    "ScoreCodec",
+    "ScoreKnobs",
     "SequentialCodec",
     "discrete_index",
     "explain_gap",

@@ -59,8 +59,8 @@ class ActionCodec(ABC):
     Attributes:
         name: Registry name (``codec="name"``).
         knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the codec's own knobs, or
-            ``None``. The built-in codecs have none: everything they read is environment-wide (see
-            :class:`~hetgym.envs.config.EnvSettings`).
+            ``None``. Of the built-in codecs only ``score`` has knobs; everything else they read is
+            environment-wide (see :class:`~hetgym.envs.config.EnvSettings`).
         knob_values: The knob values this instance was built with (``None`` without knobs).
         slot_by_slot: Each action decides the window slot at ``state.num_actions`` (``jobwise``); the
             observation then carries a ``slot_cursor`` key marking it. ``False`` for the other codecs.
@@ -216,3 +216,27 @@ def discrete_index(action: Any, n: int, codec: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or not 0 <= value < n:
         raise ValueError(f"a {codec} action is an integer in [0, {n}), got {action!r}")
     return int(value)
+
+
+def multidiscrete_array(action: Any, nvec: np.ndarray, codec: str, hint: str = "") -> np.ndarray:
+    """``action`` as an int64 array of ``MultiDiscrete(nvec)``; a clear error naming the codec otherwise.
+
+    Integer arrays and integral float arrays of ``nvec``'s shape are accepted; ``hint`` is appended to a
+    shape error (how to build a valid action).
+    """
+    a = np.asarray(action)
+    integral = np.issubdtype(a.dtype, np.integer) or (
+        np.issubdtype(a.dtype, np.floating) and bool(np.all(np.isfinite(a))) and bool(np.all(np.mod(a, 1) == 0))
+    )
+    if a.shape != nvec.shape or not integral:
+        got = repr(action) if a.ndim == 0 else f"an array of shape {a.shape} and dtype {a.dtype}"
+        raise ValueError(f"a {codec} action is an integer array of shape {nvec.shape}, got {got}{hint}")
+    a = a.astype(np.int64)
+    bad = np.flatnonzero((a < 0) | (a >= nvec))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"a {codec} action is outside the action space ({len(nvec)} entries): "
+            f"entry {i} is {int(a[i])}, allowed 0..{int(nvec[i]) - 1}"
+        )
+    return a

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import ActionCodec, CodecStep, register_codec
+from hetgym.envs.codecs.base import ActionCodec, CodecStep, multidiscrete_array, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
@@ -103,12 +103,7 @@ class OneShotCodec(ActionCodec):
         return out
 
     def apply(self, state: DecisionState, action: Any, mask: np.ndarray) -> CodecStep:
-        a = np.asarray(action)
-        if a.shape != self.nvec.shape or (not np.issubdtype(a.dtype, np.integer) and not _integral(a)):
-            raise ValueError(f"a {self.name} action is an integer array of shape {self.nvec.shape}, got {action!r}")
-        a = a.astype(np.int64)
-        if np.any(a < 0) or np.any(a >= self.nvec):
-            raise ValueError(f"action {a.tolist()} is outside the action space {self._space}")
+        a = multidiscrete_array(action, self.nvec, self.name)
         k_slots, n_types = self.num_slots, self.num_types
         want = self.levels[a[: self.num_counts]].reshape(k_slots, n_types)
         reject = a[self.reject_offset : self.reject_offset + k_slots].astype(bool) if self.allow_reject else None
@@ -158,7 +153,3 @@ class OneShotCodec(ActionCodec):
         finally:
             state.restore_draft(snap)
         return self.make_encoding(state, target, (action,), expressed)
-
-
-def _integral(a: np.ndarray) -> bool:
-    return bool(np.all(np.mod(a, 1) == 0))
