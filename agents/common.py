@@ -51,6 +51,8 @@ def agent_env_defaults(env_id: str) -> dict[str, Any]:
     spec = gymnasium.spec(env_id) if env_id in gymnasium.registry else None
     v1 = spec is not None and (spec.kwargs or {}).get("interface") == "v1"
     return dict(AGENT_ENV_DEFAULTS_V1 if v1 else AGENT_ENV_DEFAULTS)
+
+
 #: Algorithm names and their Stable-Baselines3 classes (``module:Class``).
 ALGORITHMS: dict[str, str] = {
     "ppo": "stable_baselines3:PPO",
