@@ -69,7 +69,7 @@ from baselines._dancer_dp import (
     repair_schedule,
     schedule_progress,
 )
-from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option
+from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option, plan_remaining, trim_plan
 from baselines._deadline import JobOptions, job_options, slot_of
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.policy import Policy, register_policy
@@ -378,55 +378,15 @@ class Dancer(Policy):
 
     def _plan_remaining(self, view: ClusterView, job: JobView, st: JobState) -> float:
         """Work the rest of the plan does from now on (restart penalties included)."""
-        plan = st.plan
-        if plan is None:
-            return 0.0
-        now = view.now_s
         current = self._current_option(job, st.options)
+        start_s = self._start_penalty_s(view, job)
         rates = self._rates(job, st.options, current)
-        restart = view.restart_penalty_s(job)
-        prev, prev_end, total = current, now, 0.0
-        for s, e, o in zip(plan.starts, plan.ends, plan.options, strict=True):
-            if e <= now + 1e-9:
-                continue
-            start = max(s, now)
-            if start > prev_end + 1e-6:
-                prev = -1  # an idle gap in between: resuming pays the penalty
-            if o == prev:
-                lost = job.penalty_left_s if start <= now + 1e-9 else 0.0
-            elif prev < 0 and current < 0 and total == 0.0 and job.first_start_s is None:
-                lost = self._start_penalty_s(view, job)
-            else:
-                lost = restart
-            total += rates[o] * max(e - start - lost, 0.0)
-            prev, prev_end = o, e
-        return total
+        return plan_remaining(st.plan, job, view.now_s, rates, current, view.restart_penalty_s(job), start_s)
 
     def _trim(self, view: ClusterView, job: JobView, st: JobState, surplus: float) -> None:
         """Release the tail slots of a plan whose work exceeds the job's remaining work by ``surplus``."""
-        plan = st.plan
-        assert plan is not None
-        now, slot_s = view.now_s, self._slot_s
-        current = self._current_option(job, st.options)
-        rates = self._rates(job, st.options, current)
-        while plan.options and surplus > 0:
-            s, e, o = plan.starts[-1], plan.ends[-1], plan.options[-1]
-            start = max(s, now)
-            new_end = math.ceil((e - surplus / rates[o]) / slot_s - 1e-9) * slot_s
-            if new_end <= start + 1e-6 and (e - start) * rates[o] <= surplus:
-                surplus -= (e - start) * rates[o]
-                self._ledger.book_segment(st.options.counts[o], start, e, -1)
-                plan.starts.pop()
-                plan.ends.pop()
-                plan.options.pop()
-                self.stats["trims"] += 1
-                continue
-            new_end = max(new_end, start)
-            if new_end < e - 1e-6:
-                self._ledger.book_segment(st.options.counts[o], new_end, e, -1)
-                plan.ends[-1] = new_end
-                self.stats["trims"] += 1
-            break
+        rates = self._rates(job, st.options, self._current_option(job, st.options))
+        self.stats["trims"] += trim_plan(self._ledger, st, view.now_s, rates, surplus)
 
     # ----------------------------------------------------------------------------------------
     # Decision
