@@ -101,11 +101,12 @@ class SlotLedger:
     Args:
         num_types: GPU types (rows, in the cluster's order).
         slot_s: Slot length in seconds.
+        first_slot: Absolute slot of column 0 (no reservation is ever made before it).
     """
 
-    def __init__(self, num_types: int, slot_s: float) -> None:
+    def __init__(self, num_types: int, slot_s: float, first_slot: int = 0) -> None:
         self.slot_s = slot_s
-        self.base = 0  # absolute slot index of column 0 of grid
+        self.base = first_slot  # absolute slot index of column 0 of grid
         self.grid = np.zeros((num_types, 1024), dtype=np.int64)
 
     def ensure(self, last_slot: int) -> None:
