@@ -35,14 +35,18 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
 Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
 event loop; between them the allocation stays as it is.
 
-**Memory** [I: teacher mode]. ``memory="history"`` (default) remembers which jobs were admitted and
-keeps the last decision until the next event, as above. ``memory="observed"`` re-plans at every call
-from the view alone, so the allocation is a function of the view (an imitation-learning teacher
-labelling states it did not reach): the jobs :func:`~baselines._deadline.new_arrivals` names (arrived at
-this epoch, never ran) go through admission; every other active deadline job counts as admitted (it
-would have left had it been declined) and is planned, at worst without a share (late, never declined).
-The plans are made afresh, so rounds in between events re-plan too (the remaining work has moved on).
-Jobs that ``rejected_jobs="best_effort"`` kept count as admitted after their arrival epoch.
+**Memory** [I: teacher mode]. ``memory="history"`` (default) remembers which jobs were admitted, the
+last decision and the plans' next change point, as above. ``memory="observed"`` decides from the view
+alone, so the allocation is a function of the view (an imitation-learning teacher labelling states it
+did not reach): the jobs :func:`~baselines._deadline.new_arrivals` names (arrived at this epoch, never
+ran) go through admission; every other active deadline job counts as admitted (it would have left had
+it been declined) and is planned, at worst without a share (late, never declined). At epochs with an
+arrival or a completion (``view.arrived``, ``view.completed``) the fresh decision is returned. Between
+them the allocation in force stands, unless ElasticFlow would not have left it so: a job whose fresh
+plan runs now holds no GPUs, or the fresh decision uses more GPUs than are held; then the fresh
+decision is returned. Plans' change points need the plan of the last event, so they trigger nothing
+(on ElasticFlow's own runs the DSR barely moves, ``docs/results/observed_teachers.md``). Jobs that
+``rejected_jobs="best_effort"`` kept count as admitted after their arrival epoch.
 """
 
 from __future__ import annotations
@@ -474,14 +478,32 @@ class ElasticFlow(Policy):
                 self._decision.pop(jid, None)
         admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted"]
         admitted, rejected, last = self._admit(view, admitted, new)
-        replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
-        if not replan and self._last is not None:
-            return self._last  # nothing happened since the last decision: it stands
-        self._replan(view, admitted, rejected, last)
+        if self.memory == "observed":
+            last = last if last is not None else self.plan_all(view, admitted)
+            self._replan(view, admitted, rejected, last)
+            if not (view.arrived or view.completed) and self._stands(view, last[1]):
+                # Between events the allocation in force stands, as in ElasticFlow's event loop.
+                return Allocation({j.job_id: JobAllocation(j.allocation.as_dict(), mode="sync") for j in view.running})
+        else:
+            replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
+            if not replan and self._last is not None:
+                return self._last  # nothing happened since the last decision: it stands
+            self._replan(view, admitted, rejected, last)
         # Counts only: the declared placer (buddy, or the default) maps them onto servers.
         jobs = {jid: JobAllocation(c, mode="sync") for jid, c in self._decision.items() if c and jid not in rejected}
         self._last = Allocation(jobs)
         return Allocation(jobs, frozenset(rejected))
+
+    def _stands(self, view: ClusterView, plans: dict[int, MSSPlan]) -> bool:
+        """``memory="observed"``, between events: whether the allocation in force is one ElasticFlow leaves as is.
+
+        It is not when a job whose fresh plan runs now holds no GPUs, or when the fresh decision would use
+        more GPUs than are held (GPUs left idle); then the fresh decision is the answer.
+        """
+        if any(len(p.counts) and p.counts[0] > 0 and view.job(jid).allocation is None for jid, p in plans.items()):
+            return False
+        held = sum(j.allocation.total_gpus for j in view.running if j.allocation is not None)
+        return sum(sum(c.values()) for c in self._decision.values()) <= held
 
     def _replan(
         self,
