@@ -483,7 +483,8 @@ class ElasticFlow(Policy):
             self._replan(view, admitted, rejected, last)
             if not (view.arrived or view.completed) and self._stands(view, last[1]):
                 # Between events the allocation in force stands, as in ElasticFlow's event loop.
-                return Allocation({j.job_id: JobAllocation(j.allocation.as_dict(), mode="sync") for j in view.running})
+                held = {j.job_id: j.allocation.as_dict() for j in view.running if j.allocation is not None}
+                return Allocation({jid: JobAllocation(c, mode="sync") for jid, c in held.items()})
         else:
             replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
             if not replan and self._last is not None:
