@@ -10,11 +10,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from hetgym.sim.errors import HetgymError
 
 
 class AgentError(HetgymError, ValueError):
     """Bad input to a recipe or a checkpoint that cannot be used (the message says what to fix)."""
+
+
+def parse_teacher(spec: str) -> tuple[str, dict[str, Any]]:
+    """A teacher spec, ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``, as ``(name, knobs)``.
+
+    ``"dancer:memory=observed"`` -> ``("dancer", {"memory": "observed"})``. Values are read as YAML
+    (``60`` is a number, ``true`` a boolean). The policy must be registered and the knobs must be its
+    own, with valid values: an unknown knob raises naming the nearest valid ones, a bad value a
+    :class:`~hetgym.sim.registry.KnobError` naming the knob.
+    """
+    from hetgym.sim.policy import make_policy
+
+    name, sep, rest = str(spec).partition(":")
+    name = name.strip()
+    if not name:
+        raise AgentError(f"teacher {spec!r}: give a policy name, e.g. dancer or dancer:memory=observed")
+    knobs: dict[str, Any] = {}
+    for item in rest.split(",") if sep else []:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise AgentError(f"teacher {spec!r}: {item!r} is not KEY=VALUE; write e.g. dancer:memory=observed")
+        try:
+            knobs[key.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            knobs[key.strip()] = text
+    make_policy(name, **knobs)  # refuses an unknown policy, an unknown knob or a bad value, naming it
+    return name, knobs
 
 
 def parse_seeds(text: str | Sequence[int]) -> list[int]:
@@ -58,7 +87,7 @@ class BCArgs:
     env: dict[str, Any] = field(default_factory=dict)
     """``gym.make`` overrides on top of the agents' defaults (32 slots, ``window-levels`` observation)."""
     teacher: str = "dancer"
-    """The expert policy to clone (any registered policy)."""
+    """The expert policy to clone (any registered policy), with knobs as ``NAME:KEY=VALUE[,KEY=VALUE]``."""
     algo: str = "maskable-ppo"
     """The algorithm whose archive the clone is saved in (the one it will be fine-tuned with)."""
     arch: str = "slot"
@@ -120,7 +149,8 @@ class DAggerArgs:
     env: dict[str, Any] = field(default_factory=dict)
     """``gym.make`` overrides on top of the agents' defaults."""
     teacher: str = "dancer"
-    """The expert that labels every state."""
+    """The expert that labels every state, with knobs as ``NAME:KEY=VALUE[,KEY=VALUE]``; prefer a teacher whose
+    label is a function of the state, e.g. ``dancer:memory=observed`` (see ``docs/agents.md``)."""
     algo: str = "maskable-ppo"
     """The algorithm whose archive the result is saved in."""
     arch: str = "slot"
@@ -192,7 +222,8 @@ class PPOArgs:
     env: dict[str, Any] = field(default_factory=dict)
     """``gym.make`` overrides on top of the agents' defaults."""
     teacher: str | None = "dancer"
-    """The reference policy: its round length sets the environment's, and the gap is measured to it."""
+    """The reference policy (``NAME`` or ``NAME:KEY=VALUE,...``): its round length sets the environment's,
+    and the gap is measured to it."""
     algo: str = "maskable-ppo"
     """``maskable-ppo`` (masked actions) or ``ppo``."""
     init: str | None = None
@@ -248,4 +279,4 @@ class PPOArgs:
     """Log to TensorBoard."""
 
 
-__all__ = ["AgentError", "BCArgs", "DAggerArgs", "PPOArgs", "parse_seeds"]
+__all__ = ["AgentError", "BCArgs", "DAggerArgs", "PPOArgs", "parse_seeds", "parse_teacher"]

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 
-from agents.args import AgentError, parse_seeds
+from agents.args import AgentError, parse_seeds, parse_teacher
 from hetgym.atomic import atomic_write as _atomic_write
 
 #: Environment overrides every recipe starts from on a ``-v0`` id (the user's ``env`` overrides win).
@@ -69,13 +70,17 @@ def agent_env_kwargs(
     """``gym.make`` overrides for an agent taught by ``teacher`` (see the module docstring).
 
     Args:
-        teacher: A registered policy name whose round length the environment takes, or ``None``.
+        teacher: A registered policy name, possibly with knobs (``dancer:memory=observed``, see
+            :func:`~agents.args.parse_teacher`), whose round length the environment takes, or ``None``.
         overrides: The user's overrides (``sim`` is merged with the teacher's, the rest replace).
         env_id: The registered id the agent trains in (its interface chooses the defaults).
     """
     from hetgym.experts import expert_env_kwargs
 
-    out: dict[str, Any] = dict(expert_env_kwargs(teacher)) if teacher else {}
+    out: dict[str, Any] = {}
+    if teacher:
+        name, knobs = parse_teacher(teacher)
+        out = dict(expert_env_kwargs(name, **knobs))
     out.update(agent_env_defaults(env_id))
     for key, value in dict(overrides or {}).items():
         if key in ("sim", "workload") and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
@@ -86,14 +91,18 @@ def agent_env_kwargs(
 
 
 def make_env(env_id: str, env_kwargs: Mapping[str, Any], *, teacher: str | None = None) -> gym.Env[Any, Any]:
-    """``gym.make(env_id, **env_kwargs)``, wrapped in an ``ExpertLabelWrapper`` when ``teacher`` is given."""
+    """``gym.make(env_id, **env_kwargs)``, wrapped in an ``ExpertLabelWrapper`` when ``teacher`` is given.
+
+    ``teacher`` is a policy name, possibly with knobs (``dancer:memory=observed``).
+    """
     import hetgym  # noqa: F401  (registers the ids)
 
     env = gym.make(env_id, **dict(env_kwargs))
     if teacher:
         from hetgym.experts import ExpertLabelWrapper
 
-        return ExpertLabelWrapper(env, teacher)
+        name, knobs = parse_teacher(teacher)
+        return ExpertLabelWrapper(env, name, **knobs)
     return env
 
 
@@ -120,8 +129,11 @@ def seed_everything(seed: int, torch_threads: int = 1) -> None:
 
 
 def run_name(env_id: str, recipe: str, teacher: str | None, seed: int) -> str:
-    """cleanrl-style run name: ``<env>__<recipe>[-<teacher>]__<seed>__<unix time>``."""
-    who = f"{recipe}-{teacher}" if teacher else recipe
+    """cleanrl-style run name: ``<env>__<recipe>[-<teacher>]__<seed>__<unix time>``.
+
+    A teacher's knobs join its name with dashes (``dagger-dancer-memory-observed``).
+    """
+    who = f"{recipe}-{re.sub(r'[^A-Za-z0-9._]+', '-', teacher)}" if teacher else recipe
     return f"{env_id.replace(':', '-')}__{who}__{seed}__{int(time.time())}"
 
 

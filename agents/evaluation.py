@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agents.args import parse_teacher
 from agents.common import AgentError, atomic_write, make_env
 
 #: Metrics whose mean gets a confidence interval (columns ``<key>_ci95_low`` / ``<key>_ci95_high``), with
@@ -165,19 +166,22 @@ def evaluate_expert(
     """A registered policy on the raw simulator, on the workloads the environment draws for ``seeds``.
 
     Args:
-        policy: Registered policy name.
+        policy: Registered policy name, possibly with knobs (``dancer:memory=observed``, see
+            :func:`~agents.args.parse_teacher`).
         env_id: The agent's environment id.
         env_kwargs: Its overrides (cluster, workload, trace, simulator settings).
         seeds: Workload seeds.
         own_round: Run at the policy's own round length (as ``hetgym compare`` does) rather than the
             environment's.
-        policy_kwargs: The policy's knobs.
+        policy_kwargs: More knobs (over those of the spec).
         on_episode: Called after each run with the seed and its row.
     """
     from hetgym.sim.engine import Simulator
     from hetgym.sim.policy import make_policy
     from hetgym.sim.throughput import ThroughputModel
 
+    name, knobs = parse_teacher(policy)
+    knobs.update(policy_kwargs or {})
     config = _env_config(env_id, env_kwargs)
     sim_config = dataclasses.replace(config.sim, round_s=None) if own_round else config.sim
     cluster = config.cluster_spec()
@@ -186,7 +190,7 @@ def evaluate_expert(
     for seed in seeds:
         jobs = config.draw_jobs(int(seed))
         sim = Simulator(cluster, jobs, config=sim_config, throughput=throughput)
-        result = sim.run(make_policy(policy, **dict(policy_kwargs or {})))
+        result = sim.run(make_policy(name, **knobs))
         metrics = {k: float(v) for k, v in result.metrics.items()}
         metrics["num_decisions"] = float(result.num_epochs)
         row = {"seed": int(seed), **metrics}

@@ -296,11 +296,12 @@ def _dp_switch(
     from_same = np.zeros((num_blocks, num_opts, quanta + 1), dtype=bool)
     min_arg = np.zeros((num_blocks, quanta + 1), dtype=np.int64)
     cols = np.arange(quanta + 1)
+    rows = np.arange(1, num_opts + 1)[:, None]  # the option states (plain indexing: take_along_axis is slower)
     for j in range(num_blocks):
         arg = state.argmin(axis=0)
         least = state[arg, cols]
         min_arg[j] = arg
-        same = np.take_along_axis(state[1:], np.maximum(w[None, :] - u_same[:, j : j + 1], 0), axis=1)
+        same = state[rows, np.maximum(w[None, :] - u_same[:, j : j + 1], 0)]
         other = least[np.maximum(w[None, :] - u_switch[:, j : j + 1], 0)]
         np.less_equal(same, other, out=from_same[j])
         np.minimum(same, other, out=state[1:])

@@ -2,7 +2,8 @@
 
 Used by :class:`baselines.dancer.Dancer` (see its module docstring for the paper and what is
 reconstructed): a :class:`Plan` is a job's reserved schedule, a :class:`SlotLedger` the GPUs reserved
-per type and slot (the hard reservations that raise the prices), and :func:`candidate_options` the
+per type and slot (the hard reservations that raise the prices), :func:`plan_remaining` and
+:func:`trim_plan` the re-plan's view of a plan against the work left, and :func:`candidate_options` the
 configurations the work-conserving extra may grow a job to.
 """
 
@@ -100,11 +101,12 @@ class SlotLedger:
     Args:
         num_types: GPU types (rows, in the cluster's order).
         slot_s: Slot length in seconds.
+        first_slot: Absolute slot of column 0 (no reservation is ever made before it).
     """
 
-    def __init__(self, num_types: int, slot_s: float) -> None:
+    def __init__(self, num_types: int, slot_s: float, first_slot: int = 0) -> None:
         self.slot_s = slot_s
-        self.base = 0  # absolute slot index of column 0 of grid
+        self.base = first_slot  # absolute slot index of column 0 of grid
         self.grid = np.zeros((num_types, 1024), dtype=np.int64)
 
     def ensure(self, last_slot: int) -> None:
@@ -150,6 +152,72 @@ class SlotLedger:
         for s, e, o in zip(st.plan.starts, st.plan.ends, st.plan.options, strict=True):
             if e > from_s + 1e-9:
                 self.book_segment(st.options.counts[o], max(s, from_s), e, sign)
+
+
+def plan_remaining(
+    plan: Plan | None,
+    job: JobView,
+    now_s: float,
+    rates: np.ndarray,
+    current: int,
+    restart_s: float,
+    start_penalty_s: float,
+) -> float:
+    """Work the rest of ``plan`` does from ``now_s`` on, restart penalties included.
+
+    ``rates`` are the job's rates per option (the observed one for the option in force, ``current``);
+    continuing the option in force pays only the penalty still left, a first start ``start_penalty_s``,
+    any other change (or a resume after an idle gap) ``restart_s``.
+    """
+    if plan is None:
+        return 0.0
+    prev, prev_end, total = current, now_s, 0.0
+    for s, e, o in zip(plan.starts, plan.ends, plan.options, strict=True):
+        if e <= now_s + 1e-9:
+            continue
+        start = max(s, now_s)
+        if start > prev_end + 1e-6:
+            prev = -1  # an idle gap in between: resuming pays the penalty
+        if o == prev:
+            lost = job.penalty_left_s if start <= now_s + 1e-9 else 0.0
+        elif prev < 0 and current < 0 and total == 0.0 and job.first_start_s is None:
+            lost = start_penalty_s
+        else:
+            lost = restart_s
+        total += rates[o] * max(e - start - lost, 0.0)
+        prev, prev_end = o, e
+    return total
+
+
+def trim_plan(ledger: SlotLedger, st: JobState, now_s: float, rates: np.ndarray, surplus: float) -> int:
+    """Release the tail slots of ``st``'s plan that do ``surplus`` iterations more than needed.
+
+    Whole segments go first, then the last one is cut back to a slot boundary; the ledger loses those
+    reservations. Returns how many cuts were made.
+    """
+    plan = st.plan
+    assert plan is not None
+    slot_s = ledger.slot_s
+    cuts = 0
+    while plan.options and surplus > 0:
+        s, e, o = plan.starts[-1], plan.ends[-1], plan.options[-1]
+        start = max(s, now_s)
+        new_end = math.ceil((e - surplus / rates[o]) / slot_s - 1e-9) * slot_s
+        if new_end <= start + 1e-6 and (e - start) * rates[o] <= surplus:
+            surplus -= (e - start) * rates[o]
+            ledger.book_segment(st.options.counts[o], start, e, -1)
+            plan.starts.pop()
+            plan.ends.pop()
+            plan.options.pop()
+            cuts += 1
+            continue
+        new_end = max(new_end, start)
+        if new_end < e - 1e-6:
+            ledger.book_segment(st.options.counts[o], new_end, e, -1)
+            plan.ends[-1] = new_end
+            cuts += 1
+        break
+    return cuts
 
 
 def best_extra_option(

@@ -11,6 +11,11 @@
 * **Options.** A job's options are count vectors over the cluster's GPU types with a rate each
   (:class:`JobOptions`), so planners treat single-type and mixed-type configurations alike.
 * **Buddy placement** lives in the simulator (:mod:`hetgym.sim.placement.buddy`, the ``buddy`` placer).
+* **Memory** (the ``memory`` knob of both policies, :data:`MEMORY_MODES`). ``"history"`` keeps the
+  admissions and plans made at earlier epochs, as the papers do; ``"observed"`` re-plans every job from
+  the view at each call, so the allocation is a function of the view (a teacher that can label any
+  state, e.g. for DAgger). Without a record of admissions, :func:`new_arrivals` names the only jobs that
+  may still be refused.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from hetgym.sim import rates
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.view import ClusterView
+
+#: Values of the ``memory`` knob of Dancer and ElasticFlow (see the module docstring).
+MEMORY_MODES = ("history", "observed")
 
 
 def power_of_two_levels(min_gpus: int, cap: int) -> list[int]:
@@ -170,3 +179,20 @@ def job_options(
 def slot_of(time_s: float, slot_s: float) -> int:
     """Index of the slot containing ``time_s`` (slot ``s`` is ``[s * slot_s, (s + 1) * slot_s)``)."""
     return math.floor(time_s / slot_s + 1e-9)
+
+
+def new_arrivals(view: ClusterView) -> list[int]:
+    """Ids of the jobs that arrived at this epoch and never held GPUs (in the view's order).
+
+    Under ``memory="observed"`` these are the only jobs that may be refused. Every other active job went
+    through its arrival epoch without being refused (a refused job leaves the system; in DAgger, the
+    learner may also have kept it), so it counts as admitted: it is re-planned and at worst runs late.
+    ``view.arrived`` is part of the view, so the split needs no history; a job that already holds or
+    held GPUs is never new.
+    """
+    index = view.job_index
+    return [
+        jid
+        for jid in view.arrived
+        if jid in index and index[jid].first_start_s is None and index[jid].allocation is None
+    ]

@@ -40,6 +40,16 @@ How it works (each part tagged with its provenance, as explained in ``docs/prove
   no longer needs (the tail of its plan). A job behind (restart penalties, a fragmented placement that
   runs slower than planned) is re-planned by the DP over its remaining window; it keeps priority
   whatever the cost. If no schedule is left it runs best-effort as a *late* job.
+* **Memory** [I: teacher mode]. ``memory="history"`` (default) keeps all of the above between epochs, as
+  the paper's online algorithm does. ``"observed"`` forgets it at every call and plans from the view
+  alone, so the allocation is a function of the view (what an imitation-learning teacher labelling
+  states it did not reach needs): the ledger is empty; with ``price_auto``, ``L`` and ``U`` are
+  calibrated on the active deadline jobs (work left, window from now); every active job except the
+  ones :func:`~baselines._deadline.new_arrivals` names (arrived at this epoch, never ran) counts as
+  admitted and is planned by the DP in EDF order, whatever the cost, late when no schedule is left
+  (never refused); then the new arrivals go through the admission rule on what is left. The
+  executor is unchanged. Jobs that ``rejected_jobs="best_effort"`` kept are indistinguishable from
+  admitted ones after their arrival epoch. The cost: one DP per active job per epoch.
 
 Reconstructions, each a constructor knob with its default: the slot length, the price function
 (``price_mode``, ``price_increment``) and its constants (``price_L``/``price_U``, or ``price_auto``: a
@@ -47,7 +57,8 @@ running calibration over the jobs seen, ``U = max v / (min GPU-slots of any feas
 schedule)`` and ``L = min v / (max GPU-slots of such a schedule)``, so an empty cluster admits any
 feasible job), ``dp_quanta``, ``dp_max_blocks``, ``switch_cost_in_dp``, ``allow_type_mix_in_slot``,
 ``work_conserving_extra``, ``extra_lookahead_s``, ``rejected_jobs``, ``arrival_order``,
-``deadline_margin_s``, ``max_count``, ``max_replans_per_epoch``, ``tie_break`` and ``price_scale``.
+``deadline_margin_s``, ``max_count``, ``max_replans_per_epoch``, ``tie_break``, ``price_scale`` and
+``memory``.
 Dancer's own price function, constants, DP state and tie-breaking remain to be checked against the
 full paper (``docs/provenance.md``).
 """
@@ -69,9 +80,10 @@ from baselines._dancer_dp import (
     repair_schedule,
     schedule_progress,
 )
-from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option
-from baselines._deadline import JobOptions, job_options, slot_of
+from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option, plan_remaining, trim_plan
+from baselines._deadline import MEMORY_MODES, JobOptions, job_options, new_arrivals, slot_of
 from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -106,6 +118,7 @@ class DancerKnobs(Knobs):
     max_replans_per_epoch: int = knob(64, low=0, integer=True, doc="most DP re-plans per slot boundary")
     tie_break: str = knob("early", choices=TIE_BREAKS, doc="reserve the 'early' or 'late' equally priced blocks")
     price_scale: str = knob("uniform", choices=PRICE_SCALES, doc="'uniform' or 'speed' (per-type prices)")
+    memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -158,6 +171,8 @@ class Dancer(Policy):
         price_scale: ``"uniform"`` (default: one price function for every type) or
             ``"speed"`` (each type's price scaled by its speed index relative to the fastest, so a GPU-slot
             is priced by its compute).
+        memory: ``"history"`` (default: plans and admissions persist between epochs) or ``"observed"``
+            (re-plan from the view at every call; see the module docstring).
     """
 
     name = "dancer"
@@ -185,6 +200,7 @@ class Dancer(Policy):
         max_replans_per_epoch: int = 64,
         tie_break: str = "early",
         price_scale: str = "uniform",
+        memory: str = "history",
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -208,6 +224,7 @@ class Dancer(Policy):
         self.max_replans_per_epoch = int(max_replans_per_epoch)
         self.tie_break = tie_break
         self.price_scale = price_scale
+        self.memory = memory
 
     # ----------------------------------------------------------------------------------------
     # State
@@ -222,6 +239,7 @@ class Dancer(Policy):
         self._jobs: dict[int, JobState] = {}
         self._seen_L: float | None = None
         self._seen_U: float | None = None
+        self._memo: dict[int, tuple[JobSpec, JobOptions]] = {}  # options by job (a function of its spec)
         counters = ("admitted", "rejected", "rejected_no_room", "rejected_price", "replans", "late", "trims")
         self.stats: dict[str, int] = dict.fromkeys((*counters, "dp_calls", "dp_retries"), 0)
 
@@ -261,9 +279,15 @@ class Dancer(Policy):
         st = self._jobs.get(job.job_id)
         if st is not None:
             return st.options
-        return job_options(
+        hit = self._memo.get(job.job_id)
+        if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
+            return hit[1]
+        opts = job_options(
             view.throughput, job.spec, view.cluster, max_count=self.max_count, mix_types=self.allow_type_mix_in_slot
         )
+        if self.memory == "observed":
+            self._memo[job.job_id] = (job.spec, opts)
+        return opts
 
     def _calibrate(self, view: ClusterView, job: JobView, opts: JobOptions, value: float) -> None:
         """Widen the running ``[L, U]`` with this job's fewest and most GPU-slots of a feasible schedule."""
@@ -378,55 +402,15 @@ class Dancer(Policy):
 
     def _plan_remaining(self, view: ClusterView, job: JobView, st: JobState) -> float:
         """Work the rest of the plan does from now on (restart penalties included)."""
-        plan = st.plan
-        if plan is None:
-            return 0.0
-        now = view.now_s
         current = self._current_option(job, st.options)
+        start_s = self._start_penalty_s(view, job)
         rates = self._rates(job, st.options, current)
-        restart = view.restart_penalty_s(job)
-        prev, prev_end, total = current, now, 0.0
-        for s, e, o in zip(plan.starts, plan.ends, plan.options, strict=True):
-            if e <= now + 1e-9:
-                continue
-            start = max(s, now)
-            if start > prev_end + 1e-6:
-                prev = -1  # an idle gap in between: resuming pays the penalty
-            if o == prev:
-                lost = job.penalty_left_s if start <= now + 1e-9 else 0.0
-            elif prev < 0 and current < 0 and total == 0.0 and job.first_start_s is None:
-                lost = self._start_penalty_s(view, job)
-            else:
-                lost = restart
-            total += rates[o] * max(e - start - lost, 0.0)
-            prev, prev_end = o, e
-        return total
+        return plan_remaining(st.plan, job, view.now_s, rates, current, view.restart_penalty_s(job), start_s)
 
     def _trim(self, view: ClusterView, job: JobView, st: JobState, surplus: float) -> None:
         """Release the tail slots of a plan whose work exceeds the job's remaining work by ``surplus``."""
-        plan = st.plan
-        assert plan is not None
-        now, slot_s = view.now_s, self._slot_s
-        current = self._current_option(job, st.options)
-        rates = self._rates(job, st.options, current)
-        while plan.options and surplus > 0:
-            s, e, o = plan.starts[-1], plan.ends[-1], plan.options[-1]
-            start = max(s, now)
-            new_end = math.ceil((e - surplus / rates[o]) / slot_s - 1e-9) * slot_s
-            if new_end <= start + 1e-6 and (e - start) * rates[o] <= surplus:
-                surplus -= (e - start) * rates[o]
-                self._ledger.book_segment(st.options.counts[o], start, e, -1)
-                plan.starts.pop()
-                plan.ends.pop()
-                plan.options.pop()
-                self.stats["trims"] += 1
-                continue
-            new_end = max(new_end, start)
-            if new_end < e - 1e-6:
-                self._ledger.book_segment(st.options.counts[o], new_end, e, -1)
-                plan.ends[-1] = new_end
-                self.stats["trims"] += 1
-            break
+        rates = self._rates(job, st.options, self._current_option(job, st.options))
+        self.stats["trims"] += trim_plan(self._ledger, st, view.now_s, rates, surplus)
 
     # ----------------------------------------------------------------------------------------
     # Decision
@@ -436,8 +420,8 @@ class Dancer(Policy):
             return sorted(ids, key=lambda j: (view.job(j).submit_s, j))
         return sorted(ids, key=lambda j: (view.job(j).deadline_s, view.job(j).submit_s, j))
 
-    def _admit(self, view: ClusterView, rejected: set[int]) -> None:
-        for jid in self._order(view, list(view.arrived)):
+    def _admit(self, view: ClusterView, rejected: set[int], arrivals: list[int]) -> None:
+        for jid in self._order(view, arrivals):
             job = view.job(jid)
             opts = self._options(view, job)
             value = float(job.spec.priority_weight)
@@ -465,6 +449,33 @@ class Dancer(Policy):
                     rejected.add(jid)
                 else:
                     self._jobs[jid] = JobState(opts, job.deadline_s, value, kind="best_effort")
+
+    def _rebuild(self, view: ClusterView, rejected: set[int]) -> None:
+        """``memory="observed"``: plan every active job afresh from the view (see the module docstring)."""
+        now_s = view.now_s
+        self._ledger = SlotLedger(len(self._types), self._slot_s, slot_of(now_s, self._slot_s))
+        self._jobs = {}
+        active = view.job_index
+        self._memo = {jid: hit for jid, hit in self._memo.items() if jid in active}
+        if self.price_auto:
+            self._seen_L = self._seen_U = None
+            for job in view.jobs:
+                if job.spec.has_deadline:
+                    self._calibrate(view, job, self._options(view, job), float(job.spec.priority_weight))
+        new = new_arrivals(view)
+        fresh = set(new)
+        for jid in self._order(view, [j.job_id for j in view.jobs if j.job_id not in fresh]):
+            job = view.job(jid)
+            opts = self._options(view, job)
+            value = float(job.spec.priority_weight)
+            if not job.spec.has_deadline:
+                self._jobs[jid] = JobState(opts, job.deadline_s, value, kind="best_effort")
+                continue
+            # Admitted before (it is still here): it keeps priority whatever its plan costs.
+            _, plan = self.plan_job(view, job, opts)
+            st = self._jobs[jid] = JobState(opts, job.deadline_s, value, plan=plan, kind="admitted" if plan else "late")
+            self._ledger.book(st, +1, now_s)
+        self._admit(view, rejected, new)
 
     def _replan_drifted(self, view: ClusterView) -> None:
         """At a slot boundary: trim plans that are ahead, re-plan those that are behind."""
@@ -508,22 +519,25 @@ class Dancer(Policy):
         return best_extra_option(job, st, base, free, horizon_s, current, penalty, not self.allow_type_mix_in_slot)
 
     def schedule(self, view: ClusterView) -> Allocation:
-        if view.epoch == 0:
+        observed = self.memory == "observed"
+        if view.epoch == 0 or observed:
             # The simulator may fix another round length: slots follow it.
             self._slot_s = self._ledger.slot_s = float(view.round_s)
             if self.price_scale == "speed":
                 speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
                 self._type_weight = speed / speed.max()
         now_slot = slot_of(view.now_s, self._slot_s)
-        self._ledger.advance(now_slot)
-        active = view.job_index
-        for jid in [j for j in self._jobs if j not in active]:
-            self._ledger.book(self._jobs.pop(jid), -1, view.now_s)
-
         rejected: set[int] = set()
-        self._admit(view, rejected)
-        if view.is_tick:
-            self._replan_drifted(view)
+        if observed:
+            self._rebuild(view, rejected)
+        else:
+            self._ledger.advance(now_slot)
+            active = view.job_index
+            for jid in [j for j in self._jobs if j not in active]:
+                self._ledger.book(self._jobs.pop(jid), -1, view.now_s)
+            self._admit(view, rejected, list(view.arrived))
+            if view.is_tick:
+                self._replan_drifted(view)
 
         builder = AllocationBuilder(view)
         for jid in rejected:

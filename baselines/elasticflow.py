@@ -34,6 +34,19 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
 
 Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
 event loop; between them the allocation stays as it is.
+
+**Memory** [I: teacher mode]. ``memory="history"`` (default) remembers which jobs were admitted, the
+last decision and the plans' next change point, as above. ``memory="observed"`` decides from the view
+alone, so the allocation is a function of the view (an imitation-learning teacher labelling states it
+did not reach): the jobs :func:`~baselines._deadline.new_arrivals` names (arrived at this epoch, never
+ran) go through admission; every other active deadline job counts as admitted (it would have left had
+it been declined) and is planned, at worst without a share (late, never declined). At epochs with an
+arrival or a completion (``view.arrived``, ``view.completed``) the fresh decision is returned. Between
+them the allocation in force stands, unless ElasticFlow would not have left it so: a job whose fresh
+plan runs now holds no GPUs, or the fresh decision uses more GPUs than are held; then the fresh
+decision is returned. Plans' change points need the plan of the last event, so they trigger nothing
+(on ElasticFlow's own runs the DSR barely moves, ``docs/results/observed_teachers.md``). Jobs that
+``rejected_jobs="best_effort"`` kept count as admitted after their arrival epoch.
 """
 
 from __future__ import annotations
@@ -45,8 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._deadline import JobOptions, job_options
+from baselines._deadline import MEMORY_MODES, JobOptions, job_options, new_arrivals
 from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -259,6 +273,7 @@ class ElasticFlowKnobs(Knobs):
     placement: str = knob("buddy", choices=PLACEMENTS, doc="'buddy' or 'default' (the simulator's placer)")
     overhead_aware: bool = knob(True, doc="deduct one restart penalty from a plan's first interval")
     max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
+    memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
 
 
 @register_policy()
@@ -279,6 +294,8 @@ class ElasticFlow(Policy):
         placement: ``"buddy"`` (default) or ``"default"`` (the simulator's placer).
         overhead_aware: Deduct one restart penalty from a plan's first interval (default ``True``).
         max_count: Cap on any job's GPU count (default: its ``max_gpus`` or the type's capacity).
+        memory: ``"history"`` (default: admissions and the last decision persist) or ``"observed"``
+            (re-plan from the view at every call; see the module docstring).
     """
 
     name = "elasticflow"
@@ -294,6 +311,7 @@ class ElasticFlow(Policy):
         placement: str = "buddy",
         overhead_aware: bool = True,
         max_count: int | None = None,
+        memory: str = "history",
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -305,12 +323,13 @@ class ElasticFlow(Policy):
         self.placer = placement
         self.overhead_aware = overhead_aware
         self.max_count = max_count
+        self.memory = memory
 
     def _reset(self) -> None:
         assert self.cluster is not None
         self._types = self.cluster.gpu_types
         self._cap = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
-        self._levels: dict[int, JobLevels] = {}
+        self._levels: dict[int, tuple[JobSpec, JobLevels]] = {}  # by job (a function of its spec)
         self._kind: dict[int, str] = {}  # admitted | best_effort
         self._decision: dict[int, dict[str, int]] = {}
         self._next_change_s = math.inf
@@ -321,12 +340,13 @@ class ElasticFlow(Policy):
 
     def levels_of(self, view: ClusterView, job: JobView) -> JobLevels:
         """The job's levels (cached)."""
-        lv = self._levels.get(job.job_id)
-        if lv is None:
-            opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
-            speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
-            lv = job_levels(opts, speed, self._cap)
-            self._levels[job.job_id] = lv
+        hit = self._levels.get(job.job_id)
+        if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
+            return hit[1]
+        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+        speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
+        lv = job_levels(opts, speed, self._cap)
+        self._levels[job.job_id] = (job.spec, lv)
         return lv
 
     def _first_loss(self, view: ClusterView, job: JobView) -> float:
@@ -354,11 +374,11 @@ class ElasticFlow(Policy):
         return timeline, plans, failed
 
     def _admit(
-        self, view: ClusterView, admitted: list[JobView]
+        self, view: ClusterView, admitted: list[JobView], arrived: list[int]
     ) -> tuple[list[JobView], set[int], tuple[Timeline, dict[int, MSSPlan], set[int]] | None]:
         """Admit or decline the arrivals; also return the last planning pass of the admitted set, if any."""
         rejected: set[int] = set()
-        arrivals = sorted((view.job(j) for j in view.arrived), key=lambda j: (j.deadline_s, j.submit_s, j.job_id))
+        arrivals = sorted((view.job(j) for j in arrived), key=lambda j: (j.deadline_s, j.submit_s, j.job_id))
         last: tuple[Timeline, dict[int, MSSPlan], set[int]] | None = None
         failed_before: set[int] | None = None
         for job in arrivals:
@@ -441,20 +461,50 @@ class ElasticFlow(Policy):
 
     def schedule(self, view: ClusterView) -> Allocation:
         active = view.job_index
-        for jid in [j for j in self._kind if j not in active]:
-            del self._kind[jid]
-            self._levels.pop(jid, None)
-            self._decision.pop(jid, None)
+        for jid in [j for j in self._levels if j not in active]:
+            self._levels.pop(jid)
+        if self.memory == "observed":
+            # Forget the admissions and the last decision: everything below follows from the view.
+            new = new_arrivals(view)
+            fresh = set(new)
+            kept = [j for j in view.jobs if j.job_id not in fresh]
+            self._kind = {j.job_id: "admitted" if j.spec.has_deadline else "best_effort" for j in kept}
+            self._decision = {}
+            self._last = None
+        else:
+            new = list(view.arrived)
+            for jid in [j for j in self._kind if j not in active]:
+                del self._kind[jid]
+                self._decision.pop(jid, None)
         admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted"]
-        admitted, rejected, last = self._admit(view, admitted)
-        replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
-        if not replan and self._last is not None:
-            return self._last  # nothing happened since the last decision: it stands
-        self._replan(view, admitted, rejected, last)
+        admitted, rejected, last = self._admit(view, admitted, new)
+        if self.memory == "observed":
+            last = last if last is not None else self.plan_all(view, admitted)
+            self._replan(view, admitted, rejected, last)
+            if not (view.arrived or view.completed) and self._stands(view, last[1]):
+                # Between events the allocation in force stands, as in ElasticFlow's event loop.
+                held = {j.job_id: j.allocation.as_dict() for j in view.running if j.allocation is not None}
+                return Allocation({jid: JobAllocation(c, mode="sync") for jid, c in held.items()})
+        else:
+            replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
+            if not replan and self._last is not None:
+                return self._last  # nothing happened since the last decision: it stands
+            self._replan(view, admitted, rejected, last)
         # Counts only: the declared placer (buddy, or the default) maps them onto servers.
         jobs = {jid: JobAllocation(c, mode="sync") for jid, c in self._decision.items() if c and jid not in rejected}
         self._last = Allocation(jobs)
         return Allocation(jobs, frozenset(rejected))
+
+    def _stands(self, view: ClusterView, plans: dict[int, MSSPlan]) -> bool:
+        """``memory="observed"``, between events: whether the allocation in force is one ElasticFlow leaves as is.
+
+        It is not when a job whose fresh plan runs now holds no GPUs, or when the fresh decision would use
+        more GPUs than are held (GPUs left idle); then the fresh decision is the answer.
+        """
+        if any(len(p.counts) and p.counts[0] > 0 and view.job(jid).allocation is None for jid, p in plans.items()):
+            return False
+        held = sum(j.allocation.total_gpus for j in view.running if j.allocation is not None)
+        return sum(sum(c.values()) for c in self._decision.values()) <= held
 
     def _replan(
         self,

@@ -242,7 +242,6 @@ class Hadar(Policy):
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
         self._planner = PlanAhead(self)
-        self._first = True
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
     # ----------------------------------------------------------------------------------------
@@ -438,8 +437,8 @@ class Hadar(Policy):
     def decide(self, view: ClusterView) -> _Decision:
         """Node groups per job for this epoch (before any HadarE forking)."""
         assert self.cluster is not None
-        round_start = view.is_tick or self._first
-        self._first = False
+        # The first epoch starts a round too (it is no tick); from the view, so a fresh instance agrees.
+        round_start = view.is_tick or view.epoch == 0
         active = view.job_index
         for store in (self._rates, self._t_min, self._eligible):
             for jid in [j for j in store if j not in active]:

@@ -210,7 +210,7 @@ class HadarE(Hadar):
                 nodes_of.setdefault(job.job_id, set()).add(h)
 
     def decide(self, view: ClusterView) -> _Decision:
-        round_start = view.is_tick or self._first
+        round_start = view.is_tick or view.epoch == 0
         decision = super().decide(view)
         if round_start or self.fork_between_rounds:
             self.fork(view, decision)

@@ -34,7 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(RUN/tb).",
     )
     p.add_argument("--algo", choices=RECIPES, default="bc", help="the recipe (default: bc)")
-    p.add_argument("--teacher", default="dancer", help="expert to learn from / compare with (default: dancer)")
+    p.add_argument(
+        "--teacher",
+        default="dancer",
+        metavar="NAME[:KEY=VALUE,...]",
+        help="expert to learn from / compare with, with its knobs if any, e.g. dancer:memory=observed (the label "
+        "DAgger wants: a function of the state; see docs/agents.md) (default: dancer)",
+    )
     p.add_argument("--preset", choices=sorted(PRESET_IDS), help="shorthand for --env-id (default or tiny)")
     p.add_argument(
         "-e",

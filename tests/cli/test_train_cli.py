@@ -59,6 +59,8 @@ def test_env_overrides_nest_and_parse_values() -> None:
         (["train", "--algo", "ppo", "--save-as", "ppo"], "--save-as applies to bc and dagger"),
         (["train", "--algo", "bc", "--train-seeds", "3-1"], "runs backwards"),
         (["train", "--algo", "bc", "--preset", "tiny", "--env-id", "HetCluster-v0"], "not both"),
+        (["train", "--algo", "dagger", "--teacher", "dancer:memroy=observed"], "did you mean 'memory'"),
+        (["train", "--algo", "dagger", "--teacher", "dancer:memory=forgetful"], "knob memory='forgetful'"),
         (["evaluate", "nowhere"], "no model at"),
         (["evaluate", "--experts", "none"], "nothing to evaluate"),
         (["evaluate", "--experts", "edff", "--preset", "tiny"], "edf"),
