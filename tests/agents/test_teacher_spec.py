@@ -79,3 +79,14 @@ def test_dagger_runs_with_an_observed_teacher(tmp_path: Path) -> None:
     run = dagger.train(args)
     assert run.meta.teacher == "dancer:memory=observed"
     assert len(run.meta.results["rounds"]) == 2
+
+
+def test_recipes_on_v1_keep_its_window_and_cadence_over_the_teachers_physics() -> None:
+    from agents.common import agent_env_kwargs
+
+    v1 = agent_env_kwargs("dancer", {}, "HetCluster-Tiny-v1")
+    assert v1["decisions"] == "on-change" and v1["queue_slots"] == 32 and "observation" not in v1
+    assert v1["policy_compat"] == "dancer"  # the teacher's round, placer and modes still apply
+    v0 = agent_env_kwargs("dancer", {}, "HetCluster-Tiny-v0")
+    assert v0["observation"] == "window-levels" and "decisions" not in v0
+    assert agent_env_kwargs("dancer", {"decisions": "every-epoch"}, "HetCluster-v1")["decisions"] == "every-epoch"
