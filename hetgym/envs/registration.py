@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 ENTRY_POINT = "hetgym.envs.env:HetClusterEnv"
+#: ``gym.make_vec(id, num_envs=N)`` builds this batched vector env (``vectorization_mode="sync"`` still gives
+#: Gymnasium's ``SyncVectorEnv``).
+VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_vector_env"
 
 #: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses). The ``-v1`` ids
 #: take the decision interface built for learning (``interface="v1"``: see ``HetClusterConfig``); the
@@ -29,5 +32,7 @@ def register_envs() -> list[str]:
 
     for env_id, kwargs in ENV_IDS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point=ENTRY_POINT, kwargs=dict(kwargs))
+            gymnasium.register(
+                id=env_id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT, kwargs=dict(kwargs)
+            )
     return list(ENV_IDS)

@@ -1,0 +1,333 @@
+"""``HetClusterVectorEnv``: N ``HetClusterEnv`` stepped in one process, batched without per-key copies.
+
+``gym.make_vec("HetCluster-v1", num_envs=N)`` builds this class (it is the ids' ``vector_entry_point``);
+``vectorization_mode="sync"`` / ``"async"`` still give Gymnasium's generic ``SyncVectorEnv`` /
+``AsyncVectorEnv``. The results are the same as ``SyncVectorEnv``'s (same observations, rewards, flags and
+infos for the same seeds and actions: ``tests/envs/test_vector.py``); what differs is the cost of batching:
+
+* Observations. Every built-in encoder writes an observation as views into one flat float32 buffer, so a
+  sub-env's observation is copied into its row of a ``(N, size)`` array with one ``memcpy``, and the batched
+  ``Dict`` observation is a set of column views of that array (a fresh array every step, so observations
+  never share memory across steps). ``SyncVectorEnv`` instead stacks every key separately and deep-copies
+  the result. Encoders that do not use one buffer (user-registered ones) fall back to per-key copies.
+* Infos. Gymnasium's vector info layout (``info[key]`` an array over sub-envs, ``info["_key"]`` the mask of
+  sub-envs that reported it; dict values nested the same way), built in one pass.
+* No wrappers. Sub-envs are ``HetClusterEnv`` instances without Gymnasium's per-env checker and order
+  enforcing wrappers (the vector env enforces reset-before-step itself); ``max_episode_steps`` is applied as
+  Gymnasium's ``TimeLimit`` would.
+
+Autoreset follows Gymnasium's default ``NEXT_STEP`` mode: the step after a sub-env terminates or truncates
+resets it (its action is ignored, its reward is 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from hetgym.envs.env import HetClusterEnv
+from hetgym.sim.errors import HetgymError
+
+
+class HetClusterVectorEnv(VectorEnv):
+    """N ``HetClusterEnv`` with the same configuration, stepped in turn in this process.
+
+    Args:
+        num_envs: Number of sub-environments (an integer >= 1).
+        max_episode_steps: Truncate a sub-env's episode after this many steps (``None``: the env's own caps
+            only), as ``gym.make(..., max_episode_steps=...)`` would.
+        render_mode: Passed to every sub-env; :meth:`render` returns a tuple of their renders.
+        **kwargs: ``HetClusterEnv`` keyword arguments (the same for every sub-env).
+
+    ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list of seeds gives one per sub-env), as
+    ``SyncVectorEnv`` does; ``options={"reset_mask": mask}`` resets only the masked sub-envs.
+    """
+
+    metadata: dict[str, Any] = {  # noqa: RUF012  (Gymnasium's convention: a class-level dict)
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "render_modes": ["ansi", "rgb_array"],
+    }
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < 1
+        ):
+            raise ValueError(f"max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
+        self.num_envs = int(num_envs)
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self.render_mode = render_mode
+        self.envs = [HetClusterEnv(render_mode=render_mode, **kwargs) for _ in range(self.num_envs)]
+        first = self.envs[0]
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = dict(self.metadata, env_metadata=first.metadata)
+        obs_space: Any = first.observation_space
+        self._obs_spaces: dict[str, gym.spaces.Space[Any]] = dict(obs_space.spaces)
+        self._layout: dict[str, slice] | None = None
+        self._flat_size: int = 0
+        self._started: np.ndarray = np.zeros(self.num_envs, dtype=bool)
+        self._autoreset: np.ndarray = np.zeros(self.num_envs, dtype=bool)
+        self._elapsed: np.ndarray = np.zeros(self.num_envs, dtype=np.int64)
+        self._last_obs: list[dict[str, np.ndarray] | None] = [None] * self.num_envs
+
+    # ----------------------------------------------------------------------------------------
+    # Gymnasium API
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Reset every sub-env (or those in ``options["reset_mask"]``); see the class docstring for seeds."""
+        seeds = self._seeds(seed)
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if mask is None:
+            mask = np.ones(self.num_envs, dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                    f"got dtype {mask.dtype} and shape {mask.shape}"
+                )
+            if not self._started[~mask].all():
+                raise HetgymError("a partial reset (reset_mask) needs every unmasked sub-env reset before")
+        infos: list[dict[str, Any] | None] = [None] * self.num_envs
+        for i in np.flatnonzero(mask).tolist():
+            obs, info = self.envs[i].reset(seed=seeds[i], options=options or None)
+            self._last_obs[i], infos[i] = obs, info
+            self._started[i] = True
+            self._autoreset[i] = False
+            self._elapsed[i] = 0
+        return self._batch_obs(), _batch_infos(infos, self.num_envs)
+
+    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env with its action (autoresetting those that ended on the previous step)."""
+        if not self._started.all():
+            raise HetgymError("call reset() on the vector env before step()")
+        actions = self._split_actions(actions)
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        infos: list[dict[str, Any] | None] = [None] * self.num_envs
+        limit = self.max_episode_steps
+        for i, env in enumerate(self.envs):
+            if self._autoreset[i]:
+                obs, info = env.reset()
+                self._elapsed[i] = 0
+            else:
+                obs, reward, term, trunc, info = env.step(actions[i])
+                self._elapsed[i] += 1
+                if limit is not None and self._elapsed[i] >= limit:
+                    trunc = True
+                rewards[i], terminated[i], truncated[i] = reward, term, trunc
+            self._last_obs[i], infos[i] = obs, info
+        self._autoreset = terminated | truncated
+        return self._batch_obs(), rewards, terminated, truncated, _batch_infos(infos, self.num_envs)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Every sub-env's render (``None`` without a ``render_mode``)."""
+        if self.render_mode is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. You can specify the "
+                'render_mode at initialization, e.g. gym.make_vec("HetCluster-v1", render_mode="ansi")'
+            )
+            return None
+        return tuple(env.render() for env in self.envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every sub-env."""
+        for env in self.envs:
+            env.close()
+
+    # ----------------------------------------------------------------------------------------
+    # What SyncVectorEnv also offers
+
+    def action_masks(self) -> np.ndarray:
+        """Every sub-env's valid actions, stacked: shape ``(num_envs, mask_size)``."""
+        return np.stack([env.action_masks() for env in self.envs])
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call (or read, when not callable) attribute ``name`` of every sub-env."""
+        out = []
+        for env in self.envs:
+            attr = getattr(env, name)
+            out.append(attr(*args, **kwargs) if callable(attr) else attr)
+        return tuple(out)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of every sub-env."""
+        return tuple(getattr(env, name) for env in self.envs)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` on every sub-env (one value for all, or a list or tuple of one per sub-env)."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr needs {self.num_envs} values (one per sub-env), got {len(values)}")
+        for env, value in zip(self.envs, values, strict=True):
+            setattr(env, name, value)
+
+    # ----------------------------------------------------------------------------------------
+    # Batching
+
+    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)  # type: ignore[arg-type]
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"reset(seed=...) needs one seed per sub-env ({self.num_envs}), got {len(seeds)}")
+        return seeds
+
+    def _split_actions(self, actions: Any) -> list[Any]:
+        space = self.single_action_space
+        arr = np.asarray(actions)
+        if isinstance(space, gym.spaces.Discrete):
+            expected: tuple[int, ...] = (self.num_envs,)
+        elif isinstance(space, gym.spaces.MultiDiscrete):
+            expected = (self.num_envs, *space.shape)
+        else:  # pragma: no cover - every built-in codec has one of the two spaces
+            return list(actions)
+        if arr.shape != expected:
+            raise ValueError(
+                f"actions must have shape {expected} (one action per sub-env for {space}), got shape {arr.shape}"
+            )
+        if isinstance(space, gym.spaces.Discrete):
+            return arr.tolist() if arr.dtype.kind in "iub" else list(arr)
+        return list(arr)
+
+    def _learn_layout(self, obs: dict[str, np.ndarray]) -> None:
+        """Find whether ``obs`` is views of one flat float32 buffer (the built-in encoders) and where."""
+        self._layout = {}
+        base = next(iter(obs.values())).base
+        if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != np.float32:
+            return
+        start = base.__array_interface__["data"][0]
+        layout: dict[str, slice] = {}
+        for key, value in obs.items():
+            if value.base is not base or value.ndim != 1 or value.strides != (base.itemsize,):
+                return
+            offset = (value.__array_interface__["data"][0] - start) // base.itemsize
+            layout[key] = slice(offset, offset + value.shape[0])
+        if set(layout) != set(self._obs_spaces):
+            return
+        self._layout = layout
+        self._flat_size = base.shape[0]
+
+    def _batch_obs(self) -> dict[str, np.ndarray]:
+        rows = self._last_obs
+        first = rows[0]
+        assert first is not None
+        if self._layout is None:
+            self._learn_layout(first)
+        layout = self._layout
+        if layout:
+            flat = np.empty((self.num_envs, self._flat_size), dtype=np.float32)
+            fast = True
+            for i, obs in enumerate(rows):
+                assert obs is not None
+                base = next(iter(obs.values())).base
+                if base is None or base.shape != (self._flat_size,):
+                    fast = False
+                    break
+                flat[i] = base
+            if fast:
+                return {key: flat[:, sl] for key, sl in layout.items()}
+        n = self.num_envs
+        out = {key: np.empty((n, *(space.shape or ())), dtype=space.dtype) for key, space in self._obs_spaces.items()}
+        for i, obs in enumerate(rows):
+            assert obs is not None
+            for key, value in obs.items():
+                out[key][i] = value
+        return out
+
+
+def _batch_infos(infos: list[dict[str, Any] | None], num_envs: int) -> dict[str, Any]:
+    """Gymnasium's vector info layout for per-sub-env ``infos`` (``None``: that sub-env reported nothing)."""
+    first = infos[0]
+    if first is not None and all(info is not None and info.keys() == first.keys() for info in infos):
+        return _batch_same_keys(infos, num_envs)  # type: ignore[arg-type]
+    out: dict[str, Any] = {}
+    keys: dict[str, None] = {}
+    for info in infos:
+        if info:
+            keys.update(dict.fromkeys(info))
+    for key in keys:
+        values = [info.get(key, _MISSING) if info else _MISSING for info in infos]
+        present = np.array([v is not _MISSING for v in values], dtype=bool)
+        sample = next(v for v in values if v is not _MISSING)
+        if isinstance(sample, dict):
+            out[key] = _batch_infos([v if isinstance(v, dict) else None for v in values], num_envs)
+        else:
+            out[key] = _batch_values(values, present, sample, num_envs)
+        out[f"_{key}"] = present
+    return out
+
+
+_MISSING = object()
+
+
+def _batch_same_keys(infos: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:
+    """:func:`_batch_infos` when every sub-env reported the same keys (the usual case): one pass per key."""
+    out: dict[str, Any] = {}
+    for key, sample in infos[0].items():
+        values = [info[key] for info in infos]
+        if isinstance(sample, dict):
+            out[key] = _batch_infos(values, num_envs)
+        elif isinstance(sample, np.ndarray) and all(
+            isinstance(v, np.ndarray) and v.shape == sample.shape and v.dtype == sample.dtype for v in values
+        ):
+            out[key] = np.stack(values)
+        elif type(sample) in (int, float, bool) or isinstance(sample, np.number):
+            out[key] = np.array(values, dtype=type(sample))
+        else:
+            out[key] = _batch_values(values, np.ones(num_envs, dtype=bool), sample, num_envs)
+        out[f"_{key}"] = np.ones(num_envs, dtype=bool)
+    return out
+
+
+def _batch_values(values: list[Any], present: np.ndarray, sample: Any, num_envs: int) -> np.ndarray:
+    """One info key over sub-envs, typed as Gymnasium's ``VectorEnv._add_info`` types it."""
+    if isinstance(sample, np.ndarray):
+        arr = np.zeros((num_envs, *sample.shape), dtype=sample.dtype)
+        for i, v in enumerate(values):
+            if present[i]:
+                arr[i] = v
+        return arr
+    if type(sample) in (int, float, bool) or isinstance(sample, np.number):
+        dtype: Any = type(sample)
+        fill: Any = 0
+    else:
+        dtype, fill = object, None
+    arr = np.full(num_envs, fill, dtype=dtype)
+    for i, v in enumerate(values):
+        if present[i]:
+            arr[i] = v
+    return arr
+
+
+def make_vector_env(num_envs: int = 1, **kwargs: Any) -> HetClusterVectorEnv:
+    """The registered ids' ``vector_entry_point`` (``gym.make_vec`` passes the id's kwargs through)."""
+    return HetClusterVectorEnv(num_envs, **kwargs)
+
+
+__all__ = ["HetClusterVectorEnv", "make_vector_env"]
