@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from typing import Any, SupportsFloat
@@ -167,7 +166,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             raise HetgymError("give either config=HetClusterConfig(...) or keyword overrides, not both")
         if config is None:
             config = HetClusterConfig.make(**overrides)
-        self._init_kwargs = dict(overrides) if overrides else config.to_kwargs()
         self.render_mode = render_mode
         self.config = config
         self.cluster = config.cluster_spec()
@@ -212,9 +210,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._penalised: set[int] = set()
         self._now_s = 0.0
         self._epoch = 0
-        self._replay_rng_state: Any = None
-        self._replay_options: dict[str, Any] = {}
-        self._replay_actions: list[Any] = []
 
     # ----------------------------------------------------------------------------------------
     # Gymnasium API
@@ -233,9 +228,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         for key in options:
             if key not in RESET_OPTIONS:
                 raise UnknownNameError("reset option", key, RESET_OPTIONS)
-        self._replay_rng_state = copy.deepcopy(self.np_random.bit_generator.state)
-        self._replay_options = options
-        self._replay_actions = []
         self._start_episode(options)
         info = self._info(RewardComponents(), committed=False, invalid=False)
         info["workload_seed"] = self.workload_seed
@@ -249,7 +241,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         note = self._target_note
         outcome = self.codec.apply(self.state, action, self._mask)
-        self._replay_actions.append(np.array(action, copy=True) if isinstance(action, np.ndarray) else action)
         comps = RewardComponents(invalid=int(outcome.invalid))
         reference_reward = 0.0
         if outcome.commit:
@@ -456,10 +447,13 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
                     comps.missed += 1
                     penalised.add(job.job_id)
         self._changed = bool(ended) or comps.missed > missed_before
-        rows.sort()
-        segment = tuple(rows)
-        if not self._history or self._history[-1][1] != segment:
-            self._history.append((t0, segment))
+        if self.render_mode == "rgb_array":
+            # The allocation history is the picture's content, kept only when it is drawn: it grows with
+            # the episode, and everything else an env holds stays bounded by the workload.
+            rows.sort()
+            segment = tuple(rows)
+            if not self._history or self._history[-1][1] != segment:
+                self._history.append((t0, segment))
         self._now_s = t1
         if next_view is None:
             self._end_episode()
@@ -544,44 +538,21 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         return metrics
 
     # ----------------------------------------------------------------------------------------
-    # Pickling: the simulator's frozen records hold read-only mappings that cannot be pickled, so an
-    # env pickles as its configuration plus the episode's seed state and actions, and unpickling
-    # replays them (the simulator is deterministic, so the replay lands in the same state).
+    # Pickling by state: the simulator, the decision state, the codec and the random stream are plain
+    # Python and numpy objects (read-only mappings pickle through :mod:`hetgym.sim.pickling`), so a
+    # pickle or a deep copy holds the episode as it stands, whatever its length, and continues exactly
+    # like the original. Only the registry functions are re-resolved by name, so a registered plug-in
+    # pickles as its name.
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "kwargs": self._init_kwargs,
-            "render_mode": self.render_mode,
-            "spec": self.spec,
-            "np_random_state": copy.deepcopy(self._np_random.bit_generator.state) if self._np_random else None,
-            "np_random_seed": self._np_random_seed,
-            "episode_id": self.episode_id,
-            "replay_rng_state": self._replay_rng_state,
-            "replay_options": self._replay_options,
-            "replay_actions": list(self._replay_actions),
-            "started": self._started,
-        }
+        state = self.__dict__.copy()
+        del state["_reward_fn"], state["_window_order"]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["render_mode"], **state["kwargs"])  # type: ignore[misc]
-        self.spec = state["spec"]
-        if state["started"] and state["replay_rng_state"] is not None:
-            self._np_random = _generator_from_state(state["replay_rng_state"])
-            self._replay_rng_state = state["replay_rng_state"]
-            self._replay_options = state["replay_options"]
-            self._start_episode(state["replay_options"])
-            for action in state["replay_actions"]:
-                self.step(action)
-            self.episode_id = state["episode_id"]
-        if state["np_random_state"] is not None:
-            self._np_random = _generator_from_state(state["np_random_state"])
-        self._np_random_seed = state["np_random_seed"]
-
-
-def _generator_from_state(bit_state: dict[str, Any]) -> np.random.Generator:
-    bit_generator = getattr(np.random, bit_state["bit_generator"])()
-    bit_generator.state = bit_state
-    return np.random.Generator(bit_generator)
+        self.__dict__.update(state)
+        self._reward_fn = REWARDS.get(self.config.reward)
+        self._window_order = WINDOW_ORDERS.get(self.config.window_order)
 
 
 def episode_metrics(info: dict[str, Any]) -> dict[str, float]:

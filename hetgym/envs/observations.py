@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -250,8 +250,7 @@ class WindowObservation(ObservationEncoder):
             self._slices[key] = slice(offset, offset + size)
             offset += size
         self._buf = np.zeros(offset, dtype=np.float32)
-        self._view = {key: self._buf[sl] for key, sl in self._slices.items()}
-        self._slot_block = self._buf[: len(SLOT_FEATURES) * k].reshape(len(SLOT_FEATURES), k)
+        self._make_views()
         space_map: dict[str, spaces.Space[np.ndarray]] = {}
         for key, size in sizes.items():
             low = np.zeros(size, dtype=np.float32)
@@ -268,6 +267,20 @@ class WindowObservation(ObservationEncoder):
         self._view["cluster_capacity"][:] = self._capacity_share
         self._log_total = math.log1p(self.total_gpus)
         self._mode_rows = np.arange(k) * m
+
+    def _make_views(self) -> None:
+        """Per-key views and the per-slot block, all into the one buffer."""
+        self._view = {key: self._buf[sl] for key, sl in self._slices.items()}
+        self._slot_block = self._buf[: len(SLOT_FEATURES) * self.num_slots].reshape(len(SLOT_FEATURES), self.num_slots)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_view"], state["_slot_block"]  # views into _buf: pickle would copy them apart from it
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._make_views()
 
     @property
     def space(self) -> spaces.Dict:

@@ -10,6 +10,7 @@ Build a :class:`ClusterSpec` (or take a preset with :func:`get_cluster`), a list
 
 from __future__ import annotations
 
+import hetgym.sim.pickling  # noqa: F401  (lets read-only mappings pickle)
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation, validate_allocation
 from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
 from hetgym.sim.comm import CommModel, placement_rate

@@ -40,6 +40,7 @@ class ApplyMixin:
     _running: dict[int, JobRecord]  # the active jobs holding GPUs
     _waiting_views: dict[int, JobView]  # the others' (cached) views, in submission order
     _state: ClusterState
+    _jobs: dict[int, JobRecord]
     _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
     _seq: int
     _now: float
@@ -222,6 +223,8 @@ class ApplyMixin:
                 t_done = job.penalty_until_s + job.remaining / job.rate
                 self._seq += 1
                 heapq.heappush(self._heap, (t_done, self._seq, jid, job.version))
+                if len(self._heap) > 2 * len(self._running) + 64:
+                    self._prune_heap()
         else:
             job.num_reconfigs += 1  # a preemption
             job.last_run_s = now - job.run_start_s
@@ -269,6 +272,15 @@ class ApplyMixin:
             round_s=self._round_s,
             fork_efficiency=self.config.fork_efficiency,
         )
+
+    def _prune_heap(self) -> None:
+        """Drop stale completions (of reconfigured or preempted jobs), which are otherwise only popped
+        when they reach the top: without this the heap grows with every reconfiguration, not with the
+        jobs. Sequence numbers are unique, so the surviving entries pop in the same order."""
+        jobs = self._jobs
+        live = [e for e in self._heap if jobs[e[2]].version == e[3] and jobs[e[2]].status == JobStatus.RUNNING]
+        heapq.heapify(live)
+        self._heap[:] = live
 
     def _record_usage(self) -> None:
         if not self.config.record_timeline:

@@ -66,6 +66,15 @@ class SequentialCodec(ActionCodec):
         self._buf_key: tuple[int, int] | None = None
         self._live_allowed = np.zeros((k, t), dtype=bool)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_set3d"]  # a view into _buf: pickle would copy it apart from the buffer
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._set3d = self._buf[: self.num_set].reshape(self.num_slots, self.num_types, self._c)
+
     @property
     def space(self) -> spaces.Discrete:
         return self._space
