@@ -7,7 +7,9 @@ Backends hand runs to it and pass each row back as soon as it is ready:
 * ``sequential``: in this process, one after the other.
 * ``local``: a pool of worker processes (``spawn``), each limited to one BLAS/OpenMP thread. A worker
   that dies (killed, out of memory) breaks the pool: the runs that were in flight are then retried one
-  at a time in a fresh single-worker pool, so only the culprit is recorded as failed.
+  at a time in a fresh single-worker pool, so only the culprit is recorded as failed. Workers end with
+  the driver: if it is killed (even with SIGKILL), they receive SIGKILL too (Linux's parent-death
+  signal; elsewhere a thread polling the parent's pid), and the resource tracker then exits.
 * ``ray``: one Ray task per run on a local Ray instance (``num_cpus`` = workers) or an existing
   cluster (``ray.init(address=...)``). Ray is imported only here, when this backend is used.
 
@@ -109,8 +111,50 @@ def execute_run(run: RunSpec) -> dict[str, Any]:
 # Backends
 
 
-def _init_worker() -> None:
-    """Worker start-up: one thread for BLAS/OpenMP (libraries already loaded are limited too)."""
+#: How often a worker without a parent-death signal checks that its parent is alive.
+PARENT_POLL_S = 0.5
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> str:
+    """Make this process end when ``parent_pid`` (the sweep driver) does; returns the mechanism used.
+
+    On Linux the kernel sends SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere a daemon
+    thread polls ``os.getppid()``. Either way a driver killed with SIGKILL leaves no worker behind, blocked on
+    a queue that nothing will ever write to again (and holding the resource tracker's pipe open).
+    """
+    import signal
+    import sys
+
+    mechanism = "poll"
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                mechanism = "prctl"
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    if mechanism == "poll":
+        import threading
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(PARENT_POLL_S)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="hetgym-parent-watch", daemon=True).start()
+    return mechanism
+
+
+def _init_worker(parent_pid: int | None = None) -> None:
+    """Worker start-up: end with the driver (``parent_pid``), one thread for BLAS/OpenMP (libraries already
+    loaded are limited too)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
     for var in THREAD_ENV_VARS:
         os.environ[var] = "1"
     try:
@@ -160,7 +204,10 @@ def run_local_pool(runs: Sequence[RunSpec], on_result: OnResult, workers: int) -
 
 def _new_pool(workers: int) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
     )
 
 

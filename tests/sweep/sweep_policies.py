@@ -3,13 +3,15 @@
 ``sweep-test-flaky`` behaves as FIFO unless told to fail: ``fail=True`` raises inside ``schedule``
 (a failing configuration), ``die=True`` kills its own process (a worker lost to the OOM killer), and
 ``kill_after`` names a counter file that makes the process kill itself once the counter reaches zero
-(an interrupted sweep, at a known point).
+(an interrupted sweep, at a known point), and ``sleep_s`` makes each run last at least that long (a sweep
+still running when it is killed).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from baselines.fifo import FIFO
@@ -24,13 +26,16 @@ class Flaky(FIFO):
 
     name = "sweep-test-flaky"
 
-    def __init__(self, fail: bool = False, die: bool = False, kill_after: str = "") -> None:
+    def __init__(self, fail: bool = False, die: bool = False, kill_after: str = "", sleep_s: float = 0.0) -> None:
         super().__init__()
         self.fail = fail
         self.die = die
         self.kill_after = kill_after
+        self.sleep_s = sleep_s
 
     def _reset(self) -> None:
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
         if self.die:
             os.kill(os.getpid(), signal.SIGKILL)
         if self.kill_after:
