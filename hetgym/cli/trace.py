@@ -5,6 +5,9 @@
   dropped and why);
 * ``hetgym trace info X``: jobs, span, GPU-count and duration distributions, deadlines, load on a cluster;
 * ``hetgym trace sample --recipe R --out X.csv``: a synthetic workload from a generator, to a file.
+
+Outputs are written atomically once the work succeeded. ``--out`` is checked first: never a source file
+(whatever path leads to it), never a directory, and an existing file only with ``--force``.
 """
 
 from __future__ import annotations
@@ -158,7 +161,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and write a canonical trace. Prints what was dropped and why; writes nothing on error.",
     )
     c.add_argument("source", type=Path, help="the trace file, archive (.tar.gz) or directory (PAI)")
-    c.add_argument("--out", "-o", type=Path, required=True, help="output file: .parquet or .csv")
+    c.add_argument("--out", "-o", type=Path, required=True, help="output file: .parquet or .csv (never the source)")
+    c.add_argument("--force", action="store_true", help="replace an existing --out (once the conversion succeeded)")
     add_reader_args(c)
     add_clean_args(c)
     c.add_argument("--json", action="store_true", help="print the conversion report as JSON")
@@ -181,6 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Draw a seeded synthetic workload (ElasticFlow or Gavel-Philly recipe) and write it as a trace.",
     )
     s.add_argument("--out", "-o", type=Path, required=True, help="output file: .csv or .parquet")
+    s.add_argument("--force", action="store_true", help="replace an existing --out")
     s.add_argument("--recipe", default="elasticflow", help="elasticflow (default) or gavel-philly")
     s.add_argument("--num-jobs", type=int, default=100, help="jobs to draw (default 100)")
     s.add_argument("--seed", type=int, default=0, help="seed (default 0)")
@@ -226,10 +231,14 @@ def _require_format(args: argparse.Namespace) -> str:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from hetgym.workloads.traces import convert_trace
+    from hetgym.workloads.traces.pipeline import check_out_path
 
     fmt = _require_format(args)
     clean, fill = clean_fill(args)
-    workload = convert_trace(args.source, fmt, args.out, clean=clean, fill=fill, **reader_options(args))
+    options = reader_options(args)
+    sources = [args.source, *([Path(options["task_table"])] if "task_table" in options else [])]
+    check_out_path(args.out, sources, replace=args.force)  # before any work
+    workload = convert_trace(args.source, fmt, args.out, clean=clean, fill=fill, **options)
     meta = workload.metadata
     if args.json:
         print(json.dumps({"out": str(args.out), **meta}, indent=2, default=str))
@@ -331,9 +340,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     from hetgym.workloads.scenario import WorkloadConfig
     from hetgym.workloads.schema import write_trace
+    from hetgym.workloads.traces.pipeline import check_out_path
 
-    if args.out.suffix.lower() not in (".csv", ".parquet"):
-        raise ValueError(f"{args.out}: choose a .csv or .parquet output file name")
+    check_out_path(args.out, replace=args.force)  # before any work
     config = WorkloadConfig(
         recipe=args.recipe,
         num_jobs=args.num_jobs,

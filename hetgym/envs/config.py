@@ -345,9 +345,11 @@ class HetClusterConfig:
                 raise EnvConfigError(
                     f"trace={trace!r}: no such file; give the path of a canonical trace (CSV or parquet)"
                 )
+            # Read now, against the env's throughput table: a bad row is reported with the file and its row.
+            trace_jobs = read_trace(Path(trace), throughput=ThroughputModel.default())
             # A trace is replayed whole unless the caller also sets workload={"num_jobs": n}.
             explicit = isinstance(workload_changes, Mapping) and "num_jobs" in workload_changes
-            num_jobs = workload.num_jobs if explicit else len(read_trace(Path(trace)))
+            num_jobs = workload.num_jobs if explicit else len(trace_jobs)
             workload = dataclasses.replace(workload, trace=trace, num_jobs=num_jobs)
         max_time_s = overrides.get("max_time_s")
         max_decisions = overrides.get("max_decisions")

@@ -97,7 +97,7 @@ class Simulator(ApplyMixin):
         types = set(self.cluster.gpu_types)
         total = self.cluster.total_gpus
         known_types: set[str] = set()
-        for row, s in enumerate(specs):
+        for s in specs:
             if s.job_id in seen:
                 raise InvalidJobError(f"job {s.job_id}: duplicate job_id (ids must be unique)")
             seen.add(s.job_id)
@@ -105,7 +105,8 @@ class Simulator(ApplyMixin):
                 try:
                     self.throughput.check_job_type(s.job_type)
                 except UnknownNameError as err:
-                    raise InvalidJobError(f"job {s.job_id} (row {row}): field 'job_type': {err}") from None
+                    # Named by id: the simulator holds jobs in submission order, not a file's rows.
+                    raise InvalidJobError(f"job {s.job_id}: field 'job_type': {err}") from None
                 known_types.add(s.job_type)
             if s.gpu_types is not None and not types.intersection(s.gpu_types):
                 raise InvalidJobError(

@@ -85,6 +85,9 @@ class WorkloadConfig:
         """Draw (or read) the workload for ``cluster`` with ``seed``."""
         cluster = get_cluster(cluster)
         if self.trace is not None:
+            # Job types are checked against the table the simulator will use (the embedded one when none
+            # is given), so a bad row is reported with its file and row, not later by job id.
+            throughput = throughput if throughput is not None else ThroughputModel.default()
             if self.trace_format is not None:
                 from hetgym.workloads.traces import FillOptions, load_trace
 

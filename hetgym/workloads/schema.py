@@ -16,12 +16,15 @@ column              type     meaning
 Optional columns: ``deadline_s`` (absolute; empty = none), ``user``, ``min_gpus``, ``max_gpus``,
 ``dp``, ``pp``, ``tp`` (all three or none), ``model_bytes``, ``priority_weight``, ``best_effort``,
 ``duration_s`` (reference run time), ``gpu_types`` (allowed types, ``|``-separated),
-``template_id``, and any ``feat_<name>`` column, which becomes ``features[name]``.
+``template_id``, and any ``feat_<name>`` column, which becomes ``features[name]``. Any other column is an
+error naming the nearest known name (a ``deadline`` column would otherwise drop every deadline unseen).
 
 Files are CSV or parquet. A CSV starts with one comment line ``# hetgym-trace {json}`` holding the
 metadata (``schema_version``, the generator or loader and its parameters, samplers used); parquet
 stores the same JSON under the schema metadata key ``hetgym``. Readers validate every row and raise
-:class:`TraceError` naming the file, the row and the field; writers write to a temporary file and
+:class:`TraceError` naming the file, the row and the field; rows are numbered from 1, the first data row
+after the header (comment lines are not counted), as by every trace reader of the project. A CSV line
+longer than :data:`MAX_LINE_CHARS` is refused before parsing. Writers write to a temporary file and
 rename it, so a failed write leaves nothing behind.
 """
 
@@ -30,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hetgym.atomic import atomic_write
 from hetgym.sim.errors import HetgymError, InvalidJobError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
@@ -68,6 +71,24 @@ _CSV_MAGIC = "# hetgym-trace "
 
 class TraceError(HetgymError, ValueError):
     """A trace file or table that does not follow the canonical schema."""
+
+
+#: The longest line a trace reader accepts, in characters (bytes for the canonical CSV's pre-check). A
+#: canonical row is well under a kilobyte; the bound keeps a corrupt or wrong file (one huge field, no
+#: newlines) from being read into memory whole.
+MAX_LINE_CHARS = 1 << 20
+#: The longest CSV field, in characters: ``csv.field_size_limit`` for the readers of public CSV traces.
+MAX_FIELD_CHARS = 1 << 17
+
+
+def unknown_column_error(name: str, known: Sequence[str], source: str, *, fix: str = "") -> TraceError:
+    """The error for a column a reader does not know: the nearest known name, the known ones, a fix."""
+    import difflib
+
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    tail = f"; {fix}" if fix else ""
+    return TraceError(f"unknown column {name!r} in {source}{hint} (known columns: {', '.join(known)}){tail}")
 
 
 @dataclass(frozen=True)
@@ -187,6 +208,15 @@ def frame_to_jobs(
         raise TraceError(
             f"{source}: missing required column(s) {missing}; a canonical trace needs {list(REQUIRED_COLUMNS)}"
         )
+    known = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+    for col in frame.columns:
+        if col not in known and not str(col).startswith(FEATURE_PREFIX):
+            raise unknown_column_error(
+                str(col),
+                known,
+                source,
+                fix=f"rename it, or prefix it with {FEATURE_PREFIX!r} to keep it as a per-job feature",
+            )
     parallel_cols = [c for c in ("dp", "pp", "tp") if c in frame.columns]
     if parallel_cols and len(parallel_cols) != 3:
         raise TraceError(f"{source}: columns dp, pp, tp come together; found only {parallel_cols}")
@@ -298,9 +328,16 @@ def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | No
             table = pq.read_table(path)
             raw_meta = (table.schema.metadata or {}).get(b"hetgym")
             if raw_meta:
-                metadata = json.loads(raw_meta)
+                try:
+                    metadata = _metadata_object(json.loads(raw_meta), path, "the parquet metadata key 'hetgym'")
+                except json.JSONDecodeError as exc:
+                    raise TraceError(
+                        f"{path}: the parquet metadata key 'hetgym' is not valid JSON ({exc}); rewrite the file "
+                        "with hetgym (write_trace / `hetgym trace convert`)"
+                    ) from None
             frame = table.to_pandas()
         elif suffix in (".csv", ".gz") or path.name.endswith(".csv.gz"):
+            _check_line_lengths(path)
             metadata = _read_csv_metadata(path)
             frame = pd.read_csv(
                 path, comment="#", dtype={"job_type": str, "user": str, "gpu_types": str, "template_id": str}
@@ -330,10 +367,56 @@ def _read_csv_metadata(path: Path) -> dict[str, Any]:
         first = fh.readline()
     if first.startswith(_CSV_MAGIC):
         try:
-            return dict(json.loads(first[len(_CSV_MAGIC) :]))
+            value = json.loads(first[len(_CSV_MAGIC) :])
         except json.JSONDecodeError as exc:
             raise TraceError(f"{path}: line 1: metadata comment is not valid JSON ({exc})") from None
+        return _metadata_object(value, path, "line 1 (the metadata comment)")
     return {}
+
+
+def _metadata_object(value: Any, path: Path, where: str) -> dict[str, Any]:
+    """The trace metadata, which must be a JSON object."""
+    if not isinstance(value, dict):
+        raise TraceError(
+            f"{path}: {where} holds a JSON {type(value).__name__}, not an object; the metadata is an object "
+            'such as {"schema_version": 1}: fix or remove it'
+        )
+    return value
+
+
+def _check_line_lengths(path: Path) -> None:
+    """Refuse a CSV with a line longer than :data:`MAX_LINE_CHARS` bytes, reading it in bounded chunks.
+
+    pandas reads a field whole, whatever its size; this pass, in constant memory, names the file, the
+    1-based data row and the line instead.
+    """
+    import gzip
+
+    opener: Any = gzip.open if path.name.endswith(".gz") else open
+    line = 1
+    row = -1  # the header is row 0
+    length = 0
+    first_byte = b""
+    with opener(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            pieces = chunk.split(b"\n")
+            for i, piece in enumerate(pieces):
+                if length == 0 and piece:
+                    first_byte = piece[:1]
+                length += len(piece)
+                if length > MAX_LINE_CHARS:
+                    counted = row + (1 if first_byte not in (b"#", b"\r", b"") else 0)
+                    where = f"row {counted} (line {line})" if counted > 0 else f"line {line}"
+                    raise TraceError(
+                        f"{path}: {where}: longer than {MAX_LINE_CHARS} bytes; a canonical trace has one short "
+                        "line per job (is this the right file, or is a field corrupt?)"
+                    )
+                if i < len(pieces) - 1:  # the line ends here
+                    if first_byte not in (b"#", b"\r", b""):  # comment and blank lines are no rows
+                        row += 1
+                    line += 1
+                    length = 0
+                    first_byte = b""
 
 
 def write_trace(
@@ -357,11 +440,8 @@ def write_trace(
     if suffix not in (".csv", ".parquet"):
         raise TraceError(f"{path}: choose a .csv or .parquet file name")
     frame = workload.to_frame()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+
+    def write(tmp: Path) -> None:
         if suffix == ".csv":
             with open(tmp, "w", newline="") as fh:
                 fh.write(_CSV_MAGIC + json.dumps(meta, sort_keys=True, default=str) + "\n")
@@ -376,15 +456,6 @@ def write_trace(
                 {**existing, b"hetgym": json.dumps(meta, sort_keys=True, default=str).encode()}
             )
             pq.write_table(table, tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    atomic_write(path, write)
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -13,14 +13,14 @@ import math
 import os
 import re
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from hetgym.workloads.schema import TraceError
+from hetgym.workloads.schema import MAX_FIELD_CHARS, MAX_LINE_CHARS, TraceError, unknown_column_error
 
 _TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 _EPOCH = datetime(1970, 1, 1)
@@ -120,23 +120,73 @@ def iter_members(
 # CSV
 
 
-def csv_rows(fh: TextIO, *, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line number, fields)`` for each non-empty row; a malformed quote raises TraceError."""
-    reader = csv.reader(fh, delimiter=delimiter)
+class _LineTooLong(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+def _bounded_lines(fh: TextIO, limit: int) -> Iterator[str]:
+    """The lines of ``fh``, none read beyond ``limit`` characters (a longer one raises _LineTooLong)."""
+    number = 0
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit:
+            raise _LineTooLong(number)
+        yield line
+
+
+def csv_rows(
+    fh: TextIO, label: str = "<csv>", *, delimiter: str = ",", header: bool | Callable[[list[str]], bool] = False
+) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line number, fields)`` for each non-empty row.
+
+    A malformed quote, a field longer than :data:`~hetgym.workloads.schema.MAX_FIELD_CHARS` or a line longer
+    than :data:`~hetgym.workloads.schema.MAX_LINE_CHARS` raises :class:`TraceError` naming ``label``, the
+    1-based data row and the line; no line is read into memory beyond that bound. ``header`` says whether
+    the first row is a header (not counted as a data row), or decides it from the first row's fields.
+    """
+    csv.field_size_limit(MAX_FIELD_CHARS)
+    reader = csv.reader(_bounded_lines(fh, MAX_LINE_CHARS), delimiter=delimiter)
+    data_rows = 0
+    first = True
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            raise TraceError(f"line {reader.line_num}: malformed CSV ({exc})") from None
+            raise TraceError(
+                f"{label}: row {data_rows + 1} (line {reader.line_num}): malformed CSV ({exc}; a field may have at "
+                f"most {MAX_FIELD_CHARS} characters)"
+            ) from None
+        except _LineTooLong as exc:
+            raise TraceError(
+                f"{label}: row {data_rows + 1} (line {exc.line}): longer than {MAX_LINE_CHARS} characters; not "
+                "read further (is this the right file, or is a field corrupt?)"
+            ) from None
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        if first:
+            first = False
+            if header(row) if callable(header) else header:
+                yield int(reader.line_num), row
+                continue
+        data_rows += 1
         yield int(reader.line_num), row
 
 
-def header_index(header: Sequence[str], required: Sequence[str], source: str, what: str) -> dict[str, int]:
-    """Column positions by name; a missing required column raises an error naming it."""
+def header_index(
+    header: Sequence[str],
+    required: Sequence[str],
+    source: str,
+    what: str,
+    known: Sequence[str] | None = None,
+) -> dict[str, int]:
+    """Column positions by name; a missing required column raises an error naming it, and so does a column
+    not in ``known`` (when given), with the nearest known name."""
     names = [h.strip() for h in header]
     missing = [c for c in required if c not in names]
     if missing:
@@ -144,6 +194,10 @@ def header_index(header: Sequence[str], required: Sequence[str], source: str, wh
             f"{source}: row 0 (header), field {missing[0]!r}: missing column(s) {missing}; "
             f"{what} needs {list(required)}, the header has {names}"
         )
+    if known is not None:
+        for name in names:
+            if name not in known:
+                raise unknown_column_error(name, known, f"{source} (header)", fix=f"{what} has no such column")
     return {n: i for i, n in enumerate(names)}
 
 

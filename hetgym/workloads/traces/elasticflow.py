@@ -54,14 +54,16 @@ class ElasticFlowReader(Reader):
         for member, fh in iter_members(path, [self.pattern], self.members):
             label = member.label
             ctx.sources.append(label)
-            rows = csv_rows(fh)
+            rows = csv_rows(fh, label, header=True)
             first = next(rows, None)
             if first is None:
                 raise TraceError(f"{label}: empty file; expected the header {','.join(RAW_COLUMNS)}")
             header = [h.strip() for h in first[1]]
             extended = any(c in header for c in EXTENDED_EXTRA)
             required = EXTENDED_COLUMNS if extended else RAW_COLUMNS
-            idx = header_index(header, required, label, f"an ElasticFlow {'extended' if extended else 'raw'} trace")
+            idx = header_index(
+                header, required, label, f"an ElasticFlow {'extended' if extended else 'raw'} trace", known=required
+            )
             ctx.variants[label] = "extended" if extended else "raw"
             cluster = member.name.rsplit(".", 1)[0]
             for row, (line, fields) in enumerate(rows, start=1):

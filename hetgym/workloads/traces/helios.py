@@ -35,6 +35,22 @@ from hetgym.workloads.traces._io import (
 from hetgym.workloads.traces.records import BadRow, LoadContext, RawJob, Reader
 
 REQUIRED_COLUMNS = ("job_id", "gpu_num", "state", "submit_time", "duration")
+#: The published header. The columns not read (``cpu_num``, ``node_num``, ``queue``) are ignored by design;
+#: any other column is an error naming the nearest of these.
+PUBLISHED_COLUMNS = (
+    "job_id",
+    "user",
+    "vc",
+    "gpu_num",
+    "cpu_num",
+    "node_num",
+    "state",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "duration",
+    "queue",
+)
 
 
 @dataclass(frozen=True)
@@ -57,12 +73,12 @@ class HeliosReader(Reader):
         for member, fh in iter_members(path, ["cluster_log*.csv"], self.members):
             label = member.label
             ctx.sources.append(label)
-            rows = csv_rows(fh)
+            rows = csv_rows(fh, label, header=True)
             first = next(rows, None)
             if first is None:
                 raise TraceError(f"{label}: empty file; expected a header with {list(REQUIRED_COLUMNS)}")
             header = [h.strip() for h in first[1]]
-            idx = header_index(header, REQUIRED_COLUMNS, label, "a Helios cluster_log.csv")
+            idx = header_index(header, REQUIRED_COLUMNS, label, "a Helios cluster_log.csv", known=PUBLISHED_COLUMNS)
             for row, (line, fields) in enumerate(rows, start=1):
                 ctx.report.read += 1
                 try:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal, NoReturn
 
-from hetgym.workloads.schema import TraceError
+from hetgym.workloads.schema import TraceError, unknown_column_error
 from hetgym.workloads.traces._io import csv_rows, is_empty, iter_members, parse_number
 from hetgym.workloads.traces.records import BadRow, LoadContext, RawJob, Reader
 
@@ -64,16 +64,23 @@ def _find(directory: Path, stem: str) -> Path | None:
     return None
 
 
+def _is_header(fields: list[str]) -> bool:
+    return "job_name" in (f.strip() for f in fields)
+
+
 def _columns(first: list[str], expected: tuple[str, ...], label: str, what: str) -> tuple[dict[str, int], int, bool]:
     """Column positions from a header row, or the official order when the first row is data."""
     names = [h.strip() for h in first]
-    if "job_name" in names:  # a header row
+    if _is_header(names):  # a header row: the published columns, each known
         missing = [c for c in expected if c not in names]
         if missing:
             raise TraceError(
                 f"{label}: row 0 (header), field {missing[0]!r}: missing column(s) {missing}; "
                 f"{what} needs {list(expected)}, the header has {names}"
             )
+        for name in names:
+            if name not in expected:
+                raise unknown_column_error(name, expected, f"{label} (header)", fix=f"{what} has no such column")
         return {n: i for i, n in enumerate(names)}, len(names), True
     return {n: i for i, n in enumerate(expected)}, len(expected), False
 
@@ -329,7 +336,7 @@ def _table_rows(
     for member, fh in iter_members(path, [f"pai_{table}_table*.csv"]):
         label = member.label
         ctx.sources.append(label)
-        rows = csv_rows(fh)
+        rows = csv_rows(fh, label, header=_is_header)
         first = next(rows, None)
         if first is None:
             raise TraceError(f"{label}: empty {table} table")
@@ -354,7 +361,8 @@ def machine_spec_counts(path: str | Path) -> dict[tuple[str, int], int]:
     """
     counts: dict[tuple[str, int], int] = {}
     for member, fh in iter_members(Path(path), ["pai_machine_spec*.csv"]):
-        for row, (line, fields) in enumerate(csv_rows(fh), start=1):
+        rows = csv_rows(fh, member.label, header=lambda fields: fields[0].strip() == "machine")
+        for row, (line, fields) in enumerate(rows, start=1):
             if fields[0].strip() == "machine":
                 continue
             if len(fields) != 5:

@@ -438,11 +438,57 @@ def convert_trace(
 ) -> Workload:
     """:func:`load_trace`, then write the canonical file ``out`` (``.csv`` or ``.parquet``) atomically.
 
-    The output name is checked before reading, and nothing is written when reading fails.
+    The output name is checked before reading (:func:`check_out_path`: never a source file, never a
+    directory), and nothing is written when reading fails. An existing ``out`` is replaced.
     """
-    out = Path(out)
-    if out.suffix.lower() not in (".csv", ".parquet"):
-        raise TraceError(f"{out}: choose a .csv or .parquet output file name")
+    sources = [Path(source)]
+    if reader_options.get("task_table"):
+        sources.append(Path(reader_options["task_table"]))
+    out = check_out_path(out, sources)
     workload = load_trace(source, fmt, clean=clean, fill=fill, throughput=throughput, **reader_options)
     write_trace(workload, out)
     return workload
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through symlinks, relative paths or hard links)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_out_path(
+    out: str | os.PathLike[str], sources: Sequence[str | os.PathLike[str]] = (), *, replace: bool = True
+) -> Path:
+    """Check an output trace name before any work: raise :class:`TraceError` unless it can be written.
+
+    Refused: a name not ending in ``.csv`` or ``.parquet``; an existing directory; a path whose folder is a
+    file; one of ``sources`` (or a file inside a source directory), whichever path leads to it; and, with
+    ``replace=False``, an existing file.
+    """
+    path = Path(out)
+    if path.is_dir():
+        raise TraceError(f"{path}: is a directory; give the output file name, ending in .csv or .parquet")
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        raise TraceError(f"{path}: choose a .csv or .parquet output file name")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise TraceError(f"{path}: {parent} is a file, not a folder; choose another output path")
+            break
+    for src in map(Path, sources):
+        candidates = [src]
+        if src.is_dir():
+            candidates = [p for p in src.iterdir() if p.is_file()]
+        for cand in candidates:
+            if _same_file(path, cand):
+                raise TraceError(
+                    f"{path}: is the source {cand} being read; writing it would destroy the trace. "
+                    "Choose another output name"
+                )
+    if not replace and path.exists():
+        raise TraceError(f"{path}: exists; choose another name, or add --force to replace it once the new file is made")
+    return path
