@@ -15,6 +15,7 @@ policies, knobs, seeds, imports): ``hetgym compare`` names its results folder wi
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import inspect
 import json
@@ -245,11 +246,10 @@ class Comparison:
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        gzip_opts = {"method": "gzip", "mtime": 0}  # no timestamp in the gzip header
         written = [
             atomic_write(out / "runs.csv", lambda p: self.runs_table().to_csv(p, index=False)),
             atomic_write(out / "summary.csv", lambda p: self.aggregate().to_csv(p)),
-            atomic_write(out / "jobs.csv.gz", lambda p: self.jobs.to_csv(p, index=False, compression=gzip_opts)),
+            atomic_write(out / "jobs.csv.gz", lambda p: _write_csv_gz(self.jobs, p)),
             atomic_write(
                 out / "summary.json",
                 lambda p: p.write_text(json.dumps(self.summary_dict(), indent=2, default=_json_default) + "\n"),
@@ -297,6 +297,12 @@ class Comparison:
             "metrics": {p: {k: _clean(v) for k, v in row.items()} for p, row in agg.iterrows()},
             "errors": {f"{p}@{s}": msg for (p, s), msg in self.errors.items()},
         }
+
+
+def _write_csv_gz(df: pd.DataFrame, path: Path) -> None:
+    """``df`` as gzipped CSV with neither a file name nor a time stamp in the gzip header (byte-stable)."""
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+        fh.write(df.to_csv(index=False).encode())
 
 
 def _canonical(value: Any) -> Any:

@@ -39,6 +39,7 @@ from hetgym.experiments import (
     default_policies,
     run_one,
 )
+from hetgym.sim.errors import HetgymError
 
 #: The columns of the terminal table without ``--wide`` (they fit in 80 columns).
 NARROW_METRICS: tuple[str, ...] = ("dsr", "jct_mean_s", "jct_p95_s", "makespan_s", "utilisation", "num_reconfigs")
@@ -124,7 +125,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
     options = parse_options(args.policy_option, scoped=False)
     check_policy_options(args.policy, options)
-    result = run_one(scenario, args.policy, args.seed, policy_kwargs=options, progress=not args.no_progress)
+    try:
+        result = run_one(scenario, args.policy, args.seed, policy_kwargs=options, progress=not args.no_progress)
+    except HetgymError:
+        raise
+    except Exception as exc:  # the policy's own failure: a message, like compare's, and nothing written
+        if args.debug:
+            raise
+        console.print(f"[red]{args.policy} seed {args.seed} failed: {type(exc).__name__}: {exc}; nothing written[/red]")
+        return 1
     described = Comparison(
         scenario, [args.policy], [args.seed], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
         policy_kwargs={args.policy: options} if options else {}, imports=imports,
