@@ -276,7 +276,9 @@ def write_report(folder: str | Path, formats: tuple[str, ...] = FORMATS, out: Pa
     pages = {"html": to_html(report), "md": to_markdown(report, base.parent)}
     written = []
     for fmt in formats:
-        target = base.with_suffix(f".{fmt}")
-        text = pages[fmt]
-        written.append(atomic_write(target, lambda p, text=text: p.write_text(text, encoding="utf-8")))
+
+        def write(path: Path, text: str = pages[fmt]) -> None:
+            path.write_text(text, encoding="utf-8")
+
+        written.append(atomic_write(base.with_suffix(f".{fmt}"), write))
     return written
