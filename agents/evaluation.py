@@ -270,7 +270,20 @@ class Evaluation:
         return "\n".join(lines) + "\n"
 
     def figure(self, path: str | Path) -> Path:
-        """Bar charts of DSR and average JCT per policy (mean over seeds, each seed a dot)."""
+        """Write :meth:`build_figure` to ``path``."""
+        import matplotlib.pyplot as plt
+
+        fig = self.build_figure()
+        out = Path(path)
+        atomic_write(
+            out, lambda p: fig.savefig(p, dpi=110, format=out.suffix.lstrip(".") or "png", bbox_inches="tight")
+        )
+        plt.close(fig)
+        return out
+
+    def build_figure(self) -> Any:
+        """Bar charts of DSR and average JCT per policy (mean over seeds, each seed a dot), with a legend of
+        the bar colours (expert, learned agent, teacher)."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -295,12 +308,19 @@ class Evaluation:
             ax.set_xticks(x, policies, rotation=60, ha="right", fontsize=8)
             ax.set_ylabel(label)
             ax.grid(axis="y", alpha=0.3)
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        handles: list[Any] = [Patch(color="tab:blue", alpha=0.8, label="expert policy")]
+        if "tab:orange" in colours:
+            handles.append(Patch(color="tab:orange", alpha=0.8, label="learned agent"))
+        if "tab:green" in colours:
+            handles.append(Patch(color="tab:green", alpha=0.8, label=f"teacher ({self.teacher})"))
+        handles.append(Line2D([], [], marker="o", linestyle="", color="black", markersize=4, label="one seed"))
+        axes[1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         fig.suptitle(self.title or f"held-out seeds {self.seeds}", fontsize=10)
         fig.tight_layout()
-        out = Path(path)
-        atomic_write(out, lambda p: fig.savefig(p, dpi=110, format=out.suffix.lstrip(".") or "png"))
-        plt.close(fig)
-        return out
+        return fig
 
     def save(self, folder: str | Path, stem: str = "evaluation", *, plots: bool = True) -> list[Path]:
         """``<stem>_runs.csv``, ``<stem>.csv`` (aggregate), ``<stem>.md`` and (with ``plots``) ``<stem>.png``."""

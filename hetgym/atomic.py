@@ -1,14 +1,17 @@
 """Writing files atomically: through a temporary file in the same folder, renamed into place.
 
 Every writer of results, checkpoints and tables goes through :func:`atomic_write`, so an interrupted or
-failing write leaves neither a half-written file nor a stray temporary one behind.
+failing write leaves neither a half-written file nor a stray temporary one behind. A folder of results
+is written with :func:`atomic_dir`: into a temporary sibling folder, renamed into place once complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,4 +55,40 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], Any], *, 
     return target
 
 
-__all__ = ["FILE_MODE", "atomic_write"]
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder next to ``path``; on a normal exit, rename it to ``path``.
+
+    Args:
+        path: The folder to create; its parent is created if missing.
+        replace: Replace an existing folder at ``path`` (it is removed only once the new one is
+            complete). Without it, an existing ``path`` raises :class:`FileExistsError` before anything
+            is written.
+
+    On any error or interruption (``KeyboardInterrupt`` included) the temporary folder is removed and
+    ``path`` is left as it was.
+    """
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{target} exists and is not a folder")
+    if target.exists() and not replace:
+        raise FileExistsError(f"{target} already exists")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            old.rmdir()
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+__all__ = ["FILE_MODE", "atomic_dir", "atomic_write"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -13,9 +15,13 @@ from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_s
 
 
 def _console() -> Console:
-    """Rich console; when output is not a terminal (a file, CI), wide enough for the result tables."""
+    """Rich console: ``COLUMNS`` wide when that is set; else the terminal's width, or 160 for a file or CI."""
+    import os
     import sys
 
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(width=int(columns))
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 
@@ -99,6 +105,33 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     WorkloadConfig.from_dict(out.workload.__dict__)
     SimConfig.from_dict(out.sim.__dict__)
     return out
+
+
+def add_output_args(parser: argparse.ArgumentParser) -> None:
+    """``--import`` (custom policies) and ``--force`` (replace an existing ``--out``)."""
+    parser.add_argument(
+        "--import",
+        action="append",
+        dest="imports",
+        metavar="MODULE_OR_FILE",
+        help="module or .py file that registers custom policies (repeatable)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing --out folder")
+
+
+def check_out_dir(out: Path, *, force: bool, flag: str = "--out") -> None:
+    """Refuse, before any work, an output folder that is a file, or that exists without ``force``."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {out} is a file; give the path of a folder to create")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ValueError(f"{flag} {out} already exists; add --force to replace it, or give another folder")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{flag} {out}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK):
+                raise ValueError(f"{flag} {out}: cannot write in {parent}; give a folder you can write to")
+            break
 
 
 def parse_value(text: str) -> Any:

@@ -1,18 +1,55 @@
-"""``hetgym simulate`` (one policy, one scenario) and ``hetgym compare`` (several policies x seeds)."""
+"""``hetgym simulate`` (one policy, one scenario) and ``hetgym compare`` (several policies x seeds).
+
+Both check every name (policies, knobs, their values, the scenario's overrides) and the output folder
+before anything runs, and write results only when every run succeeded: into a temporary folder renamed
+into place, so a failure or Ctrl-C leaves nothing behind. ``compare`` names its default folder by the
+scenario and a hash of the whole configuration (``results/compare-<scenario>-<hash>``), so different
+configurations never replace each other's results; the same configuration writes the same files.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hetgym.cli._common import add_scenario_args, console, parse_options, scenario_from_args
-from hetgym.experiments import HEADLINE_METRICS, Comparison, compare, default_policies, run_one
+from hetgym.atomic import atomic_dir
+from hetgym.cli._common import (
+    add_output_args,
+    add_scenario_args,
+    check_out_dir,
+    console,
+    parse_options,
+    scenario_from_args,
+)
+from hetgym.experiments import (
+    HEADLINE_METRICS,
+    TIMING_COLUMNS,
+    Comparison,
+    check_policy_options,
+    compare,
+    default_policies,
+    run_one,
+)
+from hetgym.sim.errors import HetgymError
+
+#: The columns of the terminal table without ``--wide`` (they fit in 80 columns).
+NARROW_METRICS: tuple[str, ...] = ("dsr", "jct_mean_s", "jct_p95_s", "makespan_s", "utilisation", "num_reconfigs")
+#: Shorter headers of the narrow table.
+SHORT_LABELS: dict[str, str] = {
+    "jct_mean_s": "JCT (h)",
+    "jct_p95_s": "p95 (h)",
+    "makespan_s": "span (h)",
+    "num_reconfigs": "reconf",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", required=True, help="registered policy (see `hetgym policies`)")
     p.add_argument("-P", "--policy-option", action="append", metavar="KEY=VALUE", help="policy knob (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="workload and policy seed (default 0)")
-    p.add_argument("--out", type=Path, help="write jobs.csv, timeline.csv and metrics.json to this directory")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="write jobs.csv, timeline.csv, metrics.json, config.json and timings.json to this new folder",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_output_args(p)
     add_scenario_args(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -33,9 +75,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="compare policies over seeds on one scenario (default: the embedded default scenario)",
         description="Run several policies on the same workloads (one per seed); print a table, write CSV/JSON "
-        "results and PNG plots (DSR, JCT CDF, utilisation over time).",
+        "results and PNG plots (DSR or JCT, JCT CDF, utilisation over time). Results go to "
+        "results/compare-<scenario>-<hash>, the hash naming the whole configuration (scenario, overrides, "
+        "policies, knobs, seeds), so no other configuration replaces them.",
     )
-    c.add_argument("--policies", help="comma-separated policies (default: every registered policy)")
+    c.add_argument(
+        "--policies",
+        help="comma-separated policies (default: the registered policies that are not variants of another or "
+        "baselines of one paper's study; `hetgym policies` lists all)",
+    )
     c.add_argument(
         "-P",
         "--policy-option",
@@ -44,9 +92,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a policy's knob, e.g. srtf:type_choice=order (repeatable)",
     )
     c.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
-    c.add_argument("--out", type=Path, help="results directory (default results/compare-<scenario>)")
+    c.add_argument(
+        "--out",
+        type=Path,
+        help="results folder (default results/compare-<scenario>-<hash of the configuration>); an existing "
+        "one needs --force",
+    )
     c.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    c.add_argument("--wide", action="store_true", help="every metric column in the table (wider than 80 columns)")
+    add_output_args(c)
     add_scenario_args(c)
     c.set_defaults(func=cmd_compare)
 
@@ -55,11 +110,35 @@ def _fmt(value: float, scale: float, fmt: str) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt.format(value * scale)
 
 
+def _load_imports(args: argparse.Namespace) -> list[str]:
+    from hetgym.sweep.runspec import load_imports
+
+    imports = [str(i) for i in args.imports or []]
+    load_imports(imports)
+    return imports
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    imports = _load_imports(args)
+    if args.out is not None:
+        check_out_dir(args.out, force=args.force)
     scenario = scenario_from_args(args)
     options = parse_options(args.policy_option, scoped=False)
-    result = run_one(scenario, args.policy, args.seed, policy_kwargs=options, progress=not args.no_progress)
-    table = Table(title=f"{args.policy} on scenario '{scenario.name}' (cluster {scenario.cluster}, seed {args.seed})")
+    check_policy_options(args.policy, options)
+    try:
+        result = run_one(scenario, args.policy, args.seed, policy_kwargs=options, progress=not args.no_progress)
+    except HetgymError:
+        raise
+    except Exception as exc:  # the policy's own failure: a message, like compare's, and nothing written
+        if args.debug:
+            raise
+        console.print(f"[red]{args.policy} seed {args.seed} failed: {type(exc).__name__}: {exc}; nothing written[/red]")
+        return 1
+    described = Comparison(
+        scenario, [args.policy], [args.seed], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+        policy_kwargs={args.policy: options} if options else {}, imports=imports,
+    )  # fmt: skip
+    table = Table(title=f"{args.policy} on {described.describe()} (cluster {scenario.cluster}, seed {args.seed})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, label, scale, fmt in HEADLINE_METRICS:
@@ -74,27 +153,52 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if result.stalled:
         console.print("[yellow]the run stalled: the policy left jobs that could never run[/yellow]")
     if args.out:
-        import json
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        result.jobs.to_csv(args.out / "jobs.csv", index=False)
-        result.timeline.to_csv(args.out / "timeline.csv", index=False)
-        (args.out / "metrics.json").write_text(json.dumps(result.metrics, indent=2))
-        console.print(f"wrote {args.out}/jobs.csv, timeline.csv, metrics.json")
+        metrics = {k: v for k, v in result.metrics.items() if k not in TIMING_COLUMNS}
+        timings = {"wall_s": result.wall_s, **{k: result.metrics.get(k) for k in TIMING_COLUMNS if k != "wall_s"}}
+        config = {**described.config(), "seed": args.seed}
+        with atomic_dir(args.out, replace=True) as tmp:
+            result.jobs.to_csv(tmp / "jobs.csv", index=False)
+            result.timeline.to_csv(tmp / "timeline.csv", index=False)
+            (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+            (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+            (tmp / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
+        console.print(f"wrote {args.out}/jobs.csv, timeline.csv, metrics.json, config.json, timings.json")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    imports = _load_imports(args)
     scenario = scenario_from_args(args)
-    policies = [p.strip() for p in args.policies.split(",")] if args.policies else default_policies()
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else default_policies()
+    if not policies:
+        raise ValueError("--policies is empty; give e.g. --policies fifo,srtf")
+    try:
+        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. --seeds 0,1,2") from None
     if not seeds:
         raise ValueError("--seeds is empty; give e.g. --seeds 0,1,2")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {args.seeds!r} names a seed twice; name each once")
     options = parse_options(args.policy_option, scoped=True)
-    out = args.out or Path("results") / f"compare-{scenario.name}"
+    for name in options:
+        if name not in policies:
+            raise ValueError(f"-P gives knobs for policy {name!r}, which is not among the compared {policies}")
+    for name in policies:
+        check_policy_options(name, options.get(name, {}))  # names and values, before any run
+    planned = Comparison(
+        scenario, policies, seeds, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+        policy_kwargs={p: options[p] for p in policies if options.get(p)}, imports=imports,
+    )  # fmt: skip
+    if args.out is not None:
+        out = args.out
+        check_out_dir(out, force=args.force)
+    else:  # named by the configuration: an existing folder holds this very configuration's results
+        out = Path("results") / f"compare-{scenario.name}-{planned.config_hash()}"
+        check_out_dir(out, force=True)
+    about = scenario.description if not planned.overrides() and scenario.description else _workload_text(scenario)
     console.print(
-        f"Scenario [bold]{scenario.name}[/bold]: cluster {scenario.cluster} "
-        f"({scenario.cluster_spec().describe()}); {scenario.description or scenario.workload}"
+        f"{planned.describe().capitalize()}: cluster {scenario.cluster} ({scenario.cluster_spec().describe()}); {about}"
     )
     started = time.perf_counter()
     with Progress(
@@ -111,35 +215,66 @@ def cmd_compare(args: argparse.Namespace) -> int:
         def on_run(policy: str, seed: int, result: Any) -> None:
             progress.update(task, advance=1, description=f"{policy} seed {seed}")
 
-        comparison = compare(scenario, policies, seeds, policy_kwargs=options, on_run=on_run)
-    print_comparison(comparison)
-    written = comparison.save(out, plots=not args.no_plots)
-    console.print(
-        f"{len(comparison.runs)} runs in {time.perf_counter() - started:.1f} s; wrote "
-        + ", ".join(str(p) for p in written)
-    )
+        comparison = compare(scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports)
+    if not comparison.runs.empty:
+        print_comparison(comparison, wide=args.wide)
+    elapsed_s = time.perf_counter() - started
     if comparison.errors:
         for (policy, seed), msg in comparison.errors.items():
             console.print(f"[red]{policy} seed {seed} failed: {msg}[/red]")
+        console.print(
+            f"[red]{len(comparison.errors)} of {len(policies) * len(seeds)} runs failed; no results written"
+            f"{'' if args.out is None else ' to ' + str(out)}[/red]"
+        )
         return 1
+    with atomic_dir(out, replace=True) as tmp:
+        written = comparison.save(tmp, plots=not args.no_plots)
+    console.print(
+        f"{len(comparison.runs)} runs in {elapsed_s:.1f} s; wrote {out}/: " + ", ".join(p.name for p in written)
+    )
     return 0
 
 
-def print_comparison(comparison: Comparison) -> None:
-    """The aggregate table: mean (± standard deviation over seeds) per policy."""
-    agg = comparison.aggregate()
-    table = Table(title=f"scenario '{comparison.scenario.name}', seeds {comparison.seeds} (mean ± sd over seeds)")
-    table.add_column("policy", no_wrap=True)
-    for _, label, _, _ in HEADLINE_METRICS:
-        table.add_column(label, justify="right", no_wrap=True)
+def _workload_text(scenario: Any) -> str:
+    """The workload in words, from its fields (the scenario's description may predate overrides)."""
+    wl = scenario.workload
+    source = f"trace {wl.trace}" if wl.trace else f"{wl.recipe} recipe"
+    if wl.static:
+        load = "all submitted at time 0"
+    elif wl.arrival_rate_per_h is not None:
+        load = f"{wl.arrival_rate_per_h:g} arrivals per hour"
+    else:
+        load = f"offered utilisation {wl.target_utilisation if wl.target_utilisation is not None else 0.8:g}"
+    jobs = "all jobs" if wl.trace and wl.num_jobs >= 10**9 else f"{wl.num_jobs} jobs"
+    return f"{source}, {jobs}, {load}, deadlines {wl.deadline or 'of the recipe'}"
+
+
+def print_comparison(comparison: Comparison, *, wide: bool = False) -> None:
+    """The aggregate table: mean (± standard deviation over seeds) per policy.
+
+    Without ``wide``, the columns of :data:`NARROW_METRICS`, which fit in 80 columns; the table wraps
+    its cells when the console is narrower still.
+    """
+    agg = comparison.aggregate(timings=wide)
+    metrics = [m for m in HEADLINE_METRICS if wide or m[0] in NARROW_METRICS]
+    table = Table(
+        title=f"{comparison.describe()}, seeds {comparison.seeds} (mean ± sd over seeds)",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
+    table.add_column("policy", overflow="fold", min_width=8)
+    for key, label, _, _ in metrics:
+        table.add_column(label if wide else SHORT_LABELS.get(key, label), justify="right", no_wrap=not wide)
     best_dsr = agg["dsr"].max() if "dsr" in agg and agg["dsr"].notna().any() else None
     for policy, row in agg.iterrows():
         cells = []
-        for key, _, scale, fmt in HEADLINE_METRICS:
+        for key, _, scale, fmt in metrics:
             cell = _fmt(row.get(key, math.nan), scale, fmt)
             sd = row.get(f"{key}_std", math.nan)
             if key in ("dsr", "jct_mean_s") and len(comparison.seeds) > 1 and not math.isnan(sd):
-                cell += f" ± {_fmt(sd, scale, fmt)}"
+                cell += f"{' ± ' if wide else '±'}{_fmt(sd, scale, fmt)}"
             if key == "dsr" and best_dsr is not None and row.get("dsr") == best_dsr:
                 cell = f"[bold green]{cell}[/bold green]"
             cells.append(cell)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from hetgym.sweep.report import summarize, write_report
 from hetgym.sweep.runner import (
     BACKENDS,
-    NONDETERMINISTIC_COLUMNS,
     SweepOutcome,
     default_out_dir,
     execute_run,
@@ -22,7 +21,7 @@ from hetgym.sweep.runner import (
     run_sweep,
 )
 from hetgym.sweep.spec import RunSpec, SweepConfigError, SweepSpec, parse_seeds, run_id_of, scaled_cluster
-from hetgym.sweep.store import ResultsStore, load_results
+from hetgym.sweep.store import NONDETERMINISTIC_COLUMNS, ResultsStore, load_results
 
 __all__ = [
     "BACKENDS",

@@ -48,9 +48,6 @@ THREAD_ENV_VARS: tuple[str, ...] = (
     "NUMEXPR_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS",
 )
-#: Columns of a results row that depend on the machine or the moment, not on the configuration: they
-#: differ between two executions of the same run (every other column is deterministic).
-NONDETERMINISTIC_COLUMNS: tuple[str, ...] = ("wall_s", "decision_ms_p50", "decision_ms_p99", "worker", "finished_at")
 BACKENDS: tuple[str, ...] = ("local", "ray", "sequential")
 _TRACEBACK_CHARS = 4000
 
@@ -386,6 +383,46 @@ def run_sweep(
         _import_ray()  # fail before anything is written
     started = time.perf_counter()
     runs = spec.expand()
+    connected = connect_ray(ray_address) if backend == "ray" and ray_address else False
+    try:
+        return _run_sweep(spec, runs, out_dir, started, backend, workers, ray_address, retry_failed, on_start,
+                          on_result, flush_every_s)  # fmt: skip
+    finally:
+        if connected:
+            import ray
+
+            ray.shutdown()
+
+
+def connect_ray(address: str) -> bool:
+    """Connect to the Ray cluster at ``address`` before anything is written; returns whether this call did.
+
+    Raises:
+        HetgymError: One line naming the address and the fix, when no cluster answers there.
+    """
+    try:
+        return init_ray(address)
+    except (ConnectionError, RuntimeError, TimeoutError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HetgymError(
+            f"cannot connect to a Ray cluster at {address!r} ({first}); start one (`ray start --head`) or leave "
+            "out --ray-address to start Ray on this machine"
+        ) from None
+
+
+def _run_sweep(
+    spec: SweepSpec,
+    runs: list[RunSpec],
+    out_dir: str | os.PathLike[str],
+    started: float,
+    backend: str,
+    workers: int | None,
+    ray_address: str | None,
+    retry_failed: bool,
+    on_start: Callable[[int, int], None] | None,
+    on_result: OnResult | None,
+    flush_every_s: float,
+) -> SweepOutcome:
     store = ResultsStore(out_dir)
     with store.lock():
         done = store.finished()
@@ -399,7 +436,6 @@ def run_sweep(
                 "spec": spec.to_dict(),
                 "num_runs": len(runs),
                 "run_ids": [r.run_id for r in runs],
-                "updated_at": _now(),
             }
         )
         if on_start:

@@ -7,6 +7,12 @@ Layout of a results directory::
                         and renamed, so a kill mid-write never leaves a partial row
     results.parquet     every run of the grid that has finished, one row each, in grid order
     results.csv         the same table as CSV
+    timings.csv         the columns that depend on the machine and the moment (wall time, decision
+                        latency, worker, finish time), by run id
+
+The two results tables hold only what the configuration determines, so two sweeps of the same grid
+write byte-identical ``results.parquet`` and ``results.csv``; :func:`load_results` joins the timings
+back in.
 
 The per-run files are the source of truth: a resumed sweep reads them to skip finished runs, and the
 two tables are rebuilt from them (every few seconds while a sweep runs and when it ends), each written
@@ -43,6 +49,9 @@ LEADING_COLUMNS: tuple[str, ...] = (
     "seed",
 )
 TRAILING_COLUMNS: tuple[str, ...] = ("error", "traceback", "worker", "finished_at", "sweep")
+#: Columns of a results row that depend on the machine or the moment, not on the configuration: they
+#: differ between two executions of the same run and are kept in ``timings.csv``.
+NONDETERMINISTIC_COLUMNS: tuple[str, ...] = ("wall_s", "decision_ms_p50", "decision_ms_p99", "worker", "finished_at")
 CONFIG_PREFIXES: tuple[str, ...] = ("workload.", "sim.", "policy.")
 
 
@@ -96,6 +105,7 @@ class ResultsStore:
         self.runs_dir = self.dir / "runs"
         self.csv_path = self.dir / "results.csv"
         self.parquet_path = self.dir / "results.parquet"
+        self.timings_path = self.dir / "timings.csv"
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -148,12 +158,16 @@ class ResultsStore:
         return atomic_write(self.runs_dir / f"{row['run_id']}.json", lambda p: p.write_text(text))
 
     def write_table(self, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
-        """Rewrite ``results.parquet`` and ``results.csv`` (atomically) from ``rows``."""
+        """Rewrite ``results.parquet``, ``results.csv`` and ``timings.csv`` (atomically) from ``rows``."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        df = to_frame(rows)
+        full = to_frame(rows)
+        timing = [c for c in NONDETERMINISTIC_COLUMNS if c in full.columns]
+        df = full.drop(columns=timing)
+        timings = full[["run_id", *timing]] if "run_id" in full.columns else pd.DataFrame()
         written = [atomic_write(self.csv_path, lambda p: df.to_csv(p, index=False))]
         safe = _parquet_safe(df)
         written.append(atomic_write(self.parquet_path, lambda p: safe.to_parquet(p, index=False)))
+        written.append(atomic_write(self.timings_path, lambda p: timings.to_csv(p, index=False)))
         return written
 
     def write_meta(self, meta: Mapping[str, Any]) -> Path:
@@ -163,19 +177,30 @@ class ResultsStore:
         return atomic_write(self.dir / "sweep.json", lambda p: p.write_text(text))
 
 
+def _with_timings(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``df`` with the columns of the timings table at ``path`` (if any) joined in by run id."""
+    if not path.is_file() or "run_id" not in df.columns:
+        return df
+    timings = pd.read_csv(path)
+    extra = [c for c in timings.columns if c != "run_id" and c not in df.columns]
+    if "run_id" not in timings.columns or not extra:
+        return df
+    return df.merge(timings[["run_id", *extra]], on="run_id", how="left")[order_columns([*df.columns, *extra])]
+
+
 def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The results table of a sweep: a results directory, or a ``.parquet`` / ``.csv`` table file.
 
-    A directory's ``results.parquet`` is preferred, then ``results.csv``; a directory holding only
-    ``runs/`` (a sweep killed before its first table) is read from the per-run files.
+    A directory's ``results.parquet`` is preferred, then ``results.csv``, with the columns of its
+    ``timings.csv`` joined back in by run id; a directory holding only ``runs/`` (a sweep killed before
+    its first table) is read from the per-run files.
     """
     p = Path(path)
     if p.is_dir():
         store = ResultsStore(p)
-        if store.parquet_path.is_file():
-            return pd.read_parquet(store.parquet_path)
-        if store.csv_path.is_file():
-            return pd.read_csv(store.csv_path)
+        if store.parquet_path.is_file() or store.csv_path.is_file():
+            df = pd.read_parquet(store.parquet_path) if store.parquet_path.is_file() else pd.read_csv(store.csv_path)
+            return _with_timings(df, store.timings_path)
         rows = store.finished()
         if rows:
             return to_frame(rows.values())

@@ -1,0 +1,107 @@
+"""Figures of ``hetgym compare`` and ``hetgym evaluate``, checked through their matplotlib objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_rgba
+
+from hetgym.experiments import Comparison, compare
+from hetgym.plots import (
+    activity_end_s,
+    jct_cdf_figure,
+    line_colours,
+    plot_comparison,
+    utilisation_figure,
+)
+from hetgym.workloads.scenario import get_scenario
+
+
+def synthetic(num_policies: int, *, busy_until_h: float = 70.0, idle_until_h: float = 840.0) -> Comparison:
+    """A comparison of ``num_policies`` made-up policies: busy GPUs until ``busy_until_h``, idle after."""
+    policies = [f"policy-{i:02d}" for i in range(num_policies)]
+    rng = np.random.default_rng(0)
+    runs, jobs, timelines = [], [], []
+    for i, p in enumerate(policies):
+        runs.append({"policy": p, "seed": 0, "dsr": rng.random(), "jct_mean_s": 3600.0 * (i + 1),
+                     "num_with_deadline": 10})  # fmt: skip
+        jobs += [{"policy": p, "seed": 0, "status": "completed", "jct_s": 3600.0 * (j + i + 1)} for j in range(5)]
+        end_h = busy_until_h - i % 5  # the last policy to go idle does so at busy_until_h
+        for t_h, v100, k80 in ((0.0, 2, 1), (end_h / 2, 4, 4), (end_h, 0, 0), (idle_until_h, 0, 0)):
+            timelines.append({"policy": p, "seed": 0, "time_s": t_h * 3600, "v100": v100, "k80": k80})
+    return Comparison(get_scenario("tiny"), policies, [0], pd.DataFrame(runs), pd.DataFrame(jobs),
+                      pd.DataFrame(timelines))  # fmt: skip
+
+
+@pytest.mark.parametrize("num_policies", [14, 20, 27])
+def test_every_policy_gets_its_own_colour(num_policies: int) -> None:
+    comparison = synthetic(num_policies)
+    for figure in (jct_cdf_figure(comparison), utilisation_figure(comparison)):
+        lines = figure.axes[0].get_lines()
+        assert len(lines) == num_policies
+        colours = {tuple(np.round(to_rgba(line.get_color()), 3)) for line in lines}
+        assert len(colours) == num_policies
+        if num_policies > 10:  # beyond ten lines, styles and markers tell them apart as well
+            assert len({line.get_linestyle() for line in lines}) > 1 and len({line.get_marker() for line in lines}) > 1
+    assert len(set(line_colours(100))) == 100
+
+
+def test_legends_sit_outside_the_axes() -> None:
+    comparison = synthetic(14)
+    for figure in (jct_cdf_figure(comparison), utilisation_figure(comparison)):
+        figure.canvas.draw()
+        ax = figure.axes[0]
+        legend = ax.get_legend()
+        assert legend is not None and len(legend.get_texts()) == 14
+        renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def test_the_utilisation_axis_ends_where_the_activity_does() -> None:
+    comparison = synthetic(5, busy_until_h=70.0, idle_until_h=840.0)
+    assert activity_end_s(comparison, 0) == pytest.approx(70.0 * 3600)
+    low, high = utilisation_figure(comparison).axes[0].get_xlim()
+    assert low == 0 and 70.0 <= high <= 70.0 * 1.05
+
+
+def test_without_deadlines_a_jct_chart_replaces_the_dsr_chart(tmp_path: Path) -> None:
+    scenario = get_scenario("tiny").with_overrides(workload={"deadline": "none"})
+    comparison = compare(scenario, ["fifo", "srtf"], [0])
+    assert (comparison.runs["num_with_deadline"] == 0).all()
+    written = plot_comparison(comparison, tmp_path)
+    assert sorted(p.name for p in written) == ["jct.png", "jct_cdf.png", "utilisation.png"]
+    assert not (tmp_path / "dsr.png").exists() and (tmp_path / "jct.png").stat().st_size > 1000
+
+    from hetgym.plots import jct_figure
+
+    bars = jct_figure(comparison).axes[0].patches
+    expected = comparison.runs.set_index("policy").loc[["fifo", "srtf"], "jct_mean_s"].to_numpy() / 3600
+    assert [b.get_height() for b in bars] == pytest.approx(list(expected))
+
+    with_deadlines = compare("tiny", ["fifo"], [0])
+    assert plot_comparison(with_deadlines, tmp_path / "d")[0].name == "dsr.png"
+
+
+def test_the_evaluation_figure_has_a_legend() -> None:
+    pytest.importorskip("agents.evaluation")
+    from agents.evaluation import Evaluation
+
+    runs = pd.DataFrame(
+        [
+            {"policy": p, "kind": kind, "seed": s, "dsr": 0.5 + 0.1 * s, "jct_mean_s": 3600.0 * (s + 1)}
+            for p, kind in (("bc", "agent"), ("edf", "expert"), ("dancer", "expert"))
+            for s in (0, 1)
+        ]
+    )
+    figure = Evaluation(runs, teacher="dancer", seeds=[0, 1]).build_figure()
+    legend = figure.axes[1].get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "expert policy",
+        "learned agent",
+        "teacher (dancer)",
+        "one seed",
+    ]
