@@ -39,7 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hetgym`` console script."""
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except HetgymError as exc:  # e.g. a stray agents.py shadowing the project's package
+        if "--debug" in (sys.argv[1:] if argv is None else argv):
+            raise
+        print(f"hetgym: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

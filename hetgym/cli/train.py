@@ -15,12 +15,16 @@ from typing import Any
 from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
+from hetgym.sim.layout import require_project_package
 
 RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
 PRESET_IDS = {"default": "HetCluster-v0", "tiny": "HetCluster-Tiny-v0"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # `agents` is imported by name: name a stray agents.py in the working directory instead of failing
+    # on whatever it lacks.
+    require_project_package("agents")
     from agents.args import BCArgs, DAggerArgs, PPOArgs
     from agents.cli_args import add_dataclass_options
 

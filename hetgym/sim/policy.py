@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import numpy as np
 
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.layout import require_project_package
 from hetgym.sim.registry import Knobs, Registry
 
 if TYPE_CHECKING:
@@ -137,6 +138,11 @@ def _load_builtin() -> None:
     # The built-in policies register through the same entry-point group as third-party ones (the
     # ``builtin`` entry in pyproject.toml), so this package names no policy package.
     for ep in entry_points(group="hetgym.policies"):
+        top_level = ep.value.split(":")[0].split(".")[0]
+        if top_level in ("baselines", "agents"):
+            # A stray baselines.py in the working directory would otherwise be loaded in its place and
+            # leave the registry empty ("unknown policy 'edf'"): name the file instead.
+            require_project_package(top_level)
         ep.load()
     if not len(POLICIES):
         raise HetgymError(

@@ -251,6 +251,9 @@ def _isolated(run: RunSpec, on_result: OnResult) -> None:
 
 def _package_path() -> str:
     """The directories that hold this ``hetgym`` and ``baselines``, for local Ray workers' ``PYTHONPATH``."""
+    from hetgym.sim.layout import require_project_package
+
+    require_project_package("baselines")
     import baselines
     import hetgym
 
