@@ -175,8 +175,12 @@ class ExpertAgent:
 
     ``evaluate_policy(ExpertAgent("edf", env), env)`` scores the expert exactly as a learned agent is
     scored. In-process environments (a ``gym.Env``, SB3's ``DummyVecEnv``, Gymnasium's
-    ``SyncVectorEnv``, possibly wrapped) are followed directly, one policy instance per sub-env;
-    ``predict`` must then be called once per step (as ``evaluate_policy`` does). For environments in
+    ``SyncVectorEnv`` or ``gym.make_vec(..., vectorization_mode="sync")``, possibly wrapped) are followed
+    directly, one :class:`ExpertTracker` (and policy instance) per sub-env, keyed by the sub-env's
+    index. Each tracker calls ``schedule`` once per decision epoch (keyed by the env's
+    ``decision_key``) and answers the next action from the env's current draft, so ``predict`` is
+    idempotent: calling it twice on the same step gives the same action and leaves the policy's state
+    as one call does. For environments in
     worker processes, wrap each worker's env in :class:`ExpertLabelWrapper` with the same policy: the
     agent then returns the labels the workers computed.
 
@@ -325,8 +329,13 @@ def _local_envs(env: Any) -> list[Any] | None:
         return [env]
     base = env
     seen = 0
-    while hasattr(base, "venv") and seen < 32:  # SB3 VecEnvWrapper chain
-        base = base.venv
+    while seen < 32:
+        if hasattr(base, "venv"):  # SB3 VecEnvWrapper chain
+            base = base.venv
+        elif isinstance(base, gym.vector.VectorWrapper):  # Gymnasium's vector wrappers
+            base = base.env
+        else:
+            break
         seen += 1
     envs = getattr(base, "envs", None)
     if envs is not None:

@@ -129,7 +129,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     ``gym.make("HetCluster-v1", **overrides)`` (or ``"hetgym:HetCluster-v1"``), overrides being fields of
     :class:`~hetgym.envs.config.HetClusterConfig` (``policy_compat="dancer"``: a policy's own physics, so it
-    acts through the env exactly as on the simulator), and ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
+    acts through the env exactly as on the simulator), and ``render_mode`` (``"ansi"`` or ``"rgb_array"``;
+    ``render()`` without one warns and returns ``None``). ``throughput=`` gives the simulator, the workload
+    recipe and the observation a user's throughput table instead of the embedded one: the path of a CSV or
+    parquet file with the columns of ``hetgym/data/throughputs.csv``, a ``pandas.DataFrame`` or a
+    :class:`~hetgym.sim.ThroughputModel` (checked at ``make``; a bad column or row is named).
     Component names (``codec``, ``observation``, ``reward``, ``window_order``) are looked up in their
     registries, so a registered plug-in is used by name like a built-in one; an unknown key or name raises
     an error naming the nearest valid one. ``HetCluster-Tiny-v1`` is the same with ``scenario="tiny"``.
@@ -169,7 +173,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.render_mode = render_mode
         self.config = config
         self.cluster = config.cluster_spec()
-        self.throughput = ThroughputModel.default()
+        self.throughput: ThroughputModel = config.throughput_model()
         self.sim_config = config.sim
         self.levels = config.levels()
         self.max_actions = config.actions_cap()
@@ -273,8 +277,17 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         return obs, float(reward), terminated, truncated, info
 
     def render(self) -> str | np.ndarray | None:
-        """The ``ansi`` table or the ``rgb_array`` picture (see :mod:`hetgym.envs.render`)."""
+        """The ``ansi`` table or the ``rgb_array`` picture (see :mod:`hetgym.envs.render`).
+
+        With no ``render_mode`` it warns, as Gymnasium's own environments do, and returns ``None``.
+        """
         if self.render_mode is None:
+            env_id = self.spec.id if self.spec is not None else "HetCluster-v1"
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. "
+                "You can specify the render_mode at initialization, "
+                f'e.g. gym.make("{env_id}", render_mode="ansi")'
+            )
             return None
         if self.render_mode == "ansi":
             if not self._started:
