@@ -69,7 +69,8 @@ class Interrupt(Exception):
     pass
 
 
-@pytest.mark.parametrize("backend", ["sequential", "local"])
+# The process-pool variants start worker processes (10-20 s on two cores): they run in the slow suite.
+@pytest.mark.parametrize("backend", ["sequential", pytest.param("local", marks=pytest.mark.slow)])
 def test_resume_after_interruption_skips_finished_runs(
     tmp_path: Path, backend: str, sequential_table: pd.DataFrame
 ) -> None:
@@ -96,6 +97,7 @@ def test_resume_after_interruption_skips_finished_runs(
     assert not list(tmp_path.rglob("*.tmp"))
 
 
+@pytest.mark.slow  # kills and restarts a whole sweep process (about 17 s on two cores)
 def test_resume_after_the_process_is_killed(tmp_path: Path, sequential_table: pd.DataFrame) -> None:
     """A sweep process SIGKILLed mid-run: finished runs are kept intact and not run again."""
     counter = tmp_path / "kill-counter"
@@ -132,7 +134,7 @@ def test_resume_after_the_process_is_killed(tmp_path: Path, sequential_table: pd
         assert got[metric].tolist() == fifo[metric].tolist()
 
 
-@pytest.mark.parametrize("backend", ["sequential", "local"])
+@pytest.mark.parametrize("backend", ["sequential", pytest.param("local", marks=pytest.mark.slow)])
 def test_a_failing_configuration_is_recorded_and_the_rest_run(tmp_path: Path, backend: str) -> None:
     spec = SweepSpec.from_dict(
         {
@@ -157,6 +159,7 @@ def test_a_failing_configuration_is_recorded_and_the_rest_run(tmp_path: Path, ba
     assert run_sweep(spec, tmp_path, backend="sequential", retry_failed=True).ran == 2
 
 
+@pytest.mark.slow  # a worker process is killed and the pool restarted (7-10 s on two cores)
 def test_a_worker_that_dies_fails_only_its_own_run(tmp_path: Path) -> None:
     spec = SweepSpec.from_dict(
         {

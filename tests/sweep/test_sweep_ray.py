@@ -41,6 +41,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow  # about 45 s with Ray's start-up; the slow run (.ci/run) keeps it
 def test_ray_backend_resumes_records_failures_and_matches_sequential(ray_session: None, tmp_path: Path) -> None:
     spec = SweepSpec.from_dict(GRID)
     seen: list[str] = []

@@ -1,4 +1,4 @@
-"""Smoke tests: SB3's PPO and sb3-contrib's MaskablePPO train on HetCluster-Tiny-v0 and act validly.
+"""SB3 plumbing on HetCluster-Tiny-v0: PPO and MaskablePPO train (finite losses) and act validly.
 
 They check the plumbing (spaces, masks through ``gym.make``'s wrappers, flattening, finite losses), not
 how well an agent learns in a few thousand steps.
@@ -32,7 +32,7 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-def test_maskable_ppo_learns_and_respects_the_mask() -> None:
+def test_maskable_ppo_trains_with_finite_losses_and_respects_the_mask() -> None:
     venv = DummyVecEnv([lambda: gym.make("HetCluster-Tiny-v0", reward="jct")])
     model = MaskablePPO("MultiInputPolicy", venv, n_steps=512, batch_size=128, n_epochs=2, seed=0, device="cpu")
     model.learn(total_timesteps=2048)
@@ -49,7 +49,7 @@ def test_maskable_ppo_learns_and_respects_the_mask() -> None:
 
 
 @pytest.mark.parametrize("codec", [pytest.param("multidiscrete", marks=pytest.mark.slow), "sequential"])
-def test_ppo_learns_on_flattened_observations(codec: str) -> None:
+def test_ppo_trains_on_flattened_observations(codec: str) -> None:
     # Four slots keep SB3's MultiDiscrete distribution (one categorical per dimension) quick.
     env = FlattenObservation(gym.make("HetCluster-Tiny-v0", codec=codec, reward="jct", queue_slots=4))
     assert env.observation_space.shape is not None and len(env.observation_space.shape) == 1
