@@ -1,0 +1,301 @@
+"""Re-measure the figures the docs state and compare them with what the docs say.
+
+Each claim names the doc file and the exact sentence fragment that states it (the script fails when the
+fragment is gone, so a doc edit cannot silently leave the script checking an old figure), the figure as
+stated, how it is measured here and the tolerance. The output is a table of doc claim vs measured value;
+the exit status is 1 when any claim is outside its tolerance or its fragment is missing.
+
+Groups (the deterministic group always runs; the others on request):
+
+* deterministic: DSR of the classic policies on Tiny seeds 0-5 and the experts' episode epochs
+  (``docs/environment.md``), the running-maximum count on ``gavel-philly`` workloads (``docs/traces.md``).
+  Exact: the simulator is deterministic. Seconds in all.
+* ``--timings``: ``scripts/bench_env.py``'s sequential-codec steps per CPU-second (``README.md``), 3 short
+  runs per window size; tolerance 30% either side of the stated range (a shared machine moves it).
+* ``--budgets``: wall time of ``hetgym train --algo bc --teacher dancer`` and of the same with
+  ``--preset tiny`` (``README.md``, ``docs/agents.md``): one run each, minutes; within 0.4-1.35 times the
+  stated time (the stated runs shared the machine with other work).
+
+Usage::
+
+    python scripts/check_docs.py                       # deterministic claims
+    python scripts/check_docs.py --timings --budgets   # everything (about 15 minutes on two cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_SEEDS = range(6)
+CLASSIC = ("edf", "srtf", "fifo", "tiresias")
+EXPERTS = ("edf", "srtf", "fifo", "tiresias", "dancer", "elasticflow")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One figure a doc states.
+
+    Attributes:
+        name: Short label.
+        doc: Path of the doc, relative to the repository root.
+        fragment: Text the doc must contain (where the figure is stated).
+        stated: The figure as the doc states it (compared with ``measure``'s value by ``check``).
+        measure: Returns the measured value.
+        check: ``check(stated, measured) -> bool``.
+        group: ``deterministic``, ``timings`` or ``budgets``.
+    """
+
+    name: str
+    doc: str
+    fragment: str
+    stated: Any
+    measure: Callable[[], Any]
+    check: Callable[[Any, Any], bool]
+    group: str = "deterministic"
+
+
+# ------------------------------------------------------------------------------------------------
+# Measurements
+
+
+def tiny_dsr_range(policy: str) -> tuple[float, float]:
+    """(min, max) DSR of ``policy`` on the Tiny scenario over seeds 0-5, rounded to 2 decimals."""
+    from hetgym.experiments import run_one
+
+    values = [run_one("tiny", policy, seed).metrics["dsr"] for seed in TINY_SEEDS]
+    return round(min(values), 2), round(max(values), 2)
+
+
+def tiny_env_epochs(policies: tuple[str, ...]) -> tuple[int, int]:
+    """(min, max) decision epochs of the experts' HetCluster-Tiny-v0 episodes (default physics), seeds 0-5."""
+    import gymnasium as gym
+
+    import hetgym  # noqa: F401 - registers the ids
+    from hetgym.experts import ExpertAgent
+
+    epochs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for policy in policies:
+            for seed in TINY_SEEDS:
+                env = gym.make("HetCluster-Tiny-v0")
+                agent = ExpertAgent(policy, env)
+                obs, _ = env.reset(seed=seed)
+                while True:
+                    action, _ = agent.predict(obs)
+                    obs, _, terminated, truncated, info = env.step(action)
+                    if terminated or truncated:
+                        break
+                epochs.append(int(info["metrics"]["num_decisions"]))
+    return min(epochs), max(epochs)
+
+
+def running_max_changes() -> tuple[int, int, int]:
+    """(multi-GPU jobs, V100 rate changed, rate changed on some type) by the running maximum over counts,
+    on the ``gavel`` scenario's ``gavel-philly`` workloads of seeds 0-4."""
+    from hetgym.sim.throughput import ThroughputModel
+    from hetgym.workloads import get_scenario
+
+    processed, raw = ThroughputModel.default(), ThroughputModel(monotone=False)
+    scenario = get_scenario("gavel")
+    cluster = scenario.cluster_spec()
+    multi = v100 = any_type = 0
+    for seed in range(5):
+        for job in scenario.workload.build(cluster, seed=seed).jobs:
+            if job.num_gpus < 2:
+                continue
+            multi += 1
+            changed = []
+            for gpu in cluster.gpu_types:
+                a = processed.rate(job.job_type, job.batch_size, gpu, job.num_gpus)
+                b = raw.rate(job.job_type, job.batch_size, gpu, job.num_gpus)
+                if abs(a - b) > 1e-4 * max(b, 1e-12):
+                    changed.append(gpu)
+            v100 += "v100" in changed
+            any_type += bool(changed)
+    return multi, v100, any_type
+
+
+def bench_env_steps_per_cpu_s() -> tuple[int, int]:
+    """(min, max) sequential-codec steps per CPU-second of ``scripts/bench_env.py`` (K = 16 and 64), 3 short
+    runs each (per CPU-second, not wall: on a shared machine the wall figure follows the load)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "env.json"
+        cmd = [sys.executable, str(ROOT / "scripts" / "bench_env.py"), "--out", str(out), "--repeats", "3"]
+        subprocess.run([*cmd, "--steps", "10000", "--one-shot-steps", "300"], check=True, capture_output=True)
+        import json
+
+        data = json.loads(out.read_text())
+    rows = data["results"] if isinstance(data, dict) and "results" in data else data
+    figures = [int(r["steps_per_cpu_s"]) for r in rows if r.get("codec") == "sequential"]
+    return min(figures), max(figures)
+
+
+def train_wall_s(*extra: str) -> float:
+    """Wall seconds of ``hetgym train --algo bc --teacher dancer`` (plus ``extra``), in a temporary folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hetgym.cli",
+                "train",
+                "--algo",
+                "bc",
+                "--teacher",
+                "dancer",
+                "--no-progress",
+                *extra,
+            ],
+            cwd=tmp,
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+        return time.perf_counter() - started
+
+
+# ------------------------------------------------------------------------------------------------
+# Claims
+
+
+def _equal(stated: Any, measured: Any) -> bool:
+    return bool(stated == measured)
+
+
+def _within_range(rel: float) -> Callable[[Any, Any], bool]:
+    def check(stated: Any, measured: Any) -> bool:
+        lo, hi = stated
+        m_lo, m_hi = measured
+        return bool(lo * (1 - rel) <= m_lo and m_hi <= hi * (1 + rel))
+
+    return check
+
+
+def _budget(low: float, high: float) -> Callable[[Any, Any], bool]:
+    """A time budget holds when the measured time is between ``low`` and ``high`` times the stated one (the
+    stated figures were measured on a loaded machine, so a quiet one may be well below them)."""
+
+    def check(stated: Any, measured: Any) -> bool:
+        return bool(low * stated <= measured <= high * stated)
+
+    return check
+
+
+TINY_DSR_STATED = {"edf": (0.17, 0.58), "srtf": (0.25, 0.58), "fifo": (0.0, 0.58), "tiresias": (0.25, 0.58)}
+TINY_DSR_FRAGMENT = "DSR EDF 0.17-0.58, SRTF 0.25-0.58, FIFO 0-0.58, Tiresias 0.25-0.58"
+
+CLAIMS: list[Claim] = [
+    *(
+        Claim(
+            f"Tiny DSR, {policy}, seeds 0-5",
+            "docs/environment.md",
+            TINY_DSR_FRAGMENT,
+            TINY_DSR_STATED[policy],
+            lambda policy=policy: tiny_dsr_range(policy),  # type: ignore[misc]
+            _equal,
+        )
+        for policy in CLASSIC
+    ),
+    Claim(
+        "Tiny-v0 epochs, experts, seeds 0-5",
+        "docs/environment.md",
+        "Tiny-v0 episodes have 62 to 5,166 epochs",
+        (62, 5166),
+        lambda: tiny_env_epochs(EXPERTS),
+        _equal,
+    ),
+    Claim(
+        "Tiny-v0 epochs, EDF and SRTF",
+        "docs/environment.md",
+        "EDF and SRTF 92-2,060",
+        (92, 2060),
+        lambda: tiny_env_epochs(("edf", "srtf")),
+        _equal,
+    ),
+    Claim(
+        "running maximum on gavel-philly, seeds 0-4",
+        "docs/traces.md",
+        "it changes the V100 rate of 114 of the 331",
+        (331, 114, 158),
+        running_max_changes,
+        _equal,
+    ),
+    Claim(
+        "bench_env sequential steps/CPU-s",
+        "README.md",
+        "the sequential codec makes 25,200-25,800 steps per CPU-second",
+        (25_200, 25_800),
+        bench_env_steps_per_cpu_s,
+        _within_range(0.30),
+        group="timings",
+    ),
+    Claim(
+        "hetgym train --algo bc --teacher dancer (s)",
+        "README.md",
+        "# 885 s, one run on two busy cores (load 4-7)",
+        885.0,
+        lambda: round(train_wall_s(), 0),
+        _budget(0.4, 1.35),
+        group="budgets",
+    ),
+    Claim(
+        "... --preset tiny (s)",
+        "docs/agents.md",
+        "with `--preset tiny` 66 s",
+        66.0,
+        lambda: round(train_wall_s("--preset", "tiny"), 0),
+        _budget(0.4, 1.35),
+        group="budgets",
+    ),
+]
+
+
+def check_fragments(claims: list[Claim]) -> list[str]:
+    """The claims whose doc no longer contains their fragment."""
+    missing = []
+    for claim in claims:
+        text = (ROOT / claim.doc).read_text()
+        if claim.fragment not in " ".join(text.split()):
+            missing.append(f"{claim.doc}: {claim.fragment!r} not found (update the doc or this script)")
+    return missing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timings", action="store_true", help="also bench_env's steps/s (about a minute)")
+    parser.add_argument("--budgets", action="store_true", help="also the BC training budgets (about 10 minutes)")
+    parser.add_argument("--fragments-only", action="store_true", help="only check that every claim is in its doc")
+    args = parser.parse_args(argv)
+    groups = {"deterministic"} | ({"timings"} if args.timings else set()) | ({"budgets"} if args.budgets else set())
+    missing = check_fragments(CLAIMS)
+    for line in missing:
+        print(f"MISSING  {line}")
+    if args.fragments_only:
+        return 1 if missing else 0
+    failed = bool(missing)
+    print(f"{'claim':<46} {'doc':<22} {'doc says':<22} {'measured':<22} ok")
+    for claim in CLAIMS:
+        if claim.group not in groups:
+            continue
+        measured = claim.measure()
+        ok = claim.check(claim.stated, measured)
+        failed |= not ok
+        print(f"{claim.name:<46} {claim.doc:<22} {claim.stated!s:<22} {measured!s:<22} {'yes' if ok else 'NO'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""``scripts/check_docs.py``: every doc claim it checks is still in its doc, and the deterministic
+figures the docs state are the ones the code measures."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_docs.py"
+
+
+@pytest.fixture(scope="module")
+def check_docs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_docs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_docs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_claim_is_stated_in_its_doc(check_docs: ModuleType) -> None:
+    assert check_docs.check_fragments(check_docs.CLAIMS) == []
+    assert check_docs.main(["--fragments-only"]) == 0
+
+
+def test_a_missing_fragment_is_reported(check_docs: ModuleType) -> None:
+    claim = check_docs.CLAIMS[0]
+    moved = check_docs.Claim(claim.name, claim.doc, "a sentence no doc contains", 0, lambda: 0, check_docs._equal)
+    missing = check_docs.check_fragments([moved])
+    assert len(missing) == 1 and claim.doc in missing[0]
+
+
+@pytest.mark.parametrize("policy", ["edf", "fifo"])
+def test_tiny_dsr_claims_hold(check_docs: ModuleType, policy: str) -> None:
+    assert check_docs.tiny_dsr_range(policy) == check_docs.TINY_DSR_STATED[policy]
+
+
+def test_running_maximum_claim_holds(check_docs: ModuleType) -> None:
+    (claim,) = [c for c in check_docs.CLAIMS if c.name.startswith("running maximum")]
+    assert claim.measure() == claim.stated
+
+
+@pytest.mark.slow
+def test_every_deterministic_claim_holds(check_docs: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_docs.main([]) == 0
+    out = capsys.readouterr().out
+    assert " NO" not in out and "MISSING" not in out
