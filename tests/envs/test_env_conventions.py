@@ -184,12 +184,16 @@ def _single_env_actions(env_id: str, policy: str, seed: int) -> list[Any]:
             return actions
 
 
-@pytest.mark.parametrize("env_id", [TINY, "HetCluster-Tiny-v1"])
-def test_expert_on_sync_vector_env_matches_single_envs(env_id: str) -> None:
+@pytest.mark.parametrize(("env_id", "builder"), [(TINY, "sync"), ("HetCluster-Tiny-v1", "sync"), (TINY, "make_vec")])
+def test_expert_on_vector_envs_matches_single_envs(env_id: str, builder: str) -> None:
     policy = "edf"
     seeds = (0, 1)
     expected = [_single_env_actions(env_id, policy, s) for s in seeds]
-    venv = gym.vector.SyncVectorEnv([lambda: gym.make(env_id, **expert_env_kwargs(policy))] * 2)
+    venv: gym.vector.VectorEnv
+    if builder == "sync":
+        venv = gym.vector.SyncVectorEnv([lambda: gym.make(env_id, **expert_env_kwargs(policy))] * 2)
+    else:  # hetgym's batched HetClusterVectorEnv
+        venv = gym.make_vec(env_id, num_envs=2, **expert_env_kwargs(policy))
     # A Gymnasium vector wrapper in front must not hide the sub-envs.
     wrapped = gym.wrappers.vector.RecordEpisodeStatistics(venv)
     agent = ExpertAgent(policy, wrapped)
