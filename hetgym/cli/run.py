@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except Exception as exc:  # the policy's own failure: a message, like compare's, and nothing written
         if args.debug:
             raise
-        console.print(f"[red]{args.policy} seed {args.seed} failed: {type(exc).__name__}: {exc}; nothing written[/red]")
+        print(
+            f"hetgym simulate: error: {args.policy} seed {args.seed} failed: {type(exc).__name__}: {exc}; "
+            "nothing written",
+            file=sys.stderr,
+        )
         return 1
     described = Comparison(
         scenario, [args.policy], [args.seed], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
@@ -221,10 +226,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elapsed_s = time.perf_counter() - started
     if comparison.errors:
         for (policy, seed), msg in comparison.errors.items():
-            console.print(f"[red]{policy} seed {seed} failed: {msg}[/red]")
-        console.print(
-            f"[red]{len(comparison.errors)} of {len(policies) * len(seeds)} runs failed; no results written"
-            f"{'' if args.out is None else ' to ' + str(out)}[/red]"
+            print(f"  {policy} seed {seed} failed: {msg}", file=sys.stderr)
+        print(
+            f"hetgym compare: error: {len(comparison.errors)} of {len(policies) * len(seeds)} runs failed "
+            f"(listed above); no results written{'' if args.out is None else ' to ' + str(out)}",
+            file=sys.stderr,
         )
         return 1
     with atomic_dir(out, replace=True) as tmp:

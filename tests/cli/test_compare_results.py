@@ -169,7 +169,7 @@ def test_a_run_that_fails_writes_nothing_and_exits_1(
     out = tmp_path / "out"
     argv = ["compare", *TINY, "--import", str(module), "--policies", "test-always-fails", "--seeds", "0,1"]
     assert main([*argv, "--out", str(out)]) == 1
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err
     assert "this policy always fails" in text and "no results written" in text
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["failing_policy.py"]
 
@@ -245,7 +245,7 @@ def test_simulate_takes_import_too(tmp_path: Path, capsys: pytest.CaptureFixture
     out = tmp_path / "out"
     code = main(["simulate", "--import", str(module), "--policy", "test-always-fails", *TINY, "--out", str(out)])
     assert code == 1  # the policy is found and run; its failure is reported in one line, nothing written
-    assert "this policy always fails" in capsys.readouterr().out and not out.exists()
+    assert "this policy always fails" in capsys.readouterr().err and not out.exists()
 
 
 def test_help_says_what_runs_by_default() -> None:
