@@ -11,6 +11,7 @@ import yaml
 from rich.console import Console
 
 from hetgym.sim.config import SimConfig
+from hetgym.sim.errors import ConfigError
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
 
 
@@ -99,11 +100,14 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         changes["workload"] = workload
     if sim:
         changes["sim"] = sim
-    out = scenario.with_overrides(**changes) if changes else scenario
-    # Fail early on an unknown cluster name.
-    out.cluster_spec()
-    WorkloadConfig.from_dict(out.workload.__dict__)
-    SimConfig.from_dict(out.sim.__dict__)
+    try:
+        out = scenario.with_overrides(**changes) if changes else scenario
+        # Fail early on an unknown cluster name.
+        out.cluster_spec()
+        WorkloadConfig.from_dict(out.workload.__dict__)
+        SimConfig.from_dict(out.sim.__dict__)
+    except ConfigError as err:
+        raise ConfigError(_with_flag(str(err))) from None
     return out
 
 
@@ -132,6 +136,27 @@ def check_out_dir(out: Path, *, force: bool, flag: str = "--out") -> None:
             if not os.access(parent, os.W_OK):
                 raise ValueError(f"{flag} {out}: cannot write in {parent}; give a folder you can write to")
             break
+
+
+#: Command-line flag of each setting, named in error messages.
+_FLAGS = {
+    "SimConfig.round_s": "--round-s",
+    "SimConfig.restart_penalty_s": "--restart-penalty-s",
+    "SimConfig.max_time_s": "--max-time-s",
+    "WorkloadConfig.num_jobs": "--num-jobs",
+    "WorkloadConfig.target_utilisation": "--utilisation",
+    "WorkloadConfig.arrival_rate_per_h": "--arrival-rate-per-h",
+    "WorkloadConfig.tightness": "--tightness",
+    "WorkloadConfig.max_gpus_per_job": "--max-gpus-per-job",
+}
+
+
+def _with_flag(message: str) -> str:
+    """``message`` prefixed with the command-line flag of the setting it names, if it has one."""
+    for setting, flag in _FLAGS.items():
+        if message.startswith(setting + "="):
+            return f"{flag}: {message}"
+    return message
 
 
 def parse_value(text: str) -> Any:
