@@ -31,7 +31,7 @@ from hetgym.sim.allocation import Allocation, check_allocation
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
 from hetgym.sim.config import SimConfig
-from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
+from hetgym.sim.errors import HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -229,18 +229,22 @@ class Simulator(ApplyMixin):
         latencies = self._latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
+        name = getattr(policy, "name", type(policy).__name__)
         while view is not None:
             t0 = perf()
-            allocation = schedule(view)
-            latencies.append(perf() - t0)
-            view = self.step(allocation)
+            try:
+                allocation = schedule(view)
+                latencies.append(perf() - t0)
+                view = self.step(allocation)
+            except InvalidAllocationError as err:
+                raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
             if bar is not None and self._epoch % 256 == 0:
                 bar.n = self._ended
                 bar.refresh()
         if bar is not None:
             bar.n = self._ended
             bar.close()
-        return self.result(getattr(policy, "name", type(policy).__name__))
+        return self.result(name)
 
     # ----------------------------------------------------------------------------------------
     # Event processing
