@@ -53,6 +53,12 @@ def add_scenario_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--round-s", type=float, help="round length in seconds (default: each policy's own)")
     g.add_argument("--restart-penalty-s", type=float, help="reconfiguration penalty in seconds")
     g.add_argument("--max-time-s", type=float, help="stop the simulation at this simulated time")
+    g.add_argument(
+        "--oversize-jobs",
+        choices=("error", "reject"),
+        help="jobs that can never fit the cluster: 'error' (default) refuses the workload, naming them; "
+        "'reject' rejects them at arrival and reports how many",
+    )
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -83,7 +89,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.static:
         workload.update(static=True, arrival_rate_per_h=None, target_utilisation=None)
     sim: dict[str, Any] = {}
-    for key in ("round_s", "restart_penalty_s", "max_time_s"):
+    for key in ("round_s", "restart_penalty_s", "max_time_s", "oversize_jobs"):
         value = getattr(args, key)
         if value is not None:
             sim[key] = value
@@ -143,6 +149,7 @@ _FLAGS = {
     "SimConfig.round_s": "--round-s",
     "SimConfig.restart_penalty_s": "--restart-penalty-s",
     "SimConfig.max_time_s": "--max-time-s",
+    "SimConfig.max_job_run_s": "--trace",
     "WorkloadConfig.num_jobs": "--num-jobs",
     "WorkloadConfig.target_utilisation": "--utilisation",
     "WorkloadConfig.arrival_rate_per_h": "--arrival-rate-per-h",
@@ -157,6 +164,30 @@ def _with_flag(message: str) -> str:
         if message.startswith(setting + "="):
             return f"{flag}: {message}"
     return message
+
+
+def run_problems(result: Any, *, time_limit: bool) -> list[tuple[str, bool]]:
+    """What a user must be told about a finished run, as ``(message, fails)`` pairs: a stall and jobs
+    left unfinished (unless a time limit was asked for) fail the command; jobs rejected because they can
+    never fit the cluster (asked for with ``--oversize-jobs reject``) are reported only."""
+    m = result.metrics
+    problems = []
+    if result.stalled:
+        problems.append((f"the run stalled: {result.stall_reason or 'no job could make progress'}", True))
+    unfinished = int(m.get("num_unfinished", 0))
+    if unfinished and not (time_limit and not result.stalled):
+        problems.append(
+            (
+                f"{unfinished} of {int(m['num_jobs'])} jobs did not finish; the metrics count only the jobs that ended",
+                True,
+            )
+        )
+    oversize = int(m.get("num_oversize", 0))
+    if oversize:
+        problems.append(
+            (f"{oversize} jobs can never fit the cluster and were rejected at arrival (--oversize-jobs)", False)
+        )
+    return problems
 
 
 def parse_value(text: str) -> Any:

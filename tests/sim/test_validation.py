@@ -20,7 +20,10 @@ from hetgym.workloads.generators import Load, elasticflow, gavel_philly
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
-        ({"restart_penalty_s": math.inf}, "restart_penalty_s=inf is not finite; give a finite number of seconds in [0,"),
+        (
+            {"restart_penalty_s": math.inf},
+            "restart_penalty_s=inf is not finite; give a finite number of seconds in [0,",
+        ),
         ({"restart_penalty_s": -1.0}, "restart_penalty_s=-1.0 is out of range"),
         ({"restart_penalty_s": MAX_RESTART_PENALTY_S * 2}, "restart_penalty_s=1209600.0 is out of range"),
         ({"restart_penalty_s": "30"}, "restart_penalty_s='30' is a str, not a number"),
