@@ -30,8 +30,8 @@ import numpy as np
 from hetgym.sim.allocation import Allocation, check_allocation
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
-from hetgym.sim.config import MAX_RESTART_PENALTY_S, SimConfig
-from hetgym.sim.errors import HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
+from hetgym.sim.config import MAX_RESTART_PENALTY_S, MAX_ROUND_S, MIN_ROUND_S, SimConfig
+from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -215,6 +215,11 @@ class Simulator(ApplyMixin):
             The first view, or ``None`` if the workload is empty.
         """
         self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
+        if not MIN_ROUND_S <= self._round_s <= MAX_ROUND_S:  # a policy's own round (SimConfig checks its own)
+            raise ConfigError(
+                f"the policy's round_s={round_s!r} is out of range; give a round in [{MIN_ROUND_S:g}, "
+                f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
+            )
         self._ticks = ticks
         self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")

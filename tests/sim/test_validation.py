@@ -120,3 +120,19 @@ def test_the_env_shares_the_same_checks() -> None:
         gym.make("HetCluster-Tiny-v0", max_time_s=math.nan)
     with pytest.raises(EnvConfigError, match=r"time_scale_s='1h' is a str"):
         gym.make("HetCluster-Tiny-v0", time_scale_s="1h")
+
+
+def test_a_policy_round_below_the_bound_is_refused_at_reset() -> None:
+    from hetgym.sim import Allocation, JobSpec, Simulator
+    from tests.helpers import Scripted, toy_model
+
+    policy = Scripted(lambda v: Allocation())
+    policy.round_s = 0.001  # type: ignore[assignment]
+    sim = Simulator("tiny", [JobSpec(0, 0.0, "a", 1, 10.0, 1)], throughput=toy_model())
+    with pytest.raises(ConfigError, match=r"the policy's round_s=0.001 is out of range; give a round in \[1, 1e\+07\]"):
+        sim.run(policy)
+    # SimConfig.round_s, when set, is the round in force whatever the policy says.
+    result = Simulator(
+        "tiny", [JobSpec(0, 0.0, "a", 1, 10.0, 1)], config=SimConfig(round_s=60.0), throughput=toy_model()
+    )
+    assert result.reset(round_s=0.001) is not None and result.round_s == 60.0
