@@ -176,3 +176,34 @@ def test_a_job_larger_than_the_cluster_is_refused_at_reset(tmp_path: Path) -> No
         if terminated or truncated:
             break
     assert info["metrics"]["num_oversize"] == 1
+
+
+@pytest.mark.parametrize("codec", ["sequential", "multidiscrete"])
+def test_a_bad_action_in_a_vector_env_steps_no_sub_env(codec: str) -> None:
+    def make() -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return gym.make_vec("HetCluster-Tiny-v0", num_envs=3, codec=codec)
+
+    clean, dirty = make(), make()
+    clean.reset(seed=5)
+    dirty.reset(seed=5)
+    rng = np.random.default_rng(0)
+    space = clean.single_action_space
+    for _ in range(15):
+        if isinstance(space, gym.spaces.Discrete):
+            good = np.array([rng.integers(space.n) for _ in range(3)])
+            bad = good.astype(float)
+            bad[2] = np.nan
+            expected = r"sub-env 2: a sequential action is an integer"
+        else:
+            good = np.stack([space.sample() for _ in range(3)])
+            bad = good.astype(float)
+            bad[1, 0] = np.inf
+            expected = r"sub-env 1: a multidiscrete action is an integer array .*: entry 0 is inf"
+        with pytest.raises(ValueError, match=expected):
+            dirty.step(bad)
+        a = clean.step(good)
+        b = dirty.step(good)
+        assert all(np.array_equal(a[0][k], b[0][k]) for k in a[0])
+        assert np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3])
