@@ -86,7 +86,7 @@ class WorkloadConfig:
                 low=1,
                 high=MAX_NUM_JOBS,
                 integer=True,
-                fix="--num-jobs on the command line",
+                fix="the number of jobs to draw or read",
             ),
         )
         if self.arrival_rate_per_h is not None:
