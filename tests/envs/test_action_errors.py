@@ -165,7 +165,7 @@ def test_a_job_larger_than_the_cluster_is_refused_at_reset(tmp_path: Path) -> No
     trace = tmp_path / "big.csv"
     header = "job_id,submit_s,job_type,batch_size,total_iters,num_gpus\n"
     trace.write_text(header + "0,0,resnet50,64,1000,1\n1,10,resnet50,64,1000,9\n")
-    with pytest.raises(HetgymError, match=r"job 1 \(row 1\): field 'num_gpus' is 9 but cluster 'tiny' has 8 GPUs"):
+    with pytest.raises(HetgymError, match=r"job 1: field 'num_gpus' is 9 but cluster 'tiny' has 8 GPUs"):
         env = _make("HetCluster-Tiny-v0", trace=str(trace))
         env.reset(seed=0)
     # Admitted on request: the job is rejected at arrival and the episode runs to the end.
