@@ -100,3 +100,27 @@ def test_unfinished_jobs_fail_unless_a_time_limit_was_asked(capsys: pytest.Captu
     assert code == 0 and "did not finish" not in out
     code, out, _ = _run(["simulate", "--policy", "fifo", "--scenario", "tiny", "--no-progress"], capsys)
     assert code == 0 and "did not finish" not in out and "stalled" not in out
+
+
+def test_a_sweep_with_a_stalled_run_says_so_and_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    module = tmp_path / "idle_policy.py"
+    module.write_text(
+        "from hetgym.sim.allocation import Allocation\n"
+        "from hetgym.sim.policy import Policy, POLICIES, register_policy\n"
+        "if 'test-sweep-idle' not in POLICIES.names():\n"
+        "    @register_policy('test-sweep-idle')\n"
+        "    class Idle(Policy):\n"
+        "        name = 'test-sweep-idle'\n"
+        "        def schedule(self, view):\n"
+        "            return Allocation()\n"
+    )
+    argv = ["sweep", "--scenarios", "tiny", "--policies", "fifo,test-sweep-idle", "--seeds", "1"]
+    argv += ["--backend", "sequential", "--no-progress", "--import", str(module), "--out", str(tmp_path / "sw")]
+    try:
+        code, out, _ = _run(argv, capsys)
+    finally:
+        POLICIES.unregister("test-sweep-idle")
+    text = " ".join(out.split())
+    assert code == 1
+    assert "stalled: test-sweep-idle seed 0: the simulator's watchdog stopped the run" in text
+    assert "1 runs stalled" in text and "stalled: fifo" not in text
