@@ -141,7 +141,8 @@ def job_options(
     """All options of a job: one type per option, plus pairs of types when ``mix_types``.
 
     A mixed option ``(a: n_a, b: n_b)`` runs synchronously: the slower type at ``n_a + n_b`` GPUs bounds
-    every step and the job always spans servers (the simulator's ``sync`` mode).
+    every step and the job always spans servers (the simulator's ``sync`` mode). Like a single-type
+    option, its ``n_a + n_b`` GPUs stay within the job's ``max_gpus`` and ``max_count``.
     """
     types = cluster.gpu_types
     index = {t: i for i, t in enumerate(types)}
@@ -161,6 +162,8 @@ def job_options(
             for na in per_type[a]:
                 for nb in per_type[b]:
                     total = na + nb
+                    if total > min(spec.max_gpus or total, max_count or total):
+                        continue  # the pair together exceeds the job's (or the policy's) cap
                     ra = throughput.rate(spec.job_type, spec.batch_size, a, total)
                     rb = throughput.rate(spec.job_type, spec.batch_size, b, total)
                     slow = a if ra <= rb else b

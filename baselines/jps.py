@@ -228,10 +228,30 @@ class JPSPolicy(Policy):
         )
         for row, job in enumerate(candidates):
             counts = {t: int(result.counts[row, c]) for c, t in enumerate(types) if rho[row, c] > 0}
-            counts = {t: n for t, n in counts.items() if n > 0}
+            counts = _within_bounds(
+                {t: n for t, n in counts.items() if n > 0}, job, dict(zip(types, rho[row], strict=True))
+            )
             if counts:
                 builder.assign(job.job_id, JobAllocation(counts, mode="proportional"))
         return builder.build()
+
+
+def _within_bounds(counts: dict[str, int], job: JobView, rho: dict[str, float]) -> dict[str, int]:
+    """The matching's ``counts`` cut to the job's ``max_gpus`` (slowest types' workers dropped first), or
+    ``{}`` when they fall short of its ``min_gpus`` (the job then waits).
+
+    The matching step has no per-job cap, so a job may be matched more workers than it takes.
+    """
+    spec = job.spec
+    excess = sum(counts.values()) - (spec.max_gpus if spec.max_gpus is not None else sum(counts.values()))
+    for t in sorted(counts, key=lambda t: (rho[t], t)):
+        if excess <= 0:
+            break
+        cut = min(excess, counts[t])
+        counts[t] -= cut
+        excess -= cut
+    counts = {t: n for t, n in counts.items() if n > 0}
+    return counts if sum(counts.values()) >= spec.min_gpus else {}
 
 
 __all__ = [

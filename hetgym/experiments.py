@@ -370,6 +370,9 @@ def compare(
             advance a progress bar.
         fail_fast: Re-raise the first error instead of recording it and going on.
         imports: Modules or ``.py`` files to import first (they register custom policies).
+
+    Raises:
+        InvalidJobError: A seed's workload has a job the cluster can never run (before any run).
     """
     from hetgym.sweep.runspec import load_imports
 
@@ -393,6 +396,9 @@ def compare(
     errors: dict[tuple[str, int], str] = {}
     for seed in seeds:
         workload = scenario.workload.build(cluster, seed=seed, throughput=throughput)
+        # A workload the cluster can never run (a job too large, too much work) fails the comparison
+        # here, naming the job, rather than every run one by one.
+        Simulator(cluster, workload, config=scenario.sim, throughput=throughput)
         for name in policies:
             try:
                 result = run_one(

@@ -11,6 +11,7 @@ import yaml
 from rich.console import Console
 
 from hetgym.sim.config import SimConfig
+from hetgym.sim.errors import ConfigError
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
 
 
@@ -52,6 +53,12 @@ def add_scenario_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--round-s", type=float, help="round length in seconds (default: each policy's own)")
     g.add_argument("--restart-penalty-s", type=float, help="reconfiguration penalty in seconds")
     g.add_argument("--max-time-s", type=float, help="stop the simulation at this simulated time")
+    g.add_argument(
+        "--oversize-jobs",
+        choices=("error", "reject"),
+        help="jobs that can never fit the cluster: 'error' (default) refuses the workload, naming them; "
+        "'reject' rejects them at arrival and reports how many",
+    )
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -82,7 +89,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.static:
         workload.update(static=True, arrival_rate_per_h=None, target_utilisation=None)
     sim: dict[str, Any] = {}
-    for key in ("round_s", "restart_penalty_s", "max_time_s"):
+    for key in ("round_s", "restart_penalty_s", "max_time_s", "oversize_jobs"):
         value = getattr(args, key)
         if value is not None:
             sim[key] = value
@@ -99,11 +106,14 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         changes["workload"] = workload
     if sim:
         changes["sim"] = sim
-    out = scenario.with_overrides(**changes) if changes else scenario
-    # Fail early on an unknown cluster name.
-    out.cluster_spec()
-    WorkloadConfig.from_dict(out.workload.__dict__)
-    SimConfig.from_dict(out.sim.__dict__)
+    try:
+        out = scenario.with_overrides(**changes) if changes else scenario
+        # Fail early on an unknown cluster name.
+        out.cluster_spec()
+        WorkloadConfig.from_dict(out.workload.__dict__)
+        SimConfig.from_dict(out.sim.__dict__)
+    except ConfigError as err:
+        raise ConfigError(_with_flag(str(err))) from None
     return out
 
 
@@ -132,6 +142,52 @@ def check_out_dir(out: Path, *, force: bool, flag: str = "--out") -> None:
             if not os.access(parent, os.W_OK):
                 raise ValueError(f"{flag} {out}: cannot write in {parent}; give a folder you can write to")
             break
+
+
+#: Command-line flag of each setting, named in error messages.
+_FLAGS = {
+    "SimConfig.round_s": "--round-s",
+    "SimConfig.restart_penalty_s": "--restart-penalty-s",
+    "SimConfig.max_time_s": "--max-time-s",
+    "SimConfig.max_job_run_s": "--trace",
+    "WorkloadConfig.num_jobs": "--num-jobs",
+    "WorkloadConfig.target_utilisation": "--utilisation",
+    "WorkloadConfig.arrival_rate_per_h": "--arrival-rate-per-h",
+    "WorkloadConfig.tightness": "--tightness",
+    "WorkloadConfig.max_gpus_per_job": "--max-gpus-per-job",
+}
+
+
+def _with_flag(message: str) -> str:
+    """``message`` prefixed with the command-line flag of the setting it names, if it has one."""
+    for setting, flag in _FLAGS.items():
+        if message.startswith(setting + "="):
+            return f"{flag}: {message}"
+    return message
+
+
+def run_problems(result: Any, *, time_limit: bool) -> list[tuple[str, bool]]:
+    """What a user must be told about a finished run, as ``(message, fails)`` pairs: a stall and jobs
+    left unfinished (unless a time limit was asked for) fail the command; jobs rejected because they can
+    never fit the cluster (asked for with ``--oversize-jobs reject``) are reported only."""
+    m = result.metrics
+    problems = []
+    if result.stalled:
+        problems.append((f"the run stalled: {result.stall_reason or 'no job could make progress'}", True))
+    unfinished = int(m.get("num_unfinished", 0))
+    if unfinished and not (time_limit and not result.stalled):
+        problems.append(
+            (
+                f"{unfinished} of {int(m['num_jobs'])} jobs did not finish; the metrics count only the jobs that ended",
+                True,
+            )
+        )
+    oversize = int(m.get("num_oversize", 0))
+    if oversize:
+        problems.append(
+            (f"{oversize} jobs can never fit the cluster and were rejected at arrival (--oversize-jobs)", False)
+        )
+    return problems
 
 
 def parse_value(text: str) -> Any:

@@ -29,6 +29,7 @@ from hetgym.cli._common import (
     check_out_dir,
     console,
     parse_options,
+    run_problems,
     scenario_from_args,
 )
 from hetgym.experiments import (
@@ -155,8 +156,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
     table.add_row("wall time (s)", f"{result.wall_s:.2f}")
     console.print(table)
-    if result.stalled:
-        console.print("[yellow]the run stalled: the policy left jobs that could never run[/yellow]")
+    problems = run_problems(result, time_limit=args.max_time_s is not None)
+    for problem, fails in problems:
+        console.print(f"[red]{problem}[/red]" if fails else f"[yellow]{problem}[/yellow]")
+    if any(fails for _, fails in problems):
+        if args.out:
+            console.print(f"[red]nothing written to {args.out}[/red]")
+        return 1
     if args.out:
         metrics = {k: v for k, v in result.metrics.items() if k not in TIMING_COLUMNS}
         timings = {"wall_s": result.wall_s, **{k: result.metrics.get(k) for k in TIMING_COLUMNS if k != "wall_s"}}
@@ -219,11 +225,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         def on_run(policy: str, seed: int, result: Any) -> None:
             progress.update(task, advance=1, description=f"{policy} seed {seed}")
+            if result is not None:
+                found = run_problems(result, time_limit=args.max_time_s is not None)
+                if found:
+                    problems[(policy, seed)] = found
 
+        problems: dict[tuple[str, int], list[tuple[str, bool]]] = {}
         comparison = compare(scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports)
     if not comparison.runs.empty:
         print_comparison(comparison, wide=args.wide)
     elapsed_s = time.perf_counter() - started
+    failing = 0
+    for (policy, seed), found in problems.items():
+        for problem, fails in found:
+            console.print(
+                f"[red]{policy} seed {seed}: {problem}[/red]" if fails else f"{policy} seed {seed}: {problem}"
+            )
+        failing += any(fails for _, fails in found)
+    if failing and not comparison.errors:
+        console.print(
+            f"[red]{failing} of {len(policies) * len(seeds)} runs stalled or left jobs unfinished; no results written"
+            f"{'' if args.out is None else ' to ' + str(out)}[/red]"
+        )
+        return 1
     if comparison.errors:
         for (policy, seed), msg in comparison.errors.items():
             print(f"  {policy} seed {seed} failed: {msg}", file=sys.stderr)

@@ -176,6 +176,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     }[args.backend]
     console.print(f"Sweep [bold]{spec.name}[/bold]: {len(runs)} runs -> {out} ({label})")
     failed = 0
+    stalled = 0
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -195,10 +196,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             progress.update(task, total=todo)
 
         def on_result(row: dict[str, Any]) -> None:
-            nonlocal failed
+            nonlocal failed, stalled
             if row.get("status") != "ok":
                 failed += 1
                 console.print(f"[red]failed: {row.get('policy')} seed {row.get('seed')}: {row.get('error')}[/red]")
+            elif row.get("stalled"):
+                stalled += 1
+                console.print(
+                    f"[red]stalled: {row.get('policy')} seed {row.get('seed')}: the simulator's watchdog stopped "
+                    "the run with jobs unfinished (run it with `hetgym simulate` to see why)[/red]"
+                )
             progress.update(
                 task,
                 advance=1,
@@ -226,7 +233,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     console.print(
         f"results: {', '.join(str(p) for p in outcome.tables)}; figures: hetgym sweep --report {outcome.out_dir}"
     )
-    return 1 if outcome.failed else 0
+    if stalled:
+        console.print(f"[red]{stalled} runs stalled: their metrics count unfinished jobs[/red]")
+    return 1 if outcome.failed or stalled else 0
 
 
 @contextlib.contextmanager

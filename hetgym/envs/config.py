@@ -27,7 +27,6 @@ registered.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +37,8 @@ import pandas as pd
 
 from hetgym.envs.shaping import SHAPINGS
 from hetgym.sim.cluster import ClusterSpec, get_cluster
-from hetgym.sim.config import SimConfig, config_from_dict
-from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.config import SimConfig, check_number, config_from_dict
+from hetgym.sim.errors import ConfigError, UnknownNameError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import policy_class
 from hetgym.sim.registry import Knobs, Registry
@@ -85,11 +84,16 @@ def __getattr__(name: str) -> Any:
     return _registry(option).names()
 
 
+def _check(setting: str, value: Any, **bounds: Any) -> Any:
+    """:func:`~hetgym.sim.config.check_number` raising :class:`EnvConfigError`."""
+    return check_number(setting, value, error=EnvConfigError, **bounds)
+
+
 #: When the agent is asked (``decisions=``).
 DECISION_MODES: tuple[str, ...] = ("every-epoch", "on-change")
 
 
-class EnvConfigError(HetgymError, ValueError):
+class EnvConfigError(ConfigError):
     """An environment option has a bad value (the message names the option and the fix)."""
 
 
@@ -395,22 +399,49 @@ class HetClusterConfig:
                 raise UnknownNameError("execution mode", mode, EXECUTION_MODES)
         if len(set(self.modes)) != len(self.modes):
             raise EnvConfigError(f"modes={self.modes}: each mode may appear once")
-        if self.max_actions_per_epoch is not None and self.max_actions_per_epoch < 1:
-            raise EnvConfigError(f"max_actions_per_epoch={self.max_actions_per_epoch}: it must be >= 1 (or None)")
-        if not (self.time_scale_s > 0 and math.isfinite(self.time_scale_s)):
-            raise EnvConfigError(f"time_scale_s={self.time_scale_s}: give a positive number of seconds")
-        if not (self.invalid_action_penalty >= 0 and math.isfinite(self.invalid_action_penalty)):
-            raise EnvConfigError(f"invalid_action_penalty={self.invalid_action_penalty}: it must be >= 0")
-        if self.max_time_s is not None and not self.max_time_s > 0:
-            raise EnvConfigError(f"max_time_s={self.max_time_s}: it must be > 0 (or None)")
-        if self.max_decisions is not None and self.max_decisions < 1:
-            raise EnvConfigError(f"max_decisions={self.max_decisions}: it must be >= 1 (or None)")
+        if self.max_actions_per_epoch is not None:
+            object.__setattr__(
+                self,
+                "max_actions_per_epoch",
+                _check("max_actions_per_epoch", self.max_actions_per_epoch, low=1, integer=True, fix="or None"),
+            )
+        object.__setattr__(
+            self,
+            "time_scale_s",
+            _check("time_scale_s", self.time_scale_s, low=0.0, low_open=True, unit="seconds"),
+        )
+        object.__setattr__(
+            self, "invalid_action_penalty", _check("invalid_action_penalty", self.invalid_action_penalty, low=0.0)
+        )
+        if self.max_time_s is not None:
+            object.__setattr__(
+                self,
+                "max_time_s",
+                _check(
+                    "max_time_s",
+                    self.max_time_s,
+                    low=0.0,
+                    low_open=True,
+                    allow_inf=True,
+                    unit="seconds",
+                    fix="or None for the scenario's",
+                ),
+            )
+        if self.max_decisions is not None:
+            object.__setattr__(
+                self,
+                "max_decisions",
+                _check("max_decisions", self.max_decisions, low=1, integer=True, fix="or None for no cap"),
+            )
         cluster = get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
         count_levels_for(self.count_levels, cluster)
         if self.shaping is not None and self.shaping not in SHAPINGS:
             raise UnknownNameError("shaping", self.shaping, SHAPINGS)
-        if not (0.0 < self.shaping_gamma <= 1.0):
-            raise EnvConfigError(f"shaping_gamma={self.shaping_gamma}: give a discount in (0, 1]")
+        object.__setattr__(
+            self,
+            "shaping_gamma",
+            _check("shaping_gamma", self.shaping_gamma, low=0.0, low_open=True, high=1.0, fix="a discount"),
+        )
         if self.decisions not in DECISION_MODES:
             raise UnknownNameError("decisions setting", self.decisions, DECISION_MODES)
         for policy in (self.policy_compat, self.reward_baseline):

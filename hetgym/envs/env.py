@@ -118,8 +118,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ## Episode End
 
     Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``), or when
-    the simulator gives up because no job can make progress for ``sim.stall_epochs`` epochs with none
-    left to arrive (``"stalled"``, e.g. an agent that never allocates: the run cannot continue).
+    the simulator's watchdog gives up (``"stalled"``, with ``info["stall_reason"]``): no job made progress
+    in simulated work for ``sim.stall_epochs`` epochs with none left to arrive (e.g. an agent that never
+    allocates, or one that reconfigures jobs faster than their restart penalty), or the run took more
+    epochs than the workload can need.
     Truncated at ``max_time_s`` of simulated time (``"max_time"``) or after ``max_decisions`` decision
     epochs (``"max_decisions"``). Jobs left unfinished are charged on the last step (see Rewards). The
     final ``info`` carries the run's metrics (DSR, JCT statistics, makespan, utilisation, ...;
@@ -540,6 +542,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             info["target_reasons"] = list(note[1])
         if self._done:
             info["stop_reason"] = self._stop_reason
+            if self._result is not None and self._result.stalled:
+                info["stall_reason"] = self._result.stall_reason
             info["metrics"] = self._final_metrics()
             info["workload_seed"] = self.workload_seed
         return info

@@ -114,6 +114,8 @@ class DecisionState:
         ids: Job id per slot (-1 when empty), int64 ``(K,)``.
         allowed: Job may use type, bool ``(K, T)``.
         current: GPUs per slot and type before the decision, int64 ``(K, T)``.
+        slot_min: The job's ``min_gpus`` per slot (1 when empty), int64 ``(K,)``.
+        slot_max: The job's ``max_gpus`` per slot (the cluster's GPU count when it has none), int64 ``(K,)``.
         current_mode: Mode index per slot before the decision (-1 when the mode is not one of the
             configured modes), int64 ``(K,)``.
         draft: GPUs per slot and type in the draft, int64 ``(K, T)``.
@@ -145,6 +147,10 @@ class DecisionState:
         self.draft = np.zeros((k, t), dtype=np.int64)
         self.draft_mode = np.zeros(k, dtype=np.int64)
         self.rejected = np.zeros(k, dtype=bool)
+        self.slot_min = np.ones(k, dtype=np.int64)
+        self.slot_max = np.full(k, int(self.capacity.sum()), dtype=np.int64)
+        #: Whether some window job has a ``max_gpus`` below the cluster's size (codecs then check totals).
+        self.bounded = False
         self.outside_held = np.zeros(t, dtype=np.int64)
         self.free = self.capacity.copy()
         self.num_actions = 0
@@ -172,6 +178,9 @@ class DecisionState:
         self.current_mode[:] = 0
         self.rejected[:] = False
         self.outside_held[:] = 0
+        self.slot_min[:] = 1
+        self.slot_max[:] = int(self.capacity.sum())
+        self.bounded = False
         if view is None:
             self.jobs, self.slacks_s, self.outside = [], [], []
             self.draft[:] = 0
@@ -187,6 +196,12 @@ class DecisionState:
         if n:
             self.ids[:n] = [job.job_id for job in self.jobs]
             self.allowed[:n] = [statics.get(job).allowed for job in self.jobs]
+        for slot, job in enumerate(self.jobs):
+            spec = job.spec
+            self.slot_min[slot] = spec.min_gpus
+            if spec.max_gpus is not None and spec.max_gpus < self.slot_max[slot]:
+                self.slot_max[slot] = spec.max_gpus
+                self.bounded = True
         current = self.current
         for slot, job in enumerate(self.jobs):
             ja = job.allocation
@@ -260,6 +275,30 @@ class DecisionState:
         self._alloc, self._alloc_key = out, key
         return out
 
+    def slot_caps(self) -> np.ndarray:
+        """The most GPUs each slot may hold in all under its draft mode, int64 ``(K,)``: its job's
+        ``max_gpus``, except in ``fork`` mode, where every server runs a copy and the simulator bounds
+        each copy instead."""
+        fork = self.mode_index.get("fork")
+        if fork is None:
+            return self.slot_max
+        return np.where(self.draft_mode == fork, int(self.capacity.sum()), self.slot_max)
+
+    def _within_bounds(self, slot: int, row: list[int], mode: str) -> list[int]:
+        """``row`` (GPUs per type) within the slot's job bounds: GPUs above ``max_gpus`` (outside ``fork``
+        mode) are dropped from the last types first (the sequential codec's mask never asks for them;
+        the other codecs may), and a total below ``min_gpus`` gives nothing (the job waits)."""
+        excess = sum(row) - (int(self.capacity.sum()) if mode == "fork" else int(self.slot_max[slot]))
+        if excess > 0:
+            row = list(row)
+            for t in reversed(range(len(row))):
+                cut = min(excess, row[t])
+                row[t] -= cut
+                excess -= cut
+        if sum(row) < int(self.slot_min[slot]):
+            return [0] * len(row)
+        return row
+
     def _build_allocation(self, draft: np.ndarray, draft_mode: np.ndarray, rejected: np.ndarray) -> Allocation:
         jobs: dict[int, JobAllocation] = {}
         reject: list[int] = []
@@ -281,6 +320,9 @@ class DecisionState:
             if ja is not None and ja.mode == mode and row == current[slot]:
                 jobs[job.job_id] = ja
             else:
+                row = self._within_bounds(slot, row, mode)
+                if not any(row):
+                    continue
                 jobs[job.job_id] = JobAllocation({types[t]: n for t, n in enumerate(row) if n}, mode=mode)
         for job in self.outside:
             if job.allocation:

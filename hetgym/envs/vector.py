@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
 from hetgym.sim.errors import HetgymError
 
@@ -211,9 +212,27 @@ class HetClusterVectorEnv(VectorEnv):
             raise ValueError(
                 f"actions must have shape {expected} (one action per sub-env for {space}), got shape {arr.shape}"
             )
+        # Every stepping sub-env's action is checked before any sub-env steps, so a bad one changes nothing.
+        codec = self.envs[0].config.codec
         if isinstance(space, gym.spaces.Discrete):
-            return arr.tolist() if arr.dtype.kind in "iub" else list(arr)
-        return list(arr)
+            out = arr.tolist() if arr.dtype.kind in "iub" else list(arr)
+            for i, action in enumerate(out):
+                if self._autoreset[i]:
+                    continue  # this sub-env resets instead of stepping: its action is not used
+                try:
+                    discrete_index(action, int(space.n), codec)
+                except ValueError as err:
+                    raise ValueError(f"sub-env {i}: {err}") from None
+            return out
+        out = list(arr)
+        for i, action in enumerate(out):
+            if self._autoreset[i]:
+                continue
+            try:
+                multidiscrete_array(action, np.asarray(space.nvec), codec)
+            except ValueError as err:
+                raise ValueError(f"sub-env {i}: {err}") from None
+        return out
 
     def _learn_layout(self, obs: dict[str, np.ndarray]) -> None:
         """Find whether ``obs`` is views of one flat float32 buffer (the built-in encoders) and where."""

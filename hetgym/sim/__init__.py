@@ -17,6 +17,7 @@ from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
 from hetgym.sim.engine import SimulationResult, Simulator, run_policy
 from hetgym.sim.errors import (
+    ConfigError,
     HetgymError,
     InvalidAllocationError,
     InvalidClusterError,
@@ -46,6 +47,7 @@ __all__ = [
     "ClusterState",
     "ClusterView",
     "CommModel",
+    "ConfigError",
     "ExecutionMode",
     "HetgymError",
     "InvalidAllocationError",

@@ -10,10 +10,13 @@ with :meth:`AllocationBuilder.keep`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from hetgym.sim.errors import InvalidAllocationError
 from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode
@@ -24,13 +27,24 @@ if TYPE_CHECKING:
     from hetgym.sim.view import ClusterView, JobView
 
 
+def _gpu_count(key: object, n: object) -> int:
+    """``n`` as an ``int`` when it is a finite whole number (not a bool, not a string), else raise."""
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | float | np.integer | np.floating):
+        why = f"is a {type(n).__name__}, not a number"
+    elif not math.isfinite(float(n)):
+        why = "is not finite"
+    elif float(n) != int(n):
+        why = "is not a whole number"
+    else:
+        return int(n)
+    raise InvalidAllocationError(f"GPU count {n!r} for {key!r} {why}; give a whole number of GPUs >= 0")
+
+
 def _as_pairs(mapping: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     items = mapping.items() if isinstance(mapping, Mapping) else mapping
     merged: dict[str, int] = {}
     for key, n in items:
-        if isinstance(n, bool) or int(n) != n:
-            raise InvalidAllocationError(f"GPU count {n!r} for {key!r} is not an integer")
-        merged[key] = merged.get(key, 0) + int(n)
+        merged[key] = merged.get(key, 0) + _gpu_count(key, n)
     for key, n in merged.items():
         if n < 0:
             raise InvalidAllocationError(f"GPU count for {key!r} is {n}; counts must be >= 0")
@@ -139,7 +153,14 @@ class Allocation:
         mode: ExecutionMode = "sync",
     ) -> Allocation:
         """Build from ``{job_id: {gpu_type: n}}`` (no explicit placement)."""
-        return cls({j: JobAllocation(c, mode=mode) for j, c in counts.items() if c}, frozenset(reject))
+        jobs: dict[int, JobAllocation] = {}
+        for j, c in counts.items():
+            if c:
+                try:
+                    jobs[j] = JobAllocation(c, mode=mode)
+                except InvalidAllocationError as err:
+                    raise InvalidAllocationError(f"job {j}: {err}") from None
+        return cls(jobs, frozenset(reject))
 
     def gpus_by_type(self) -> dict[str, int]:
         """Total GPUs allocated per type."""
@@ -154,7 +175,9 @@ def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
     """Raise :class:`InvalidAllocationError` naming the first problem; change nothing.
 
     Checks: every job is active; no job is both allocated and rejected; every GPU type exists in the
-    cluster and is allowed for the job; per-type totals fit the capacity; explicit placements name
+    cluster and is allowed for the job; each job gets between its ``min_gpus`` and ``max_gpus`` GPUs
+    when it gets any (in ``fork`` mode every server holds an independent copy, so ``max_gpus`` bounds
+    each copy where the servers are given); per-type totals fit the capacity; explicit placements name
     real servers of the right type, match the counts, and fit each server.
     """
     check_allocation(allocation, view.cluster, view.job_index, view.now_s)
@@ -229,6 +252,25 @@ def _check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: C
             raise InvalidAllocationError(
                 f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(spec.gpu_types)})"
             )
+    total = ja.total_gpus
+    if total and total < spec.min_gpus:
+        raise InvalidAllocationError(
+            f"job {jid}: {total} GPUs given but the job needs at least min_gpus={spec.min_gpus}; give it "
+            f"{spec.min_gpus} or more, or leave it out of the allocation to let it wait"
+        )
+    if spec.max_gpus is not None and ja.mode == "fork" and ja.servers is not None:
+        # Each server of a fork allocation runs an independent copy: the bound is per copy.
+        for s, n in ja.servers:
+            if n > spec.max_gpus:
+                raise InvalidAllocationError(
+                    f"job {jid}: its fork copy on server {s} has {n} GPUs but the job takes at most "
+                    f"max_gpus={spec.max_gpus}; give each copy {spec.min_gpus}..{spec.max_gpus} GPUs"
+                )
+    elif spec.max_gpus is not None and ja.mode != "fork" and total > spec.max_gpus:
+        raise InvalidAllocationError(
+            f"job {jid}: {total} GPUs given but the job takes at most max_gpus={spec.max_gpus}; give it "
+            f"{spec.min_gpus}..{spec.max_gpus} GPUs"
+        )
     if ja.servers is None:
         return
     per_type: dict[str, int] = {}
@@ -277,7 +319,10 @@ class AllocationBuilder:
 
     def assign(self, job_id: int, counts: Mapping[str, int] | JobAllocation, mode: ExecutionMode = "sync") -> None:
         """Give ``job_id`` the GPUs in ``counts`` (replacing any earlier assignment in this builder)."""
-        ja = counts if isinstance(counts, JobAllocation) else JobAllocation(counts, mode=mode)
+        try:
+            ja = counts if isinstance(counts, JobAllocation) else JobAllocation(counts, mode=mode)
+        except InvalidAllocationError as err:
+            raise InvalidAllocationError(f"job {job_id}: {err}") from None
         self.release(job_id)
         for t, n in ja.counts:
             if self.free.get(t, 0) < n:

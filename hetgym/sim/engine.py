@@ -30,8 +30,8 @@ import numpy as np
 from hetgym.sim.allocation import Allocation, check_allocation
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
-from hetgym.sim.config import SimConfig
-from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
+from hetgym.sim.config import MAX_RESTART_PENALTY_S, MAX_ROUND_S, MIN_ROUND_S, SimConfig
+from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -74,6 +74,8 @@ class Simulator(ApplyMixin):
         self.config = config or SimConfig()
         self.throughput = throughput or ThroughputModel.default()
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
+        self._oversize: set[int] = set()
+        self._best_rates: dict[tuple[Any, ...], float] = {}
         self._check_jobs(specs)
         self.specs: tuple[JobSpec, ...] = tuple(specs)
         for t in self.cluster.gpu_types:
@@ -117,6 +119,56 @@ class Simulator(ApplyMixin):
                 raise InvalidJobError(
                     f"job {s.job_id}: needs at least {s.min_gpus} GPUs but cluster {self.cluster.name!r} has {total}"
                 )
+            room = self._room(s)
+            if s.num_gpus > room:
+                if self.config.oversize_jobs == "reject":
+                    self._oversize.add(s.job_id)
+                    continue
+                raise InvalidJobError(
+                    f"job {s.job_id}: field 'num_gpus' is {s.num_gpus} but cluster "
+                    f"{self.cluster.name!r} has {room} GPUs of the types it may use, so it can never run; "
+                    "lower its num_gpus, pick a larger cluster, or admit the workload with "
+                    "SimConfig(oversize_jobs='reject') (--oversize-jobs reject), which rejects such jobs at arrival"
+                )
+            fastest_s = self._fastest_run_s(s)
+            if not fastest_s <= self.config.max_job_run_s:
+                raise InvalidJobError(
+                    f"job {s.job_id}: field 'total_iters' is {s.total_iters:g}: its fastest possible "
+                    f"run on cluster {self.cluster.name!r} takes {fastest_s:.3g} s, more than "
+                    f"SimConfig.max_job_run_s={self.config.max_job_run_s:.3g} s; fix total_iters in the trace, or "
+                    "raise max_job_run_s"
+                )
+
+    def _room(self, spec: JobSpec) -> int:
+        """GPUs of the cluster of the types ``spec`` may use."""
+        capacity = self.cluster.capacity
+        return sum(n for t, n in capacity.items() if spec.gpu_types is None or t in spec.gpu_types)
+
+    def _fastest_run_s(self, spec: JobSpec) -> float:
+        """A lower bound on the job's run time: its work at the sum over allowed types of the best rate
+        on that type (at one GPU, or at as many as the type holds up to ``max_gpus``)."""
+        key = (spec.job_type, spec.batch_size, spec.gpu_types, spec.max_gpus)
+        best = self._best_rates.get(key)
+        if best is None:
+            best = 0.0
+            for t, cap in self.cluster.capacity.items():
+                if spec.gpu_types is not None and t not in spec.gpu_types:
+                    continue
+                n = cap if spec.max_gpus is None else min(cap, spec.max_gpus)
+                best += max(self.throughput.rate(spec.job_type, spec.batch_size, t, k) for k in {1, n})
+            self._best_rates[key] = best
+        return spec.total_iters / best if best > 0 else math.inf
+
+    def _slowest_run_s(self, spec: JobSpec) -> float:
+        """An upper bound on a sensible run time: the job's work at its slowest allowed type's rate on
+        ``min_gpus`` GPUs (0 when no type runs it)."""
+        rates = [
+            self.throughput.rate(spec.job_type, spec.batch_size, t, spec.min_gpus)
+            for t in self.cluster.gpu_types
+            if spec.gpu_types is None or t in spec.gpu_types
+        ]
+        slowest = min((r for r in rates if r > 0), default=0.0)
+        return spec.total_iters / slowest if slowest > 0 else 0.0
 
     # ----------------------------------------------------------------------------------------
     # Stepping API
@@ -163,6 +215,11 @@ class Simulator(ApplyMixin):
             The first view, or ``None`` if the workload is empty.
         """
         self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
+        if not MIN_ROUND_S <= self._round_s <= MAX_ROUND_S:  # a policy's own round (SimConfig checks its own)
+            raise ConfigError(
+                f"the policy's round_s={round_s!r} is out of range; give a round in [{MIN_ROUND_S:g}, "
+                f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
+            )
         self._ticks = ticks
         self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")
@@ -184,6 +241,9 @@ class Simulator(ApplyMixin):
         self._ended = 0
         self._stall_count = 0
         self._stalled = False
+        self._stall_reason = ""
+        self._last_work_s = 0.0
+        self._epoch_limit = self._epoch_bound()
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
         self._ended_log = []
@@ -229,18 +289,22 @@ class Simulator(ApplyMixin):
         latencies = self._latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
+        name = getattr(policy, "name", type(policy).__name__)
         while view is not None:
             t0 = perf()
-            allocation = schedule(view)
-            latencies.append(perf() - t0)
-            view = self.step(allocation)
+            try:
+                allocation = schedule(view)
+                latencies.append(perf() - t0)
+                view = self.step(allocation)
+            except InvalidAllocationError as err:
+                raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
             if bar is not None and self._epoch % 256 == 0:
                 bar.n = self._ended
                 bar.refresh()
         if bar is not None:
             bar.n = self._ended
             bar.close()
-        return self.result(getattr(policy, "name", type(policy).__name__))
+        return self.result(name)
 
     # ----------------------------------------------------------------------------------------
     # Event processing
@@ -273,14 +337,30 @@ class Simulator(ApplyMixin):
                 continue
             if self._ticks and self._next_tick_s == math.inf:
                 self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
-            if self._is_stalled():
-                self._stall_count += 1
-                if self._stall_count >= cfg.stall_epochs:
-                    self._stalled = True
-                    self._finish()
-                    return None
-            else:
+            if self._next_arrival < len(self._order) or completed or self._worked():
                 self._stall_count = 0
+                self._last_work_s = t_next
+            else:
+                self._stall_count += 1
+                if arrived:
+                    self._last_work_s = t_next  # a new job: give the policy time to start it
+                # A restart penalty delays work without stopping it: wait it out before giving up.
+                if self._stall_count >= cfg.stall_epochs and (
+                    t_next - self._last_work_s > self._patience_s or not self._in_penalty()
+                ):
+                    self._stop(
+                        f"no job made progress in simulated work for {self._stall_count} epochs "
+                        f"({t_next - self._last_work_s:.0f} s) with none left to arrive: the policy leaves the "
+                        "remaining jobs waiting, or reconfigures them faster than their restart penalty"
+                    )
+                    return None
+            if self._epoch >= self._epoch_limit:
+                self._stop(
+                    f"the run reached {self._epoch_limit} decision epochs, the bound derived from the workload "
+                    "(ten times the epochs of running every job one after another on its slowest allowed GPU "
+                    "type); the policy is not finishing its jobs"
+                )
+                return None
             self._view = self._make_view(arrived, completed, is_tick)
             self._epoch += 1
             return self._view
@@ -337,6 +417,14 @@ class Simulator(ApplyMixin):
         while self._next_arrival < len(order) and order[self._next_arrival].spec.submit_s <= now:
             job = order[self._next_arrival]
             self._next_arrival += 1
+            if job.spec.job_id in self._oversize:
+                # Admitted by oversize_jobs="reject": it can never fit, so it leaves at once.
+                job.status = JobStatus.REJECTED
+                job.last_update_s = job.finish_s = now
+                self._ended += 1
+                self._ended_log.append((job.spec.job_id, now, JobStatus.REJECTED))
+                self._events += 1
+                continue
             job.status = JobStatus.WAITING
             job.last_update_s = now
             self._active[job.spec.job_id] = job
@@ -345,10 +433,43 @@ class Simulator(ApplyMixin):
             arrived.append(job.spec.job_id)
         return tuple(arrived)
 
-    def _is_stalled(self) -> bool:
-        if self._next_arrival < len(self._order):
-            return False
-        return not any(j.rate > 0 for j in self._running.values())
+    def _worked(self) -> bool:
+        """Whether some running job did work since the previous epoch (a rate and its penalty paid)."""
+        now = self._now
+        return any(j.rate > 0 and j.penalty_until_s < now for j in self._running.values())
+
+    def _in_penalty(self) -> bool:
+        """Whether some running job has a rate and is paying its restart penalty now."""
+        now = self._now
+        return any(j.rate > 0 and j.penalty_until_s >= now for j in self._running.values())
+
+    def _stop(self, reason: str) -> None:
+        """End the run as stalled, for ``reason``."""
+        self._stalled = True
+        self._stall_reason = reason
+        self._finish()
+
+    @property
+    def _patience_s(self) -> float:
+        """Simulated time without work the watchdog allows: the longest restart penalty plus a round."""
+        return self._max_penalty_s() + self._round_s
+
+    def _max_penalty_s(self) -> float:
+        """The longest restart penalty in force (capped at the longest a configuration accepts)."""
+        cfg = self.config
+        return min(max([cfg.restart_penalty_s, *cfg.restart_penalty_by_type.values()]), MAX_RESTART_PENALTY_S)
+
+    def _epoch_bound(self) -> int:
+        """The most decision epochs a run may take: ten times the epochs of running the jobs one after
+        another, each on ``min_gpus`` GPUs of its slowest allowed type and paying the longest restart
+        penalty, after the last arrival (two epochs per job plus one per round)."""
+        specs = self.specs
+        if not specs:
+            return 1
+        penalty_s = self._max_penalty_s()
+        serial_s = sum(self._slowest_run_s(s) + penalty_s for s in specs)
+        horizon_s = specs[-1].submit_s + serial_s
+        return int(10 * (2 * len(specs) + horizon_s / self._round_s)) + 1000
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now
@@ -399,6 +520,8 @@ class Simulator(ApplyMixin):
             self._timeline,
             self._latencies_s,
             stalled=self._stalled,
+            stall_reason=self._stall_reason,
+            num_oversize=len(self._oversize),
             num_epochs=self._epoch,
             num_events=self._events,
             wall_s=getattr(self, "_wall_s", time.perf_counter() - self._wall_start),

@@ -36,6 +36,13 @@ class UnknownNameError(HetgymError, KeyError):
         return str(self.args[0])
 
 
+class ConfigError(HetgymError, ValueError):
+    """A setting has a wrong type, a non-finite value or a value outside its allowed range.
+
+    The message names the setting, the value given, the allowed range and how to fix it.
+    """
+
+
 class InvalidAllocationError(HetgymError, ValueError):
     """A policy returned an allocation the cluster cannot honour.
 

@@ -12,6 +12,8 @@ from typing import Any
 from hetgym.sim.errors import InvalidJobError
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+#: Largest job id: ids are stored as 64-bit integers (the environment's arrays, parquet files).
+MAX_JOB_ID = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +21,7 @@ class JobSpec:
     """One deep-learning training job as submitted (the canonical trace schema, one row).
 
     Attributes:
-        job_id: Unique non-negative integer id.
+        job_id: Unique integer id in [0, 2**63 - 1].
         submit_s: Arrival time in seconds from the start of the trace.
         job_type: Model name, a key of the throughput table (e.g. ``"resnet50"``).
         batch_size: Global batch size (samples per iteration summed over GPUs).
@@ -62,8 +64,8 @@ class JobSpec:
         def bad(field_name: str, why: str) -> InvalidJobError:
             return InvalidJobError(f"job {self.job_id}: field {field_name!r} {why}")
 
-        if self.job_id < 0:
-            raise bad("job_id", f"is {self.job_id}; it must be >= 0")
+        if not 0 <= self.job_id <= MAX_JOB_ID:
+            raise bad("job_id", f"is {self.job_id}; it must be an integer in [0, 2**63 - 1]: renumber the jobs")
         if not (math.isfinite(self.submit_s) and self.submit_s >= 0):
             raise bad("submit_s", f"is {self.submit_s}; it must be a finite time >= 0")
         if not self.job_type:

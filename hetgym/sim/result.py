@@ -29,7 +29,9 @@ class SimulationResult:
         metrics: Scalar metrics (see :mod:`hetgym.sim.metrics` for each definition).
         jobs: One row per job with its outcome.
         timeline: GPUs in use per type over time (a step function: one row per change).
-        stalled: Whether the run stopped because no job could make progress.
+        stalled: Whether the engine's watchdog stopped the run (no progress in simulated work for
+            ``SimConfig.stall_epochs`` epochs, or more epochs than the workload can need).
+        stall_reason: Why the watchdog stopped the run (empty when it did not).
         num_epochs: Decision epochs.
         num_events: Arrival, completion and tick events processed.
         wall_s: Wall-clock duration of the run.
@@ -41,6 +43,7 @@ class SimulationResult:
     jobs: pd.DataFrame
     timeline: pd.DataFrame
     stalled: bool = False
+    stall_reason: str = ""
     num_epochs: int = 0
     num_events: int = 0
     wall_s: float = 0.0
@@ -68,6 +71,8 @@ def build_result(
     num_epochs: int,
     num_events: int,
     wall_s: float,
+    stall_reason: str = "",
+    num_oversize: int = 0,
 ) -> SimulationResult:
     """Assemble the result of a run from its job records (all of them, in submission order).
 
@@ -79,10 +84,13 @@ def build_result(
             ``num_not_arrived`` and left out of the table.
         usage: The GPUs in use per type over time, ``(time_s, counts in cluster.gpu_types order)``.
         latencies_s: The policy's decision latencies.
-        stalled: Whether the run stopped because no job could make progress.
+        stalled: Whether the engine's watchdog stopped the run.
         num_epochs: Decision epochs.
         num_events: Events processed.
         wall_s: Wall-clock duration of the run.
+        stall_reason: Why the watchdog stopped the run.
+        num_oversize: Jobs rejected at arrival because they can never fit the cluster
+            (``SimConfig.oversize_jobs="reject"``), reported as ``metrics["num_oversize"]``.
     """
     jobs = [j for j in records if j.status != JobStatus.PENDING]
     frame = jobs_frame(
@@ -105,6 +113,7 @@ def build_result(
     timeline = pd.DataFrame([(t, *used) for t, used in usage], columns=["time_s", *types])
     metrics = compute_metrics(frame, timeline, cluster, latencies_s)
     metrics["num_not_arrived"] = float(len(records) - len(jobs))
+    metrics["num_oversize"] = float(num_oversize)
     return SimulationResult(
         policy=policy_name,
         cluster=cluster.name,
@@ -112,6 +121,7 @@ def build_result(
         jobs=frame,
         timeline=timeline,
         stalled=stalled,
+        stall_reason=stall_reason,
         num_epochs=num_epochs,
         num_events=num_events,
         wall_s=wall_s,

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.config import check_number
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.workloads.deadlines import DeadlineModel, ElasticFlowDeadline, GavelSLODeadline, NoDeadline
@@ -77,8 +78,15 @@ class Load:
             raise ValueError("Load: give exactly one of arrival_rate_per_h or target_utilisation (or static=True)")
         for name in ("arrival_rate_per_h", "target_utilisation"):
             v = getattr(self, name)
-            if v is not None and not v > 0:
-                raise ValueError(f"Load.{name}={v}; it must be > 0")
+            if v is not None:
+                object.__setattr__(self, name, check_number(f"Load.{name}", v, low=0.0, low_open=True))
+
+
+def _check_cap(max_gpus_per_job: int | None) -> int | None:
+    """``max_gpus_per_job`` as an int >= 1, or ``None`` (no cap); anything else raises."""
+    if max_gpus_per_job is None:
+        return None
+    return int(check_number("max_gpus_per_job", max_gpus_per_job, low=1, integer=True, fix="or None for no cap"))
 
 
 def _streams(seed: int, n: int) -> list[np.random.Generator]:
@@ -163,7 +171,7 @@ def _finish(
             num_gpus=int(gpus[i]),
             deadline_s=float(deadlines[i]),
             duration_s=float(duration_s[i]),
-            max_gpus=max_gpus_per_job if max_gpus_per_job and max_gpus_per_job >= gpus[i] else None,
+            max_gpus=max_gpus_per_job if max_gpus_per_job is not None and max_gpus_per_job >= gpus[i] else None,
         )
         for i in range(len(job_types))
     ]
@@ -200,8 +208,8 @@ def gavel_philly(
         max_gpus_per_job: Cap on the scale factor, and the jobs' ``max_gpus``.
         throughput: Throughput model (default: the embedded table).
     """
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs={num_jobs}; it must be >= 1")
+    num_jobs = int(check_number("num_jobs", num_jobs, low=1, integer=True))
+    max_gpus_per_job = _check_cap(max_gpus_per_job)
     cluster = get_cluster(cluster)
     throughput = throughput or ThroughputModel.default()
     load = load or Load(target_utilisation=0.8)
@@ -219,7 +227,7 @@ def gavel_philly(
     for i, k in enumerate(tpl_idx):
         jt, per_gpu_bs, distributed = GAVEL_TEMPLATES[int(k)]
         sf = int(scale[i]) if distributed else 1
-        if max_gpus_per_job:
+        if max_gpus_per_job is not None:
             sf = min(sf, max_gpus_per_job)
         job_types.append(jt)
         gpus[i] = sf
@@ -272,8 +280,8 @@ def elasticflow(
         max_gpus_per_job: Cap on the scale factor; also the jobs' ``max_gpus`` (elastic upper bound).
         throughput: Throughput model (default: the embedded table).
     """
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs={num_jobs}; it must be >= 1")
+    num_jobs = int(check_number("num_jobs", num_jobs, low=1, integer=True))
+    max_gpus_per_job = _check_cap(max_gpus_per_job)
     cluster = get_cluster(cluster)
     throughput = throughput or ThroughputModel.default()
     load = load or Load(target_utilisation=0.8)
@@ -282,7 +290,7 @@ def elasticflow(
     rng_model, rng_scale, rng_dur, rng_long, rng_arr, rng_ddl = _streams(seed, 6)
     model_idx = rng_model.integers(0, len(ELASTICFLOW_MODELS), size=num_jobs)
     scale = _draw_scale(rng_scale, ITP_SCALE, num_jobs)
-    if max_gpus_per_job:
+    if max_gpus_per_job is not None:
         scale = np.minimum(scale, max_gpus_per_job)
     long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
     expo = np.where(long_job, rng_dur.uniform(2.5, 4, size=num_jobs), rng_dur.uniform(1, 2.5, size=num_jobs))

@@ -14,12 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from hetgym.sim.cluster import ClusterSpec, get_cluster
-from hetgym.sim.config import SimConfig, config_from_dict
-from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.config import SimConfig, check_number, config_from_dict
+from hetgym.sim.errors import ConfigError, UnknownNameError
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.workloads.deadlines import make_deadline_model
 from hetgym.workloads.generators import DEADLINE_DEFAULTS, RECIPES, Load
 from hetgym.workloads.schema import Workload, read_trace
+
+#: Most jobs a workload may ask for (a trace is read whole up to this many).
+MAX_NUM_JOBS = 10**9
+#: Largest offered utilisation accepted (ten times the cluster's capacity).
+MAX_UTILISATION = 10.0
+#: Largest arrival rate accepted, in jobs per hour (one job per 3.6 ms).
+MAX_ARRIVAL_RATE_PER_H = 1e6
+#: Largest deadline tightness accepted.
+MAX_TIGHTNESS = 1e6
 
 
 @dataclass(frozen=True)
@@ -28,13 +37,16 @@ class WorkloadConfig:
 
     Attributes:
         recipe: ``elasticflow`` or ``gavel-philly`` (ignored when ``trace`` is set).
-        num_jobs: Jobs to draw.
-        arrival_rate_per_h: Load as mean arrivals per hour (exclusive with ``target_utilisation``).
-        target_utilisation: Load as offered utilisation of the cluster (default 0.8 when no rate).
+        num_jobs: Jobs to draw, an integer in [1, 1e9].
+        arrival_rate_per_h: Load as mean arrivals per hour, in (0, 1e6] (exclusive with
+            ``target_utilisation``).
+        target_utilisation: Load as offered utilisation of the cluster, in (0, 10]; ``None`` (and no
+            rate) means 0.8. Zero is an error, not the default.
         static: Submit every job at time 0.
         deadline: Deadline model name (``elasticflow``, ``gavel-slo``, ``none``); ``None`` = recipe default.
-        tightness: Deadline tightness (slack divided by it; 1 = the recipe).
-        max_gpus_per_job: Cap on requested GPUs.
+        tightness: Deadline tightness (slack divided by it; 1 = the recipe), in (0, 1e6].
+        max_gpus_per_job: Cap on requested GPUs, an integer >= 1, or ``None`` for no cap (zero is an
+            error, not "no cap").
         trace: Path of a trace file to use instead of a recipe (its first ``num_jobs`` jobs when
             ``num_jobs`` is smaller than the trace): a canonical ``.csv``/``.parquet`` file, or a public
             trace in ``trace_format``.
@@ -65,8 +77,75 @@ class WorkloadConfig:
                 raise ValueError("WorkloadConfig.trace_format needs trace, the file to read")
             if self.trace_format not in FORMATS:
                 raise UnknownNameError("trace format", self.trace_format, FORMATS)
-        if self.num_jobs < 1:
-            raise ValueError(f"WorkloadConfig.num_jobs={self.num_jobs}; it must be >= 1")
+        object.__setattr__(
+            self,
+            "num_jobs",
+            check_number(
+                "WorkloadConfig.num_jobs",
+                self.num_jobs,
+                low=1,
+                high=MAX_NUM_JOBS,
+                integer=True,
+                fix="the number of jobs to draw or read",
+            ),
+        )
+        if self.arrival_rate_per_h is not None:
+            object.__setattr__(
+                self,
+                "arrival_rate_per_h",
+                check_number(
+                    "WorkloadConfig.arrival_rate_per_h",
+                    self.arrival_rate_per_h,
+                    low=0.0,
+                    low_open=True,
+                    high=MAX_ARRIVAL_RATE_PER_H,
+                    unit="jobs per hour",
+                    fix="or None",
+                ),
+            )
+        if self.target_utilisation is not None:
+            object.__setattr__(
+                self,
+                "target_utilisation",
+                check_number(
+                    "WorkloadConfig.target_utilisation",
+                    self.target_utilisation,
+                    low=0.0,
+                    low_open=True,
+                    high=MAX_UTILISATION,
+                    fix="e.g. 0.8, or None for the default 0.8",
+                ),
+            )
+        object.__setattr__(
+            self,
+            "tightness",
+            check_number(
+                "WorkloadConfig.tightness",
+                self.tightness,
+                low=0.0,
+                low_open=True,
+                high=MAX_TIGHTNESS,
+                fix="1 = the recipe's deadlines",
+            ),
+        )
+        if self.max_gpus_per_job is not None:
+            object.__setattr__(
+                self,
+                "max_gpus_per_job",
+                check_number(
+                    "WorkloadConfig.max_gpus_per_job",
+                    self.max_gpus_per_job,
+                    low=1,
+                    integer=True,
+                    fix="None, or leave out --max-gpus-per-job, for no cap",
+                ),
+            )
+        if not isinstance(self.static, bool):
+            raise ConfigError(f"WorkloadConfig.static={self.static!r} is not a bool; give true or false")
+        for name in ("recipe", "deadline", "trace", "trace_format"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"WorkloadConfig.{name}={value!r} is a {type(value).__name__}; give a string")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> WorkloadConfig:
@@ -79,7 +158,7 @@ class WorkloadConfig:
             return Load(static=True)
         if self.arrival_rate_per_h is not None:
             return Load(arrival_rate_per_h=self.arrival_rate_per_h)
-        return Load(target_utilisation=self.target_utilisation or 0.8)
+        return Load(target_utilisation=0.8 if self.target_utilisation is None else self.target_utilisation)
 
     def build(self, cluster: ClusterSpec | str, seed: int = 0, throughput: ThroughputModel | None = None) -> Workload:
         """Draw (or read) the workload for ``cluster`` with ``seed``."""

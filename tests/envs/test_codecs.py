@@ -39,7 +39,8 @@ def warm_env(
 
 
 def draw_target(data: st.DataObject, env: HetClusterEnv) -> Allocation:
-    """A random feasible allocation the codec can express: window jobs get level counts, others keep theirs."""
+    """A random feasible allocation the codec can express: window jobs get level counts within their
+    ``max_gpus``, others keep theirs."""
     state = env.state
     free = state.capacity - state.outside_held
     levels = env.levels
@@ -53,14 +54,16 @@ def draw_target(data: st.DataObject, env: HetClusterEnv) -> Allocation:
             reject.add(job.job_id)
             continue
         counts = {}
+        room = job.spec.max_gpus if job.spec.max_gpus is not None else int(state.capacity.sum())
         for ti, t in enumerate(state.types):
             if not state.allowed[slot, ti]:
                 continue
-            fitting = [lv for lv in levels if lv <= free[ti]]
+            fitting = [lv for lv in levels if lv <= min(free[ti], room)]
             n = data.draw(st.sampled_from(fitting))
             if n:
                 counts[t] = n
                 free[ti] -= n
+                room -= n
         if counts:
             mode = data.draw(st.sampled_from(state.modes)) if len(counts) > 1 or len(state.modes) > 1 else "sync"
             jobs[job.job_id] = JobAllocation(counts, mode=mode)

@@ -211,7 +211,7 @@ def test_invariants_under_random_decisions(
     scenario: tuple[ClusterSpec, list[JobSpec]], seed: int, penalty: float
 ) -> None:
     cluster, jobs = scenario
-    config = SimConfig(restart_penalty_s=penalty, round_s=100.0, stall_epochs=20)
+    config = SimConfig(restart_penalty_s=penalty, round_s=100.0, stall_epochs=20, oversize_jobs="reject")
     first = run_checked(cluster, jobs, RandomPolicy(seed), config)
     second = run_checked(cluster, jobs, RandomPolicy(seed), config)
     pd.testing.assert_frame_equal(first, second)
@@ -224,7 +224,7 @@ def test_invariants_under_random_decisions(
 )
 def test_invariants_for_every_baseline(scenario: tuple[ClusterSpec, list[JobSpec]], policy: str) -> None:
     cluster, jobs = scenario
-    config = SimConfig(restart_penalty_s=5.0, round_s=100.0, stall_epochs=20)
+    config = SimConfig(restart_penalty_s=5.0, round_s=100.0, stall_epochs=20, oversize_jobs="reject")
     frame = run_checked(cluster, jobs, make_policy(policy), config)
     # A baseline never leaves a job it could run waiting forever: with every job fitting the cluster,
     # all jobs end completed or rejected.

@@ -101,7 +101,7 @@ def test_deadline_models_and_tightness() -> None:
     [
         ({"arrival_rate_per_h": 1.0, "target_utilisation": 0.5}, "exactly one"),
         ({}, "exactly one"),
-        ({"arrival_rate_per_h": -1.0}, "must be > 0"),
+        ({"arrival_rate_per_h": -1.0}, "arrival_rate_per_h=-1.0 is out of range; give a finite number > 0"),
         ({"static": True, "arrival_rate_per_h": 1.0}, "static"),
     ],
 )

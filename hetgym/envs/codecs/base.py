@@ -9,6 +9,7 @@ through :meth:`~ActionCodec.encode` and :meth:`~ActionCodec.encode_next`, so a c
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -213,8 +214,17 @@ def discrete_index(action: Any, n: int, codec: str) -> int:
         value = value.reshape(()).item()
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or not 0 <= value < n:
-        raise ValueError(f"a {codec} action is an integer in [0, {n}), got {action!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or int(value) != value
+        or not 0 <= value < n
+    ):
+        raise ValueError(
+            f"a {codec} action is an integer in [0, {n}), got {action!r}; pick one the action mask allows, "
+            "e.g. env.action_space.sample(mask=info['action_mask'])"
+        )
     return int(value)
 
 
@@ -224,13 +234,22 @@ def multidiscrete_array(action: Any, nvec: np.ndarray, codec: str, hint: str = "
     Integer arrays and integral float arrays of ``nvec``'s shape are accepted; ``hint`` is appended to a
     shape error (how to build a valid action).
     """
-    a = np.asarray(action)
-    integral = np.issubdtype(a.dtype, np.integer) or (
-        np.issubdtype(a.dtype, np.floating) and bool(np.all(np.isfinite(a))) and bool(np.all(np.mod(a, 1) == 0))
-    )
+    expected = f"a {codec} action is an integer array of shape {nvec.shape}"
+    try:
+        a = np.asarray(action)
+    except (ValueError, TypeError):  # a ragged nested list
+        raise ValueError(f"{expected}, got a ragged sequence {type(action).__name__}{hint}") from None
+    if a.shape == nvec.shape and np.issubdtype(a.dtype, np.floating):
+        whole = np.isfinite(a) & (np.mod(np.where(np.isfinite(a), a, 0), 1) == 0)
+        if not whole.all():
+            i = int(np.flatnonzero(~whole)[0])
+            raise ValueError(f"{expected}: entry {i} is {float(a[i])!r}, not a finite whole number{hint}")
+    integral = np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)
+    if np.issubdtype(a.dtype, np.bool_):
+        integral = False
     if a.shape != nvec.shape or not integral:
         got = repr(action) if a.ndim == 0 else f"an array of shape {a.shape} and dtype {a.dtype}"
-        raise ValueError(f"a {codec} action is an integer array of shape {nvec.shape}, got {got}{hint}")
+        raise ValueError(f"{expected}, got {got}{hint}")
     a = a.astype(np.int64)
     bad = np.flatnonzero((a < 0) | (a >= nvec))
     if bad.size:

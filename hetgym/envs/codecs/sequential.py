@@ -25,7 +25,8 @@ class SequentialCodec(ActionCodec):
 
     * ``0 .. K*T*C - 1``: set slot ``k``'s count on type ``t`` to level ``c``, index
       ``(k * T + t) * C + c``; valid when the slot holds a job that is not rejected in the draft, may use
-      type ``t``, the level differs from the draft's count, and the level fits the type's free GPUs plus
+      type ``t``, the level differs from the draft's count, the slot's total stays within its job's
+      ``max_gpus``, and the level fits the type's free GPUs plus
       what the slot already holds there;
     * next K (when ``allow_reject``): reject slot ``k``'s job (valid once per job and epoch);
     * next K*M (when M > 1): set slot ``k``'s execution mode to mode ``m`` (valid when it differs);
@@ -89,7 +90,7 @@ class SequentialCodec(ActionCodec):
         live = state.used & ~state.rejected
         draft = state.draft
         self._live_allowed = state.allowed & live[:, None]
-        ok = self._valid[state.free + draft, draft]  # (K, T, C) in one gather
+        ok = self._valid[self._limit(state), draft]  # (K, T, C) in one gather
         np.logical_and(ok, self._live_allowed[:, :, None], out=self._set3d)
         if self.num_reject:
             out[self.reject_offset : self.mode_offset] = live
@@ -154,7 +155,11 @@ class SequentialCodec(ActionCodec):
         else:
             k, m = divmod(a - self.mode_offset, len(self.modes))
             state.set_mode(k, m)
-            if not at_cap:
+            if not at_cap and state.bounded:
+                fresh = self.mask(state)  # the mode changes the slot's cap (fork copies are bounded one by one)
+                if mask is not fresh:
+                    mask[:] = fresh
+            elif not at_cap:
                 row = mask[self.mode_offset + k * len(self.modes) : self.mode_offset + (k + 1) * len(self.modes)]
                 row[:] = True
                 row[m] = False
@@ -162,8 +167,25 @@ class SequentialCodec(ActionCodec):
                     self._buf_key = (id(state), state.version)
         return CodecStep(commit=at_cap)
 
+    @staticmethod
+    def _limit(state: DecisionState) -> np.ndarray:
+        """The most GPUs each slot may hold of each type: the free ones plus its own, and no more than
+        its job's ``max_gpus`` less what it holds of the other types, int64 ``(K, T)``."""
+        draft = state.draft
+        limit = state.free + draft
+        if state.bounded:
+            others = draft.sum(axis=1, keepdims=True) - draft
+            limit = np.minimum(limit, np.maximum(state.slot_caps()[:, None] - others, 0))
+        return limit
+
     def _refresh_type(self, state: DecisionState, mask: np.ndarray, t: int) -> None:
-        """Recompute the set-actions of type ``t`` (the only ones a count change on ``t`` affects)."""
+        """Recompute the set-actions of type ``t`` (the only ones a count change on ``t`` affects, unless
+        a job's ``max_gpus`` ties its types together)."""
+        if state.bounded:
+            fresh = self.mask(state)
+            if mask is not fresh:
+                mask[:] = fresh
+            return
         draft_t = state.draft[:, t]
         block = self._valid[state.free[t] + draft_t, draft_t]  # (K, C)
         block &= self._live_allowed[:, t, None]
