@@ -30,9 +30,10 @@ import numpy as np
 import pandas as pd
 
 from hetgym.atomic import atomic_write
+from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.config import SimConfig
 from hetgym.sim.engine import SimulationResult, Simulator
-from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.policy import make_policy, policy_class
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.workloads.scenario import SCENARIOS, Scenario, get_scenario
@@ -122,10 +123,23 @@ def run_one(
     if workload is None:
         workload = scenario.workload.build(cluster, seed=seed, throughput=throughput)
     config = SimConfig.from_dict({**asdict_shallow(scenario.sim), "seed": seed})
-    sim = Simulator(cluster, workload, config=config, throughput=throughput)
+    sim = simulator_for(cluster, workload, config, throughput)
     result = sim.run(make_policy(policy, **dict(policy_kwargs or {})), progress=progress)
     result.extra.update({"scenario": scenario.name, "seed": seed, "policy_kwargs": dict(policy_kwargs or {})})
     return result
+
+
+def simulator_for(
+    cluster: ClusterSpec, workload: Workload, config: SimConfig, throughput: ThroughputModel | None
+) -> Simulator:
+    """``Simulator(...)``, with a job the cluster can never run located in the workload's file (file and row)."""
+    try:
+        return Simulator(cluster, workload, config=config, throughput=throughput)
+    except InvalidJobError as err:
+        where = workload.locate(err.job_id) if err.job_id is not None else ""
+        if not where:
+            raise
+        raise InvalidJobError(f"{where}: {err}", job_id=err.job_id) from None
 
 
 def asdict_shallow(obj: Any) -> dict[str, Any]:
@@ -398,7 +412,7 @@ def compare(
         workload = scenario.workload.build(cluster, seed=seed, throughput=throughput)
         # A workload the cluster can never run (a job too large, too much work) fails the comparison
         # here, naming the job, rather than every run one by one.
-        Simulator(cluster, workload, config=scenario.sim, throughput=throughput)
+        simulator_for(cluster, workload, scenario.sim, throughput)
         for name in policies:
             try:
                 result = run_one(

@@ -282,10 +282,16 @@ def _h(seconds: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from hetgym.sim.throughput import ThroughputModel
     from hetgym.workloads.schema import read_trace
     from hetgym.workloads.traces import load_trace, summarize
 
-    workload = load_trace(args.trace, args.format) if args.format else read_trace(args.trace)
+    throughput = ThroughputModel.default()  # unknown job and GPU types are reported with their row
+    workload = (
+        load_trace(args.trace, args.format, throughput=throughput)
+        if args.format
+        else read_trace(args.trace, throughput=throughput)
+    )
     cluster = args.cluster or "default"
     summary = summarize(workload.jobs, cluster=cluster)
     if args.json:

@@ -375,8 +375,11 @@ class HetClusterConfig:
         if isinstance(self.modes, str):
             object.__setattr__(self, "modes", (self.modes,))
         object.__setattr__(self, "modes", tuple(self.modes))
-        if isinstance(self.queue_slots, bool) or int(self.queue_slots) != self.queue_slots or self.queue_slots < 1:
-            raise EnvConfigError(f"queue_slots={self.queue_slots!r}: give a positive integer number of job slots")
+        object.__setattr__(
+            self,
+            "queue_slots",
+            _check("queue_slots", self.queue_slots, low=1, integer=True, fix="give the number of job slots (K)"),
+        )
         # Each name is looked up in its registry (an unknown one raises, naming the nearest).
         object.__setattr__(self, "codec_knobs", _resolve_knobs("codec", self.codec, self.codec_knobs))
         _registry("reward").entry(self.reward)

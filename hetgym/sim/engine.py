@@ -101,23 +101,25 @@ class Simulator(ApplyMixin):
         known_types: set[str] = set()
         for s in specs:
             if s.job_id in seen:
-                raise InvalidJobError(f"job {s.job_id}: duplicate job_id (ids must be unique)")
+                raise InvalidJobError(f"job {s.job_id}: duplicate job_id (ids must be unique)", job_id=s.job_id)
             seen.add(s.job_id)
             if s.job_type not in known_types:
                 try:
                     self.throughput.check_job_type(s.job_type)
                 except UnknownNameError as err:
                     # Named by id: the simulator holds jobs in submission order, not a file's rows.
-                    raise InvalidJobError(f"job {s.job_id}: field 'job_type': {err}") from None
+                    raise InvalidJobError(f"job {s.job_id}: field 'job_type': {err}", job_id=s.job_id) from None
                 known_types.add(s.job_type)
             if s.gpu_types is not None and not types.intersection(s.gpu_types):
                 raise InvalidJobError(
                     f"job {s.job_id}: may only run on {list(s.gpu_types)}, none of which is in cluster "
-                    f"{self.cluster.name!r} ({list(self.cluster.gpu_types)})"
+                    f"{self.cluster.name!r} ({list(self.cluster.gpu_types)})",
+                    job_id=s.job_id,
                 )
             if s.min_gpus > total:
                 raise InvalidJobError(
-                    f"job {s.job_id}: needs at least {s.min_gpus} GPUs but cluster {self.cluster.name!r} has {total}"
+                    f"job {s.job_id}: needs at least {s.min_gpus} GPUs but cluster {self.cluster.name!r} has {total}",
+                    job_id=s.job_id,
                 )
             room = self._room(s)
             if s.num_gpus > room:
@@ -128,7 +130,8 @@ class Simulator(ApplyMixin):
                     f"job {s.job_id}: field 'num_gpus' is {s.num_gpus} but cluster "
                     f"{self.cluster.name!r} has {room} GPUs of the types it may use, so it can never run; "
                     "lower its num_gpus, pick a larger cluster, or admit the workload with "
-                    "SimConfig(oversize_jobs='reject') (--oversize-jobs reject), which rejects such jobs at arrival"
+                    "SimConfig(oversize_jobs='reject') (--oversize-jobs reject), which rejects such jobs at arrival",
+                    job_id=s.job_id,
                 )
             fastest_s = self._fastest_run_s(s)
             if not fastest_s <= self.config.max_job_run_s:
@@ -136,7 +139,8 @@ class Simulator(ApplyMixin):
                     f"job {s.job_id}: field 'total_iters' is {s.total_iters:g}: its fastest possible "
                     f"run on cluster {self.cluster.name!r} takes {fastest_s:.3g} s, more than "
                     f"SimConfig.max_job_run_s={self.config.max_job_run_s:.3g} s; fix total_iters in the trace, or "
-                    "raise max_job_run_s"
+                    "raise max_job_run_s",
+                    job_id=s.job_id,
                 )
 
     def _room(self, spec: JobSpec) -> int:

@@ -55,4 +55,12 @@ class InvalidClusterError(HetgymError, ValueError):
 
 
 class InvalidJobError(HetgymError, ValueError):
-    """A job specification is malformed (negative time, zero work, unknown job type, ...)."""
+    """A job specification is malformed (negative time, zero work, unknown job type, ...).
+
+    ``job_id`` names the job when the error is about one job (``None`` otherwise), so that a caller who
+    read the jobs from a file can say where the job is (:meth:`hetgym.workloads.Workload.locate`).
+    """
+
+    def __init__(self, message: str, *, job_id: int | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id

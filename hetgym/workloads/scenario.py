@@ -175,7 +175,9 @@ class WorkloadConfig:
                 workload = read_trace(Path(self.trace), throughput=throughput)
             if self.num_jobs < len(workload):
                 workload = Workload(
-                    workload.jobs[: self.num_jobs], {**workload.metadata, "truncated_to": self.num_jobs}
+                    workload.jobs[: self.num_jobs],
+                    {**workload.metadata, "truncated_to": self.num_jobs},
+                    rows=workload.rows,
                 )
             return workload
         name = self.deadline

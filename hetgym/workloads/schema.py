@@ -100,6 +100,8 @@ class Workload:
 
     jobs: tuple[JobSpec, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: For a workload read from a canonical file: each job's 1-based data row (see :meth:`locate`).
+    rows: Mapping[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(sorted(self.jobs, key=lambda j: (j.submit_s, j.job_id))))
@@ -115,6 +117,17 @@ class Workload:
 
     def __getitem__(self, i: int) -> JobSpec:
         return self.jobs[i]
+
+    def locate(self, job_id: int) -> str:
+        """Where job ``job_id`` comes from, for messages: ``"FILE: row N"``, ``"FILE"``, or ``""`` when unknown."""
+        source = self.metadata.get("source_file")
+        if not source:
+            sources = self.metadata.get("source")  # a converted public trace: its file, rows renumbered
+            source = sources[0] if isinstance(sources, list) and len(sources) == 1 else None
+        if not source:
+            return ""
+        row = None if self.rows is None else self.rows.get(job_id)
+        return f"{source}: row {row}" if row is not None else str(source)
 
     def to_frame(self) -> pd.DataFrame:
         """The jobs as a canonical table."""
@@ -201,7 +214,7 @@ def frame_to_jobs(
     Raises:
         TraceError: naming ``source``, the 1-based data row and the field, for a missing column,
             a value of the wrong type, a negative time, or (when ``throughput`` is given) an unknown
-            job type.
+            job type or GPU type.
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -277,13 +290,20 @@ def frame_to_jobs(
             for c in ("dp", "pp", "tp"):
                 values.pop(c, None)
         gpu_types = values.pop("gpu_types", None)
+        allowed = tuple(t.strip().lower() for t in gpu_types.split("|")) if gpu_types else None
+        if throughput is not None and allowed:
+            for gpu in allowed:
+                try:
+                    throughput.check_gpu_type(gpu)
+                except KeyError as exc:
+                    raise err("gpu_types", str(exc)) from None
         features = {c[len(FEATURE_PREFIX) :]: rec[c] for c in feature_cols if not _is_missing(rec[c])}
         try:
             jobs.append(
                 JobSpec(
                     **values,
                     parallelism=parallelism,
-                    gpu_types=tuple(t.strip().lower() for t in gpu_types.split("|")) if gpu_types else None,
+                    gpu_types=allowed,
                     features=features,
                 )
             )
@@ -314,7 +334,7 @@ def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | No
 
     Args:
         path: The file.
-        throughput: If given, unknown job types are reported (row and field) at read time.
+        throughput: If given, unknown job types and GPU types are reported (row and field) at read time.
     """
     path = Path(path)
     if not path.exists():
@@ -356,7 +376,7 @@ def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | No
         raise TraceError(f"{path}: schema_version {version} is not supported (this hetgym reads {SCHEMA_VERSION})")
     jobs = frame_to_jobs(frame, source=str(path), throughput=throughput)
     metadata.setdefault("source_file", str(path))
-    return Workload(tuple(jobs), metadata)
+    return Workload(tuple(jobs), metadata, rows={job.job_id: row for row, job in enumerate(jobs, start=1)})
 
 
 def _read_csv_metadata(path: Path) -> dict[str, Any]:
