@@ -313,6 +313,8 @@ class ASRPT(Policy):
         self.history = history
         self.early_release = early_release
         self.strict_order = strict_order
+        # Guided list scheduling is work-conserving when jobs are eligible at release and may backfill.
+        self.keeps_gpus_busy = mode == "guided" and early_release and not strict_order
         self.placement = placement
         self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[placement]
         self.overrun_margin = overrun_margin
@@ -468,6 +470,7 @@ class PredictedSRTF(Policy):
 
     name = "srtf-pred"
     knobs = PredictedSRTFKnobs
+    keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
     in_default_comparison = False  # a baseline for A-SRPT studies: name it in --policies
 
     def __init__(

@@ -56,6 +56,7 @@ class EDF(Policy):
     name = "edf"
     knobs = EDFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
+    keeps_gpus_busy = True  # greedy fill with backfilling at every epoch (admitted jobs, for the admission variant)
 
     def __init__(self, preemptive: bool = True, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()

@@ -59,6 +59,8 @@ class FIFO(Policy):
         FIFOKnobs.of(locals())
         self.type_choice = type_choice
         self.strict = strict
+        # Strict FIFO leaves GPUs idle behind a head job that does not fit; backfilling does not.
+        self.keeps_gpus_busy = not strict
 
     def schedule(self, view: ClusterView) -> Allocation:
         return greedy_fill(

@@ -180,6 +180,9 @@ class GavelPolicy(Policy):
         self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
         self.min_recompute_interval_s = float(min_recompute_interval_s)
         self.fill_between_rounds = fill_between_rounds
+        # Leftover GPUs go to zero-priority entries (Gavel is work conserving); between rounds only
+        # when waiting jobs may take free GPUs at events.
+        self.keeps_gpus_busy = fill_between_rounds
         self.global_queue = global_queue
         self.zero_priority_last = zero_priority_last
         self.isolated_normalisation = isolated_normalisation

@@ -221,6 +221,8 @@ class Hadar(Policy):
         self.work_conserving = work_conserving
         self.task_level_mixing = task_level_mixing
         self.fill_between_rounds = fill_between_rounds
+        # The work-conserving fill at rounds, and the fill between them, leave no GPU idle while a job fits.
+        self.keeps_gpus_busy = work_conserving and fill_between_rounds
         self.price_auto = price_auto
         self.price_L = price_L
         self.price_U = price_U

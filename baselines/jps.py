@@ -164,6 +164,8 @@ class JPSPolicy(Policy):
         # Validate every knob first (a KnobError names the bad one).
         JPSKnobs.of(locals())
         self.mode = mode
+        # Every decision assigns all free workers among the jobs it places.
+        self.keeps_gpus_busy = True
         self.n_samples = n_samples
         self.alpha = alpha
         self.beta = beta

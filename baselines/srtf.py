@@ -36,6 +36,7 @@ class SRTF(Policy):
     name = "srtf"
     knobs = SRTFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
+    keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
 
     def __init__(self, type_choice: TypeChoice = "fastest") -> None:
         super().__init__()

@@ -58,6 +58,7 @@ class TiresiasLAS(Policy):
 
     name = "tiresias"
     knobs = TiresiasKnobs
+    keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
 
     def __init__(
         self,

@@ -1,13 +1,17 @@
-"""Shared fixtures: a hand-made throughput table whose rates make expected results easy to compute."""
+"""Shared fixtures (a hand-made throughput table whose rates make expected results easy to compute) and
+the hypothesis profiles (``default``, ``slow``, ``nightly``; see :data:`helpers.HYPOTHESIS_PROFILES`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import toy_model
+from helpers import register_hypothesis_profiles, toy_model
 
 from hetgym.sim import ClusterSpec, ThroughputModel
+
+# --hypothesis-profile=NAME picks one; "default" otherwise.
+register_hypothesis_profiles()
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -1,8 +1,9 @@
-"""Test helpers: a hand-made throughput table and a scripted policy."""
+"""Test helpers: a hand-made throughput table, a scripted policy and the hypothesis profiles."""
 
 from __future__ import annotations
 
 import pandas as pd
+from hypothesis import HealthCheck, settings
 
 from hetgym.sim import ThroughputModel
 from hetgym.sim.throughput import table_from_records
@@ -55,3 +56,28 @@ class Scripted:
     def schedule(self, view):  # type: ignore[no-untyped-def]
         self.views.append(view)
         return self.decide(view)
+
+
+#: Examples per hypothesis test in each profile. ``default`` serves the everyday run (tests that set no
+#: ``max_examples`` of their own); ``slow`` is the floor of the property tests marked ``slow``; ``nightly``
+#: is for ``scripts/nightly_properties.py``. Pick one with ``pytest --hypothesis-profile=NAME``.
+HYPOTHESIS_PROFILES: dict[str, int] = {"default": 10, "slow": 1_000, "nightly": 10_000}
+
+
+def register_hypothesis_profiles() -> None:
+    """Register :data:`HYPOTHESIS_PROFILES` (no deadline: the machines running the suite are shared).
+
+    Registering the loaded profile reloads it, so ``default`` applies unless ``--hypothesis-profile``
+    chose another, whichever of this and the hypothesis plugin runs first.
+    """
+    for name, examples in HYPOTHESIS_PROFILES.items():
+        settings.register_profile(
+            name, max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        )
+
+
+def slow_settings() -> settings:
+    """Settings of the property tests marked ``slow``: the ``slow`` profile's examples, or the loaded
+    profile's when it asks for more (``--hypothesis-profile=nightly``)."""
+    examples = max(HYPOTHESIS_PROFILES["slow"], settings.default.max_examples)
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -58,6 +58,11 @@ class Policy(ABC):
             the Gym environment offers exactly these as mode actions under ``policy_compat``.
         knobs: The frozen dataclass of the constructor's knobs (:class:`~hetgym.sim.registry.Knobs`),
             validated on construction, or ``None``.
+        keeps_gpus_busy: Whether the policy is work-conserving: after each of its decisions, no GPU
+            type has as many free GPUs as a job it leaves waiting requests (``num_gpus``) while that
+            job is allowed on the type and runs there at a positive rate. ``False`` by default; a
+            policy sets it only when its design promises it, and the property tests
+            (``tests/sim/test_properties.py``) check it at every decision of every policy that does.
     """
 
     name: ClassVar[str] = "policy"
@@ -67,6 +72,7 @@ class Policy(ABC):
     knobs: ClassVar[type[Knobs] | None] = None
     uses_ticks: ClassVar[bool] = True
     in_default_comparison: ClassVar[bool] = True
+    keeps_gpus_busy: bool = False
 
     def __init__(self) -> None:
         self.cluster: ClusterSpec | None = None

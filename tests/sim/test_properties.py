@@ -1,20 +1,29 @@
-"""Invariants of the simulator under random clusters, workloads and decisions (hypothesis).
+"""Invariants of the simulator and of every registered policy under random clusters and workloads (hypothesis).
 
 A random policy makes arbitrary valid decisions: new per-type counts (possibly spanning types, in any
-execution mode), explicit server placements, keeping, preempting and rejecting jobs. At every epoch the
-tests check that no server or type is over capacity and that time moves forward; between epochs, that
+execution mode), explicit server placements, keeping, preempting and rejecting jobs. Every registered
+policy (the classic baselines and the paper policies alike) runs on small drawn workloads with elastic
+bounds, deadlines and type restrictions. At every epoch the tests check that no server or type is over
+capacity, that time moves forward and that no job is seen or runs before it arrives; between epochs, that
 each unchanged running job progressed by exactly its rate over the time not spent on penalties; at the
-end, that every job ended exactly once and completed jobs did all their work; and that a second run
-with the same seeds is identical.
+end, that every job ended exactly once and completed jobs did all their work; and that a second run with
+the same seeds is identical. A policy that declares itself work-conserving (``keeps_gpus_busy``) must
+also, at every decision, leave no GPU type with as many free GPUs as a job it leaves waiting requests.
+
+Each test runs the ``default`` hypothesis profile's examples in the everyday run; the tests marked
+``slow`` draw larger workloads with at least the ``slow`` profile's 1,000 examples (``nightly``: 10,000,
+``scripts/nightly_properties.py``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from helpers import toy_model
+import pytest
+from helpers import slow_settings, toy_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,8 +38,11 @@ from hetgym.sim import (
     Simulator,
     make_policy,
 )
+from hetgym.sim.policy import list_policies, policy_placer
 
 TOY = toy_model()
+#: Every registered policy, by name (the built-in ones and any installed through the entry points).
+ALL_POLICIES = tuple(list_policies())
 
 
 class RandomPolicy:
@@ -118,10 +130,25 @@ def scenarios(draw: st.DrawFn) -> tuple[ClusterSpec, list[JobSpec]]:
     return cluster, jobs
 
 
-def run_checked(cluster: ClusterSpec, jobs: list[JobSpec], policy: object, config: SimConfig) -> pd.DataFrame:
+def run_checked(
+    cluster: ClusterSpec,
+    jobs: list[JobSpec],
+    policy: object,
+    config: SimConfig,
+    *,
+    on_decision: Callable[[ClusterView, Allocation], None] | None = None,
+) -> pd.DataFrame:
+    """Run ``policy`` as :meth:`Simulator.run` does, checking the invariants at every epoch and at the end.
+
+    ``on_decision(view, decision)`` is called with each decision before the simulator applies it.
+    """
     sim = Simulator(cluster, jobs, config=config, throughput=TOY)
-    policy.reset(cluster, rng=np.random.default_rng(0))  # type: ignore[attr-defined]
-    view = sim.reset(round_s=getattr(policy, "round_s", None))
+    policy.reset(cluster, rng=np.random.default_rng(config.seed))  # type: ignore[attr-defined]
+    view = sim.reset(
+        round_s=getattr(policy, "round_s", None),
+        ticks=getattr(policy, "uses_ticks", True),
+        placer=policy_placer(policy),  # type: ignore[arg-type]
+    )
     previous: ClusterView | None = None
     decision: Allocation | None = None
     completed_seen: set[int] = set()
@@ -142,20 +169,53 @@ def run_checked(cluster: ClusterSpec, jobs: list[JobSpec], policy: object, confi
         assert not completed_seen.intersection(view.completed)
         completed_seen.update(view.completed)
         for job in view.jobs:
+            # No job is visible, let alone running, before it arrives.
+            assert job.submit_s <= view.now_s, (job.job_id, job.submit_s, view.now_s)
             assert 0 <= job.remaining_iters <= job.total_iters + 1e-9
+            if job.is_running:
+                assert job.first_start_s is not None and job.submit_s <= job.first_start_s <= view.now_s
         previous = view
         decision = policy.schedule(view)  # type: ignore[attr-defined]
+        assert decision is not None
+        # The decision fits every type (the simulator refuses it otherwise; this names the epoch).
+        assert all(n <= cluster.capacity[t] for t, n in decision.gpus_by_type().items()), (view.epoch, decision)
+        if on_decision is not None:
+            on_decision(view, decision)
         view = sim.step(decision)
     result = sim.result("checked")
     frame = result.jobs
-    # Every arrived job ends exactly once, in a final state; completed ones did all their work.
+    # Every job ends exactly once, in a final state; completed ones did all their work.
+    ended = [jid for jid, _, _ in sim.ended_log()]
+    assert sorted(ended) == sorted(j.job_id for j in jobs)
     assert frame["job_id"].is_unique
+    assert set(frame["job_id"]) == {j.job_id for j in jobs}
     assert set(frame["status"]) <= {"completed", "rejected", "unfinished"}
+    started = frame[frame["start_s"].notna()]
+    assert (started["start_s"] >= started["submit_s"]).all()
     done = frame[frame.status == "completed"]
     assert (done["remaining_iters"] == 0).all()
-    assert (done["finish_s"] >= done["submit_s"]).all()
+    assert (done["finish_s"] >= done["start_s"]).all()
+    assert (done["attained_gpu_s"] > 0).all()
     assert completed_seen <= set(done["job_id"])
+    assert (frame.loc[frame.status != "completed", "remaining_iters"] > 0).all()
     return frame
+
+
+def idle_while_fitting(view: ClusterView, decision: Allocation) -> list[tuple[int, str]]:
+    """``(job_id, gpu_type)`` pairs where ``decision`` leaves the job without GPUs although the type keeps
+    at least the job's requested GPUs free and the job is allowed on it at a positive rate."""
+    used = decision.gpus_by_type()
+    free = {t: cap - used.get(t, 0) for t, cap in view.cluster.capacity.items()}
+    table = view.rate_table
+    out = []
+    for job in view.jobs:
+        if job.job_id in decision.jobs or job.job_id in decision.reject:
+            continue
+        rates = table.rates_at(job, job.num_gpus)
+        for t in table.allowed_types(job):
+            if free[t] >= job.num_gpus and rates[table.types.index(t)] > 0:
+                out.append((job.job_id, t))
+    return out
 
 
 def _kept(before: ClusterView, decision: Allocation, job_id: int) -> bool:
@@ -230,3 +290,124 @@ def test_invariants_for_every_baseline(scenario: tuple[ClusterSpec, list[JobSpec
     # all jobs end completed or rejected.
     if all(j.num_gpus <= cluster.total_gpus for j in jobs):
         assert set(frame["status"]) <= {"completed", "rejected"}
+
+
+@st.composite
+def policy_cases(
+    draw: st.DrawFn, max_jobs: int = 6, max_servers: int = 3, max_gpus_per_server: int = 4
+) -> tuple[ClusterSpec, list[JobSpec], SimConfig]:
+    """A small cluster, jobs with elastic bounds, deadlines and type restrictions, and a configuration."""
+    inventory = {}
+    for t in draw(st.lists(st.sampled_from(["v100", "k80", "a100"]), min_size=1, max_size=3, unique=True)):
+        inventory[t] = (draw(st.integers(1, max_servers)), draw(st.integers(1, max_gpus_per_server)))
+    cluster = ClusterSpec.from_inventory("drawn", inventory)
+    jobs = []
+    for i in range(draw(st.integers(1, max_jobs))):
+        submit = draw(st.floats(0, 2000, allow_nan=False))
+        num_gpus = draw(st.integers(1, 6))
+        restricted = draw(st.booleans()) and draw(st.booleans())
+        jobs.append(
+            JobSpec(
+                i,
+                submit,
+                draw(st.sampled_from(["a", "b"])),
+                1,
+                draw(st.floats(1, 2000)),
+                num_gpus,
+                deadline_s=submit + draw(st.floats(1, 5000)) if draw(st.booleans()) else math.inf,
+                min_gpus=draw(st.integers(1, min(num_gpus, cluster.total_gpus))),
+                max_gpus=draw(st.none() | st.integers(num_gpus, 8)),
+                gpu_types=(
+                    tuple(draw(st.lists(st.sampled_from(cluster.gpu_types), min_size=1, unique=True)))
+                    if restricted
+                    else None
+                ),
+                model_bytes=draw(st.sampled_from([None, 1e9])),
+            )
+        )
+    config = SimConfig(
+        restart_penalty_s=draw(st.sampled_from([0.0, 5.0])),
+        round_s=draw(st.sampled_from([None, 100.0])),
+        stall_epochs=20,
+        seed=draw(st.integers(0, 3)),
+    )
+    return cluster, jobs, config
+
+
+def check_policy(name: str, case: tuple[ClusterSpec, list[JobSpec], SimConfig]) -> None:
+    """The invariants of :func:`run_checked` for policy ``name``, work conservation when it declares it,
+    and no job left behind by a work-conserving policy when every job fits one type it may use."""
+    cluster, jobs, config = case
+    policy = make_policy(name)
+    busy = policy.keeps_gpus_busy
+
+    def on_decision(view: ClusterView, decision: Allocation) -> None:
+        if busy:
+            idle = idle_while_fitting(view, decision)
+            assert not idle, f"{name} left jobs waiting beside free GPUs at t={view.now_s}: {idle}"
+
+    frame = run_checked(cluster, jobs, policy, config, on_decision=on_decision)
+    if busy and all(_fits_one_type(cluster, j) for j in jobs):
+        assert set(frame["status"]) <= {"completed", "rejected"}, frame
+
+
+def _fits_one_type(cluster: ClusterSpec, job: JobSpec) -> bool:
+    """Whether the job's requested GPUs fit one type it may use and runs there at a positive rate."""
+    return any(
+        cluster.capacity[t] >= job.num_gpus and TOY.rate(job.job_type, job.batch_size, t, job.num_gpus) > 0
+        for t in cluster.gpu_types
+        if job.gpu_types is None or t in job.gpu_types
+    )
+
+
+@pytest.mark.parametrize("name", ALL_POLICIES)
+@given(case=policy_cases())
+def test_every_policy_keeps_the_invariants(name: str, case: tuple[ClusterSpec, list[JobSpec], SimConfig]) -> None:
+    check_policy(name, case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALL_POLICIES)
+@slow_settings()
+@given(case=policy_cases(max_jobs=12, max_servers=4, max_gpus_per_server=8))
+def test_every_policy_keeps_the_invariants_on_larger_workloads(
+    name: str, case: tuple[ClusterSpec, list[JobSpec], SimConfig]
+) -> None:
+    check_policy(name, case)
+
+
+@pytest.mark.slow
+@slow_settings()
+@given(scenario=scenarios(), seed=st.integers(0, 2**16), penalty=st.sampled_from([0.0, 7.0]))
+def test_invariants_under_random_decisions_many(
+    scenario: tuple[ClusterSpec, list[JobSpec]], seed: int, penalty: float
+) -> None:
+    test_invariants_under_random_decisions.hypothesis.inner_test(scenario, seed, penalty)  # type: ignore[attr-defined]
+
+
+def test_the_policies_declared_work_conserving() -> None:
+    # The declaration follows each policy's design (docs/writing-a-policy.md); a change here is a change of
+    # design, to be made on purpose.
+    declared = {name for name in ALL_POLICIES if make_policy(name).keeps_gpus_busy}
+    builtin = {name for name in ALL_POLICIES if make_policy(name).__module__.startswith("baselines.")}
+    assert declared & builtin == builtin - {"fifo", "dancer", "elasticflow"}
+    assert not make_policy("fifo-backfill", strict=True).keeps_gpus_busy
+    assert not make_policy("hadar", fill_between_rounds=False).keeps_gpus_busy
+    assert not make_policy("asrpt", strict_order=True).keeps_gpus_busy
+
+
+def test_the_work_conservation_check_catches_strict_fifo() -> None:
+    # Strict FIFO holds a 4-GPU job at the head while a 1-GPU job waits beside 2 free GPUs: the check that
+    # the work-conserving policies pass must flag exactly that.
+    cluster = ClusterSpec.from_inventory("one", {"v100": (1, 2)})
+    jobs = [JobSpec(0, 0.0, "a", 1, 100.0, 4), JobSpec(1, 1.0, "a", 1, 100.0, 1)]
+    flagged: list[tuple[int, str]] = []
+
+    def record(view: ClusterView, decision: Allocation) -> None:
+        flagged.extend(idle_while_fitting(view, decision))
+
+    run_checked(cluster, jobs, make_policy("fifo"), SimConfig(stall_epochs=5), on_decision=record)
+    assert (1, "v100") in flagged
+    flagged.clear()
+    run_checked(cluster, jobs, make_policy("fifo-backfill"), SimConfig(stall_epochs=5), on_decision=record)
+    assert flagged == []
