@@ -197,14 +197,14 @@ class JPSPolicy(Policy):
         usable = rho.max(axis=1) > 0
         candidates = [j for j, ok in zip(candidates, usable, strict=True) if ok]
         rho = rho[usable]
-        num_workers = sum(free.values())
         if not candidates:
             return builder.build()
-        if len(candidates) > num_workers:
-            # More jobs than workers: the ones with the least work on their best worker go first.
-            key = np.array([j.remaining_iters * j.batch_size for j in candidates]) / rho.max(axis=1)
-            keep = np.argsort(key, kind="stable")[:num_workers]
-            keep.sort()
+        # Every placed job needs a worker of its own on a type it runs on. When not all candidates can
+        # have one (more jobs than workers, or jobs restricted to the same few types), the ones with the
+        # least work on their best worker go first.
+        key = np.array([j.remaining_iters * j.batch_size for j in candidates]) / rho.max(axis=1)
+        keep = matchable_jobs(rho, np.array([free[t] for t in types]), np.argsort(key, kind="stable"))
+        if len(keep) < len(candidates):
             candidates = [candidates[i] for i in keep]
             rho = rho[keep]
         servers = view.cluster.servers
@@ -256,6 +256,34 @@ def _within_bounds(counts: dict[str, int], job: JobView, rho: dict[str, float]) 
     return counts if sum(counts.values()) >= spec.min_gpus else {}
 
 
+def matchable_jobs(rho: np.ndarray, workers: np.ndarray, order: np.ndarray) -> list[int]:
+    """The jobs (rows of ``rho``) that can each have a worker of its own on a type with a positive rate.
+
+    Jobs are tried in ``order`` and a job is kept when the jobs kept so far and it can all be matched
+    (augmenting paths over the types, ``workers[c]`` workers of type ``c``); matchings form a matroid,
+    so this greedy keeps as many jobs as fit and, among those, the earliest in ``order``.
+    Returns the kept rows, ascending.
+    """
+    holders: list[list[int]] = [[] for _ in range(len(workers))]
+
+    def augment(job: int, seen: set[int]) -> bool:
+        for c in np.flatnonzero(rho[job] > 0).tolist():
+            if c in seen:
+                continue
+            seen.add(c)
+            if len(holders[c]) < workers[c]:
+                holders[c].append(job)
+                return True
+            for other in list(holders[c]):
+                if augment(other, seen):
+                    holders[c].remove(other)
+                    holders[c].append(job)
+                    return True
+        return False
+
+    return sorted(int(j) for j in order if augment(int(j), set()))
+
+
 __all__ = [
     "MATCHERS",
     "SYNTHETIC_BASE_RHO",
@@ -274,6 +302,7 @@ __all__ = [
     "local_search",
     "match_auction",
     "match_hungarian",
+    "matchable_jobs",
     "num_categories",
     "optimum",
     "rank_category",

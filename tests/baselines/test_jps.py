@@ -21,6 +21,7 @@ from baselines.jps import (
     local_search,
     match_auction,
     match_hungarian,
+    matchable_jobs,
     num_categories,
     optimum,
     rank_category,
@@ -245,3 +246,26 @@ def test_online_policy_gives_a_lone_job_every_gpu() -> None:
     policy.reset(cluster, rng=np.random.default_rng(0))
     alloc = policy.schedule(view)
     assert alloc.jobs[0].as_dict() == {"v100": 4, "k80": 4}
+
+
+def test_matchable_jobs_keeps_the_most_jobs_each_with_a_usable_worker() -> None:
+    # Jobs 0 and 1 run only on type 0 (one worker); job 2 on either type: in this order, 0 and 2 fit.
+    rho = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 1.0]])
+    assert matchable_jobs(rho, np.array([1, 1]), np.array([0, 1, 2])) == [0, 2]
+    # Job 2 first takes type 0; job 0 then pushes it to type 1 (an augmenting path).
+    assert matchable_jobs(rho, np.array([1, 1]), np.array([2, 0, 1])) == [0, 2]
+    assert matchable_jobs(rho, np.array([2, 0]), np.array([1, 2, 0])) == [1, 2]
+
+
+def test_jobs_restricted_to_fewer_workers_than_they_are_wait_their_turn() -> None:
+    # Found by the property tests: two jobs that may only use the one V100 beside an idle K80 made every
+    # category infeasible and the search failed; now one runs, then the other.
+    from helpers import toy_model
+
+    cluster = ClusterSpec.from_inventory("two", {"v100": (1, 1), "k80": (1, 1)})
+    jobs = [JobSpec(i, 0.0, "a", 1, 1.0, 1, gpu_types=("v100",)) for i in range(2)]
+    result = Simulator(cluster, jobs, config=SimConfig(restart_penalty_s=0.0), throughput=toy_model()).run(
+        make_policy("jps")
+    )
+    assert result.jobs["status"].tolist() == ["completed", "completed"]
+    assert sorted(result.jobs["finish_s"].tolist()) == [1.0, 2.0]
