@@ -164,7 +164,7 @@ class JPSPolicy(Policy):
         # Validate every knob first (a KnobError names the bad one).
         JPSKnobs.of(locals())
         self.mode = mode
-        # Every decision assigns all free workers among the jobs it places.
+        # Every decision shares the free workers among the jobs it places, each on types it can use.
         self.keeps_gpus_busy = True
         self.n_samples = n_samples
         self.alpha = alpha
