@@ -164,8 +164,10 @@ class JPSPolicy(Policy):
         # Validate every knob first (a KnobError names the bad one).
         JPSKnobs.of(locals())
         self.mode = mode
-        # Every decision shares the free workers among the jobs it places, each on types it can use.
-        self.keeps_gpus_busy = True
+        # Not work-conserving: the matching knows no per-job bounds, so a job matched fewer workers than
+        # its min_gpus waits and its workers (or those cut above its max_gpus) stay idle until the next
+        # decision, even when another waiting job could use them.
+        self.keeps_gpus_busy = False
         self.n_samples = n_samples
         self.alpha = alpha
         self.beta = beta

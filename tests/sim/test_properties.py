@@ -338,6 +338,7 @@ def policy_cases(
         round_s=draw(st.sampled_from([None, 100.0])),
         stall_epochs=20,
         seed=draw(st.integers(0, 3)),
+        oversize_jobs="reject",  # a job larger than the GPUs it may use is rejected at arrival
     )
     return cluster, jobs, config
 
@@ -432,24 +433,24 @@ def test_the_policies_declared_work_conserving() -> None:
     # design, to be made on purpose.
     declared = {name for name in ALL_POLICIES if make_policy(name).keeps_gpus_busy}
     builtin = {name for name in ALL_POLICIES if make_policy(name).__module__.startswith("baselines.")}
-    assert declared & builtin == builtin - {"fifo", "dancer", "elasticflow"}
+    assert declared & builtin == builtin - {"fifo", "dancer", "elasticflow", "jps"}
     assert not make_policy("fifo-backfill", strict=True).keeps_gpus_busy
     assert not make_policy("hadar", fill_between_rounds=False).keeps_gpus_busy
     assert not make_policy("asrpt", strict_order=True).keeps_gpus_busy
 
 
 def test_the_work_conservation_check_catches_strict_fifo() -> None:
-    # Strict FIFO holds a 4-GPU job at the head while a 1-GPU job waits beside 2 free GPUs: the check that
-    # the work-conserving policies pass must flag exactly that.
-    cluster = ClusterSpec.from_inventory("one", {"v100": (1, 2)})
-    jobs = [JobSpec(0, 0.0, "a", 1, 100.0, 4), JobSpec(1, 1.0, "a", 1, 100.0, 1)]
+    # While a 2-GPU job runs, strict FIFO holds a 4-GPU job at the head and a 1-GPU job waits beside the 2
+    # free GPUs: the check that the work-conserving policies pass must flag exactly that.
+    cluster = ClusterSpec.from_inventory("two", {"v100": (2, 2)})
+    jobs = [JobSpec(0, 0.0, "a", 1, 1000.0, 2), JobSpec(1, 1.0, "a", 1, 100.0, 4), JobSpec(2, 2.0, "a", 1, 100.0, 1)]
     flagged: list[tuple[int, str]] = []
 
     def record(view: ClusterView, decision: Allocation) -> None:
         flagged.extend(idle_while_fitting(view, decision))
 
     run_checked(cluster, jobs, make_policy("fifo"), SimConfig(stall_epochs=5), on_decision=record)
-    assert (1, "v100") in flagged
+    assert (2, "v100") in flagged
     flagged.clear()
     run_checked(cluster, jobs, make_policy("fifo-backfill"), SimConfig(stall_epochs=5), on_decision=record)
     assert flagged == []
