@@ -11,7 +11,8 @@ parameters; against Hadar, cluster utilisation rises 1.45x and the total time du
 
 1. Hadar-Round (:class:`~baselines.hadar.Hadar`) decides the primary allocation of every job.
 2. **Forking**: every node with idle GPUs takes copies of unfinished jobs, one copy of a job per node
-   at most and at most ``max_copies_per_job`` server groups per job. Each copy takes
+   at most and at most ``max_copies_per_job`` server groups per job, all within the job's
+   ``max_gpus``, a first copy with at least its ``min_gpus``. Each copy takes
    ``n = min(idle GPUs, W_j)`` GPUs of the node and never spans nodes. A node picks, among the jobs
    with a positive rate there, first a job that holds no GPUs yet in this round (so every unfinished
    job runs somewhere before any job gets an extra copy), then a job that already had a copy on this
@@ -181,6 +182,7 @@ class HadarE(Hadar):
         servers = self.cluster.servers
         limit = self.max_copies_per_job or len(servers)
         nodes_of: dict[int, set[int]] = {jid: {h for h, _ in g} for jid, g in decision.groups.items()}
+        totals: dict[int, int] = {jid: sum(n for _, n in g) for jid, g in decision.groups.items()}
         previous: dict[int, set[int]] = {j.job_id: {g.server_id for g in j.groups} for j in view.jobs}
         jobs = list(view.jobs)
         order = sorted(
@@ -195,7 +197,13 @@ class HadarE(Hadar):
                     nodes = nodes_of.get(job.job_id, set())
                     if h in nodes or len(nodes) >= limit or gpu_type not in view.allowed_types(job):
                         continue
-                    n = min(pool.free(h), job.num_gpus)
+                    # All copies together stay within max_gpus, and a job's first copy takes at least
+                    # its min_gpus (the simulator refuses allocations outside the job's bounds).
+                    spec = job.spec
+                    room = job.num_gpus if spec.max_gpus is None else spec.max_gpus - totals.get(job.job_id, 0)
+                    n = min(pool.free(h), job.num_gpus, room)
+                    if n <= 0 or (not nodes and n < spec.min_gpus):
+                        continue
                     rate = view.rate(job, gpu_type, n)
                     if rate <= 0:
                         continue
@@ -208,6 +216,7 @@ class HadarE(Hadar):
                 pool.take(h, n)
                 decision.groups.setdefault(job.job_id, []).append((h, n))
                 nodes_of.setdefault(job.job_id, set()).add(h)
+                totals[job.job_id] = totals.get(job.job_id, 0) + n
 
     def decide(self, view: ClusterView) -> _Decision:
         round_start = view.is_tick or view.epoch == 0
