@@ -229,12 +229,32 @@ def resolve_model_path(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     if not model.is_file():
         raise AgentError(f"no model at {model}; give a run folder (holding {MODEL_FILE}) or a model .zip")
     if not meta.is_file():
-        raise AgentError(f"no {META_FILE} beside {model}; models saved by `hetgym train` keep it in the run folder")
+        raise AgentError(
+            f"no {META_FILE} beside {model}; models saved by `hetgym train` keep it in the run folder; for any "
+            "other SB3 model give its algorithm and env (hetgym evaluate MODEL.zip --algo ppo --env-id ID --env K=V)"
+        )
     return model, meta
 
 
-def load_agent(path: str | os.PathLike[str], env: Any = None) -> tuple[Any, AgentMeta]:
-    """Load a saved agent: ``(SB3 model, metadata)``. ``env`` is attached when given."""
+def load_agent(
+    path: str | os.PathLike[str],
+    env: Any = None,
+    *,
+    algo: str | None = None,
+    env_id: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> tuple[Any, AgentMeta]:
+    """Load a saved agent: ``(SB3 model, metadata)``. ``env`` is attached when given.
+
+    A model without ``agent.json`` beside it (any SB3 archive) loads when ``algo`` and ``env_id`` say what it is
+    and where it acts (``env_kwargs``: its ``gym.make`` overrides); its metadata then has ``recipe="external"``.
+    """
+    p = Path(path)
+    if algo is not None and p.is_file() and not (p.parent / META_FILE).is_file():
+        if env_id is None:
+            raise AgentError(f"{p} has no {META_FILE} beside it: give the env it acts in with --env-id (and --env)")
+        meta = AgentMeta(env_id, dict(env_kwargs or {}), None, "external", algo, "external", 0)
+        return algorithm_class(algo).load(p, env=env, device="cpu"), meta
     model_path, meta_path = resolve_model_path(path)
     meta = AgentMeta.from_json(meta_path.read_text(), str(meta_path))
     cls = algorithm_class(meta.algo)

@@ -236,10 +236,13 @@ Learner = Callable[[dict[str, np.ndarray], np.ndarray], Any]
 
 
 def model_learner(model: Any, *, deterministic: bool = True) -> Learner:
-    """A :data:`Learner` from an SB3 model (masked prediction when the policy takes masks)."""
+    """A :data:`Learner` from an SB3 model (masked prediction when the policy takes masks, or when the model
+    says so with ``uses_action_masks``, as :class:`~agents.random_agent.RandomMaskedAgent` does)."""
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    maskable = isinstance(model.policy, MaskableActorCriticPolicy)
+    maskable = bool(getattr(model, "uses_action_masks", False)) or isinstance(
+        getattr(model, "policy", None), MaskableActorCriticPolicy
+    )
 
     def act(obs: dict[str, np.ndarray], mask: np.ndarray) -> Any:
         if maskable:

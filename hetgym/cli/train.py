@@ -76,6 +76,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--labels", help="comma-separated names of the models in the table")
     e.add_argument("--preset", choices=sorted(PRESET_IDS), help="with no MODEL: the environment of the experts")
     e.add_argument("--out", type=Path, help="output folder (default results/evaluate)")
+    e.add_argument(
+        "--random", action="store_true", help="add a uniformly random masked agent (the floor) on the same workloads"
+    )
+    e.add_argument("--algo", help="for a model .zip without agent.json: its SB3 algorithm (ppo or maskable-ppo)")
+    e.add_argument("--env-id", help="for a model .zip without agent.json: the registered env id it acts in")
+    e.add_argument(
+        "--env",
+        action="append",
+        metavar="KEY=VALUE",
+        help="gym.make override of the env of models without agent.json (sim.round_s=60 nests); repeatable",
+    )
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -184,8 +195,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(f"--labels names {len(labels)} models but {len(args.models)} were given")
     teacher = None
     workloads = None
+    if (args.env or args.env_id) and not args.algo:
+        raise ValueError("--env-id and --env describe a model without agent.json: give its --algo too")
+    if args.algo is not None:
+        from agents.common import ALGORITHMS
+
+        if args.algo not in ALGORITHMS:
+            raise ValueError(f"--algo {args.algo!r} is not one of {sorted(ALGORITHMS)}")
+    external_env = parse_env_overrides(args.env)
     for i, path in enumerate(args.models):
-        model, meta = load_agent(path)
+        model, meta = load_agent(path, algo=args.algo, env_id=args.env_id, env_kwargs=external_env)
         env_kwargs = dict(meta.env_kwargs)
         if args.trace:
             env_kwargs["trace"] = str(args.trace)
@@ -212,12 +231,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             policy_class(name)
     reference = None
     if not agents:
-        if not experts:
-            raise ValueError("nothing to evaluate: give a MODEL or some --experts")
+        if not experts and not args.random:
+            raise ValueError("nothing to evaluate: give a MODEL, --random or some --experts")
         from agents.common import agent_env_kwargs
 
         env_kwargs = agent_env_kwargs(None, {"trace": str(args.trace)} if args.trace else {})
         reference = (PRESET_IDS[args.preset or "default"], env_kwargs)
+    if args.random:
+        from agents.random_agent import RandomMaskedAgent
+
+        if agents:
+            _, env_id, env_kwargs = next(iter(agents.values()))
+        else:
+            assert reference is not None
+            env_id, env_kwargs = reference
+        space = make_env(env_id, env_kwargs).action_space
+        agents["random"] = (RandomMaskedAgent(space, seed=0), env_id, env_kwargs)
     total = len(seeds) * (len(agents) + len(experts))
     with Progress(
         TextColumn("{task.description}"),
