@@ -11,7 +11,9 @@ Backends hand runs to it and pass each row back as soon as it is ready:
   the driver: if it is killed (even with SIGKILL), they receive SIGKILL too (Linux's parent-death
   signal; elsewhere a thread polling the parent's pid), and the resource tracker then exits.
 * ``ray``: one Ray task per run on a local Ray instance (``num_cpus`` = workers) or an existing
-  cluster (``ray.init(address=...)``). Ray is imported only here, when this backend is used.
+  cluster (``ray.init(address=...)``). Ray is imported only here, when this backend is used. A local
+  instance ends with the driver: if it is killed (even with SIGKILL), a reaper process ends what Ray's
+  own fate-sharing leaves of it (:mod:`hetgym.sweep.reaper`); a cluster given by address is never touched.
 
 :func:`run_sweep` validates the grid, skips runs already finished in the results directory, records
 each new row as it arrives and keeps the consolidated table up to date.
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from hetgym.sim.errors import HetgymError
+from hetgym.sweep.reaper import Reaper, start_reaper
 from hetgym.sweep.spec import RunSpec, SweepSpec, load_imports
 from hetgym.sweep.store import ResultsStore
 
@@ -52,6 +55,9 @@ BACKENDS: tuple[str, ...] = ("local", "ray", "sequential")
 _TRACEBACK_CHARS = 4000
 
 OnResult = Callable[[dict[str, Any]], None]
+
+#: The reaper of the local Ray instance started by :func:`init_ray`, if any (see :mod:`hetgym.sweep.reaper`).
+_REAPER: Reaper | None = None
 
 
 def _now() -> str:
@@ -274,9 +280,11 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     """Start (or connect to) Ray with single-threaded workers; returns whether this call initialised it.
 
     Without ``address`` a local instance with ``num_cpus`` CPUs starts, and its workers import the same
-    ``hetgym`` as this process. With ``address`` (``"auto"``, ``"ray://host:10001"``, ...) the cluster's
-    workers must have hetgym installed (see ``docs/sweeps.md``).
+    ``hetgym`` as this process; a reaper process (:func:`~hetgym.sweep.reaper.start_reaper`) ends every
+    process of that instance if this process dies without shutting it down. With ``address`` (``"auto"``,
+    ``"ray://host:10001"``, ...) the cluster's workers must have hetgym installed (see ``docs/sweeps.md``).
     """
+    global _REAPER
     ray = _import_ray()
     if ray.is_initialized():
         return False
@@ -284,10 +292,31 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
     if address:
         ray.init(address=address, runtime_env={"env_vars": env}, **kwargs)
-    else:
-        env["PYTHONPATH"] = _package_path()
+        return True
+    env["PYTHONPATH"] = _package_path()
+    _stop_reaper()  # one left by an earlier session of this process
+    _REAPER = start_reaper()
+    try:
         ray.init(num_cpus=num_cpus, runtime_env={"env_vars": env}, **kwargs)
+    except BaseException:
+        _stop_reaper()
+        raise
+    if _REAPER is not None:
+        try:
+            session_dir = ray._private.worker._global_node.get_session_dir_path()
+        except AttributeError:  # Ray's internals moved: the reaper finds the session by its name
+            session_dir = None
+        if session_dir:
+            _REAPER.watch_session(str(session_dir))
     return True
+
+
+def _stop_reaper() -> None:
+    """Let the reaper of the local Ray session started by :func:`init_ray` go, once Ray is shut down."""
+    global _REAPER
+    if _REAPER is not None:
+        _REAPER.stop()
+        _REAPER = None
 
 
 def run_ray(runs: Sequence[RunSpec], on_result: OnResult, workers: int | None, address: str | None = None) -> None:
@@ -319,6 +348,7 @@ def run_ray(runs: Sequence[RunSpec], on_result: OnResult, workers: int | None, a
     finally:
         if started:
             ray.shutdown()
+            _stop_reaper()
 
 
 # --------------------------------------------------------------------------------------------
