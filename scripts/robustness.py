@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         "an API case passes when it raises `ValueError`, `KeyError` or `HetgymError` naming the setting or action.",
         f"A case still running after {corpus.CASE_TIMEOUT_S:.0f} s counts as a hang.",
         "",
-        f"{len(cases)} cases, {sum(o.ok for _, o in outcomes)} ok, in {total_s:.0f} s.",
+        f"{len(cases)} cases, {sum(o.ok for _, o in outcomes)} ok.",
         "",
         "| category | cases | " + " | ".join(classes) + " |",
         "|---|---|" + "---|" * len(classes),
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp_out = args.out.with_name(args.out.name + ".tmp")
     tmp_out.write_text("\n".join(lines) + "\n")
     tmp_out.replace(args.out)
-    print(f"{len(cases)} cases, {sum(o.ok for _, o in outcomes)} ok; wrote {args.out}")
+    print(f"{len(cases)} cases, {sum(o.ok for _, o in outcomes)} ok in {total_s:.1f} s; wrote {args.out}")
     return 0 if all(o.ok for _, o in outcomes) else 1
 
 
