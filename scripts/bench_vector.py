@@ -24,7 +24,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 import hetgym  # noqa: F401  (registers the ids)
+from hetgym.atomic import atomic_write
 from hetgym.envs.env import HetClusterEnv
 
 ENV_ID = "HetCluster-v1"
@@ -185,13 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "results": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh, indent=2)
-        fh.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, args.out)
+    atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(payload, indent=2) + "\n"))
     print(f"wrote {args.out}")
     return 0
 
