@@ -71,6 +71,7 @@ Deviations and reconstructions (each a knob):
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -99,10 +100,12 @@ from hetgym.sim.view import ClusterView, JobView
 GAVEL_ROUND_S = 360.0
 #: Gavel's ``minimum_time_between_allocation_resets``.
 GAVEL_MIN_RESET_INTERVAL_S = 1920.0
+#: Gavel's ``MAX_FAILED_ATTEMPTS``: failed micro-tasks in a row after which a job is failed.
+GAVEL_MAX_FAILED_ATTEMPTS = 5
 #: Gavel's priority for a job with an allocation that has received no time yet (``X * 1e9``).
 _UNSERVED_PRIORITY = 1e9
 
-Objective = Literal["max_min_fairness", "finish_time_fairness", "min_total_duration"]
+Objective = Literal["max_min_fairness", "finish_time_fairness", "min_total_duration", "fifo"]
 OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_total_duration")
 
 # --------------------------------------------------------------------------------------------
@@ -123,6 +126,7 @@ class GavelKnobs(Knobs):
     makespan_method: str = knob("lp", choices=("lp", "bisection"), doc="exact LP or Gavel's bisection")
     reference_type: str | None = knob(None, doc="GPU type of the agnostic LPs (None: the fastest)")
     lp_solver: str = knob("ipm", choices=("ipm", "simplex"), doc="HiGHS interior point or simplex")
+    gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
 
 
 class GavelPolicy(Policy):
@@ -153,6 +157,20 @@ class GavelPolicy(Policy):
             every type (default: the cluster's fastest type by speed index, V100 on Gavel's cluster).
         lp_solver: ``"ipm"`` (HiGHS interior point without crossover, default; non-vertex optima like
             Gavel's ECOS) or ``"simplex"``.
+        gavel_failures: Under ``SimConfig(compat="gavel")`` only: reproduce Gavel's failed micro-tasks. A
+            multi-GPU job whose remaining steps (iterations x GPUs) are fewer than its GPUs at a round
+            start holds its GPUs for the round without progress, and is rejected at its fifth such
+            round (``MAX_FAILED_ATTEMPTS``); it counts in ``metrics["num_rejected"]`` and
+            ``num_failed``, and is left out of the mean JCT, as Gavel leaves it out. ``False`` lets
+            such jobs finish their last steps.
+
+    Under ``SimConfig(compat="gavel")`` the policy follows Gavel's code whatever its knobs say: no
+    filling between rounds, zero-priority entries in each type's queue (``zero_priority_last=False``),
+    Gavel's global isolated split, the recompute gate (a job that arrived since the last recompute
+    gets no GPUs until the next one, and a zero-priority entry of such a job still uses up GPUs of
+    its type for the round, as in ``_schedule_jobs_on_workers``), a recompute allowed at any round
+    while the last one was at t=0, and one forced when a round ran nothing and no job is still to
+    arrive.
     """
 
     name: ClassVar[str] = "gavel"
@@ -160,6 +178,8 @@ class GavelPolicy(Policy):
     round_s = GAVEL_ROUND_S
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
+    #: Whether entries of zero priority are never scheduled (Gavel's FIFO).
+    skips_zero_priority: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -173,6 +193,7 @@ class GavelPolicy(Policy):
         makespan_method: Literal["lp", "bisection"] = "lp",
         reference_type: str | None = None,
         lp_solver: LPSolver = "ipm",
+        gavel_failures: bool = True,
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -190,6 +211,7 @@ class GavelPolicy(Policy):
         self.makespan_method = makespan_method
         self.reference_type = reference_type
         self.lp_solver: LPSolver = lp_solver
+        self.gavel_failures = gavel_failures
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -211,13 +233,21 @@ class GavelPolicy(Policy):
         self._prev_isolated: dict[int, float] = {}
         self.num_recomputes = 0
         self.last_solution: object | None = None
+        self._compat: bool | None = None
+        self._failures: dict[int, int] = {}
+        #: Jobs failed as Gavel fails them (``compat="gavel"``, ``gavel_failures``), in failure order.
+        self.failed_jobs: list[int] = []
         if self.reference_type is not None:
             self.cluster.check_gpu_type(self.reference_type)
 
     def _type_order(self, view: ClusterView) -> list[int]:
         order = sorted(range(len(self._types)), key=lambda i: -view.throughput.speed_index.get(self._types[i], 0.0))
         if not self.heterogeneity_aware:
-            self.rng.shuffle(order)
+            if self._compat:
+                # Gavel's ``_worker_type_shuffler`` (``random.Random(seed + 5)``), one shuffle per scheduling pass.
+                self._shuffler.shuffle(order)
+            else:
+                self.rng.shuffle(order)
         return order
 
     def _job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
@@ -313,7 +343,8 @@ class GavelPolicy(Policy):
     def _solve_ftf(
         self, view: ClusterView, jobs: Sequence[JobView], rates: np.ndarray, scale: np.ndarray
     ) -> np.ndarray:
-        x_iso = isolated_allocation(scale, self._capacity, self.isolated_normalisation) * (rates > 0)
+        normalisation = "global" if self._compat else self.isolated_normalisation
+        x_iso = isolated_allocation(scale, self._capacity, normalisation) * (rates > 0)
         iso = (rates * x_iso).sum(axis=1)
         iso = np.where(iso > 0, iso, rates.max(axis=1) / max(1.0, float(len(jobs))))
         rem = np.array([j.remaining_iters for j in jobs])
@@ -354,7 +385,22 @@ class GavelPolicy(Policy):
         ids = list(self._job_time)
         return dict(zip(ids, self.priority_matrix(ids), strict=True))
 
+    @property
+    def num_failed(self) -> int:
+        """Jobs failed as Gavel fails them (``compat="gavel"`` with ``gavel_failures``)."""
+        return len(self.failed_jobs)
+
+    def _may_recompute(self, now_s: float) -> bool:
+        last = self._last_reset_s
+        if last is None:
+            return True
+        # Gavel also resets at any round while its last reset was at t=0 (``_last_reset_time == 0``).
+        return now_s - last >= self.min_recompute_interval_s or (bool(self._compat) and last == 0.0)
+
     def schedule(self, view: ClusterView) -> Allocation:
+        if self._compat is None:
+            self._compat = view.config.compat == "gavel"
+            self._shuffler = random.Random(view.config.seed + 5)
         self._account(view)
         if view.arrived or view.completed:
             self._need_update = True
@@ -362,11 +408,7 @@ class GavelPolicy(Policy):
             self._job_rates(view, job)
         first = self._last_reset_s is None
         round_start = view.is_tick or first
-        if (
-            round_start
-            and self._need_update
-            and (first or view.now_s - self._last_reset_s >= self.min_recompute_interval_s)  # type: ignore[operator]
-        ):
+        if round_start and self._need_update and self._may_recompute(view.now_s):
             self._recompute(view)
         if round_start:
             builder = AllocationBuilder(view)
@@ -375,11 +417,25 @@ class GavelPolicy(Policy):
             builder = AllocationBuilder(view)
             for job in view.running:
                 builder.keep(job)
-            if not self.fill_between_rounds:
+            if not self.fill_between_rounds or self._compat:
                 return builder.build()
             candidates = [j for j in view.jobs if j.status == JobStatus.WAITING]
         self._greedy(view, builder, candidates)
+        if self._compat and round_start and candidates and not builder.build().jobs and view.num_pending == 0:
+            # Gavel's simulator forces a reset when a round ran nothing and no job is still to arrive.
+            self._last_reset_s = 0.0
+            if self._need_update:
+                self._recompute(view)
+                builder = AllocationBuilder(view)
+                self._greedy(view, builder, candidates)
         return builder.build()
+
+    def _fails(self, job: JobView) -> bool:
+        """Whether Gavel's micro-task of ``job`` fails this round: fewer steps left than GPUs."""
+        if not (self._compat and self.gavel_failures) or job.num_gpus <= 1:
+            return False
+        steps = job.remaining_iters * job.num_gpus
+        return 0.0 < steps < job.num_gpus - 0.5
 
     def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[JobView]) -> None:
         """Gavel's ``_schedule_jobs_on_workers_helper`` over ``candidates`` and the builder's free GPUs."""
@@ -402,20 +458,36 @@ class GavelPolicy(Policy):
         else:
             parts = [np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k])) * n_types + k for k in order]
             flat = np.concatenate(parts)
-            if self.zero_priority_last:
+            if self.zero_priority_last and not self._compat:
                 positive = prio.ravel()[flat] > 0
                 flat = np.concatenate([flat[positive], flat[~positive]])
         usable = (rates.ravel() > 0)[flat]
+        if self.skips_zero_priority:
+            usable &= prio.ravel()[flat] > 0
         flat = flat[usable]
         free = [builder.free[t] for t in self._types]
         scheduled = np.zeros(len(candidates), dtype=bool)
         scale_list = scale.tolist()
+        # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
+        # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
+        idle = [self._compat and j.job_id not in self._alloc for j in candidates]
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             need = scale_list[c]
             if scheduled[c] or need > free[k]:
                 continue
             free[k] -= need
             scheduled[c] = True
+            if idle[c]:
+                continue
+            job = candidates[c]
+            if self._fails(job):
+                jid = job.job_id
+                self._failures[jid] = self._failures.get(jid, 0) + 1
+                self._need_update = True
+                if self._failures[jid] >= GAVEL_MAX_FAILED_ATTEMPTS:
+                    builder.reject(jid)
+                    self.failed_jobs.append(jid)
+                continue
             builder.assign(int(ids[c]), self._job_allocation(self._types[k], need))
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
@@ -424,6 +496,112 @@ class GavelPolicy(Policy):
         if ja is None:
             ja = self._job_allocs[key] = JobAllocation({gpu_type: num_gpus})
         return ja
+
+
+@dataclass(frozen=True)
+class GavelFifoKnobs(Knobs):
+    """Knobs of :class:`GavelFifo` (the round mechanism's knobs of :class:`GavelKnobs`, and the type choice)."""
+
+    min_recompute_interval_s: float = knob(GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between recomputes")
+    fill_between_rounds: bool = knob(True, doc="waiting jobs take free GPUs at events inside a round")
+    global_queue: bool = knob(False, doc="sort the (job, type) entries of all types together")
+    gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
+    type_choice: str = knob("gavel-code", choices=("gavel-code", "random"), doc="how a job's GPU type is chosen")
+
+
+@register_policy()
+class GavelFifo(GavelPolicy):
+    """Gavel's ``fifo`` policy (``FIFOPolicy`` in its default ``base`` mode) over the round mechanism.
+
+    Narayanan et al., OSDI 2020 (``scheduler/policies/fifo.py``). At each allocation recompute, jobs
+    without a type are taken in arrival order; a completed job's type first goes to the head of the
+    queue if it fits there; then each queued job gets a type while some type still has room for its
+    GPUs. The allocation is 1 on that type; the round mechanism gives GPUs by priority
+    ``1 / fraction of time received`` and never schedules a zero-priority entry, so jobs sharing a
+    type take turns when it is oversubscribed. The type order of the rounds is shuffled (the policy
+    is not a ``Perf`` one).
+
+    ``type_choice="gavel-code"`` (default) reproduces Gavel's code: the seeded random draw among the
+    types with room is made but not used, and the job goes to the alphabetically last type that had
+    a free GPU when the pass began (a leftover loop variable), even when its GPUs no longer fit, so
+    that type is oversubscribed. The draw still decides which type leaves the list when one is
+    exactly full. ``"random"`` uses the draw, as the code intends. Under ``SimConfig(compat="gavel")``
+    the draws use Python's ``random.Random(seed)`` as Gavel's ``--seed`` does.
+    """
+
+    name = "gavel-fifo"
+    knobs = GavelFifoKnobs
+    objective = "fifo"
+    default_aware = False
+    skips_zero_priority = True
+
+    def __init__(
+        self,
+        min_recompute_interval_s: float = GAVEL_MIN_RESET_INTERVAL_S,
+        fill_between_rounds: bool = True,
+        global_queue: bool = False,
+        gavel_failures: bool = True,
+        type_choice: str = "gavel-code",
+    ) -> None:
+        GavelFifoKnobs.of(locals())
+        super().__init__(
+            heterogeneity_aware=False,
+            min_recompute_interval_s=min_recompute_interval_s,
+            fill_between_rounds=fill_between_rounds,
+            global_queue=global_queue,
+            gavel_failures=gavel_failures,
+        )
+        self.type_choice = type_choice
+        # A job without a type waits for the next recompute and zero-priority entries never run.
+        self.keeps_gpus_busy = False
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._fifo_types: dict[int, int] = {}
+        self._fifo_rng: random.Random | None = None
+
+    def _compute_allocation(self, view: ClusterView) -> dict[int, np.ndarray]:
+        if self._fifo_rng is None:
+            self._fifo_rng = random.Random(view.config.seed)
+        rng = self._fifo_rng
+        active = {j.job_id: j for j in view.jobs if self._job_rates(view, j).max() > 0}
+        names = self._types
+        free = {k: int(c) for k, c in enumerate(self._capacity)}
+        chosen = self._fifo_types
+        queue = sorted(jid for jid in active if jid not in chosen)
+        for jid in sorted(chosen):
+            k = chosen[jid]
+            if jid in active:
+                free[k] -= active[jid].num_gpus
+                continue
+            # A completed job's type goes to the head of the queue if it fits there.
+            if queue:
+                head = active[queue[0]]
+                if head.num_gpus <= free[k] and self._job_rates(view, head)[k] > 0:
+                    queue.pop(0)
+                    chosen[head.job_id] = k
+                    free[k] -= head.num_gpus
+            del chosen[jid]
+        open_types = sorted((k for k in free if free[k] > 0), key=lambda k: names[k])
+        while queue and open_types:
+            job = active[queue.pop(0)]
+            fits = [i for i, k in enumerate(open_types) if free[k] >= job.num_gpus]
+            if not fits:
+                break
+            draw = rng.randrange(len(fits))
+            k = open_types[-1] if self.type_choice == "gavel-code" else open_types[fits[draw]]
+            if self._job_rates(view, job)[k] > 0:
+                chosen[job.job_id] = k
+                free[k] -= job.num_gpus
+                if free[k] == 0:
+                    open_types.pop(fits[draw])
+        allocation: dict[int, np.ndarray] = {}
+        for jid, k in chosen.items():
+            if jid in active:
+                row = np.zeros(len(names))
+                row[k] = 1.0
+                allocation[jid] = row
+        return allocation
 
 
 @register_policy()
@@ -508,6 +686,7 @@ __all__ = [
     "GAVEL_ROUND_S",
     "OBJECTIVES",
     "FTFSolution",
+    "GavelFifo",
     "GavelFinishTimeFairness",
     "GavelFinishTimeFairnessAgnostic",
     "GavelMaxMinFairness",

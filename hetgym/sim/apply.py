@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -262,7 +263,8 @@ class ApplyMixin:
         if ja.mode == "fork" and self.config.fork_aggregation and spec.model_bytes and len(groups) > 1:
             nic = min(self.cluster.servers[g.server_id].nic_bw_gb_per_s for g in groups)
             aggregation_s = spec.model_bytes / 1e9 / nic
-        return allocation_rate(
+        gavel = self.config.compat == "gavel"
+        rate = allocation_rate(
             self.throughput,
             spec.job_type,
             spec.batch_size,
@@ -271,7 +273,14 @@ class ApplyMixin:
             aggregation_s=aggregation_s,
             round_s=self._round_s,
             fork_efficiency=self.config.fork_efficiency,
+            multi_server_factor=not gavel,
         )
+        if gavel:
+            # Gavel runs whole steps per round: floor(steps/s x round) of them, where one of its steps is one
+            # iteration on one of the job's GPUs.
+            steps_per_round = ja.total_gpus * self._round_s
+            rate = math.floor(rate * steps_per_round + 1e-9) / steps_per_round
+        return rate
 
     def _prune_heap(self) -> None:
         """Drop stale completions (of reconfigured or preempted jobs), which are otherwise only popped

@@ -35,6 +35,8 @@ MAX_RESTART_PENALTY_S = 7 * 24 * 3600.0
 DEFAULT_MAX_JOB_RUN_S = 10 * 365 * 24 * 3600.0
 #: What ``SimConfig.oversize_jobs`` accepts.
 OVERSIZE_CHOICES: tuple[str, ...] = ("error", "reject")
+#: What ``SimConfig.compat`` accepts: ``"none"`` (this project's model) or ``"gavel"`` (Gavel's simulator).
+COMPAT_CHOICES: tuple[str, ...] = ("none", "gavel")
 
 
 def check_number(
@@ -150,6 +152,7 @@ class SimConfig:
     record_timeline: bool = True
     comm: CommModel | str | Mapping[str, Any] = field(default_factory=CommModel)
     placer: str | None = None
+    compat: str = "none"
 
     def __post_init__(self) -> None:
         if self.placer is not None:
@@ -224,6 +227,15 @@ class SimConfig:
             "max_job_run_s",
             check_number("SimConfig.max_job_run_s", self.max_job_run_s, low=1.0, unit="seconds", fix=fix),
         )
+        if self.compat not in COMPAT_CHOICES:
+            raise UnknownNameError("compat setting", self.compat, COMPAT_CHOICES)
+        if self.compat == "gavel":
+            if self.restart_penalty_by_type:
+                raise ConfigError(
+                    f"SimConfig.restart_penalty_by_type={dict(self.restart_penalty_by_type)!r} with compat='gavel': "
+                    "Gavel's simulator charges no restart penalty; drop the per-type penalties or use compat='none'"
+                )
+            self._set("restart_penalty_s", 0.0)
         if self.oversize_jobs not in OVERSIZE_CHOICES:
             raise UnknownNameError("oversize_jobs setting", self.oversize_jobs, OVERSIZE_CHOICES)
         self._set("seed", check_number("SimConfig.seed", self.seed, low=0, integer=True, fix=fix))

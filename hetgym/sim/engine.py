@@ -72,7 +72,9 @@ class Simulator(ApplyMixin):
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.config = config or SimConfig()
-        self.throughput = throughput or ThroughputModel.default()
+        self.throughput = throughput or (
+            ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
+        )
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         self._oversize: set[int] = set()
         self._best_rates: dict[tuple[Any, ...], float] = {}
@@ -225,6 +227,7 @@ class Simulator(ApplyMixin):
                 f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
             )
         self._ticks = ticks
+        self._gavel_rounds = ticks and self.config.compat == "gavel"
         self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
@@ -270,6 +273,9 @@ class Simulator(ApplyMixin):
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         check_allocation(allocation, self.cluster, self._active, self._now)
         self._apply(allocation)
+        if self._gavel_rounds and not self._running:
+            # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
+            self._next_tick_s = math.inf
         return self._advance()
 
     def run(self, policy: PolicyProtocol, *, progress: bool = False, ticks: bool | None = None) -> SimulationResult:
@@ -332,6 +338,11 @@ class Simulator(ApplyMixin):
             completed = self._pop_completions(t_next)
             arrived = self._pop_arrivals(t_next)
             is_tick = self._next_tick_s <= t_next
+            if self._gavel_rounds and not self._running and self._active and not is_tick:
+                # Gavel's round ends when the last job running in it does; on an idle cluster it starts
+                # with the next arrival.
+                is_tick = True
+                self._next_tick_s = t_next
             if is_tick:
                 self._events += 1
                 self._next_tick_s = math.inf
@@ -340,7 +351,10 @@ class Simulator(ApplyMixin):
                 self._next_tick_s = math.inf
                 continue
             if self._ticks and self._next_tick_s == math.inf:
-                self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
+                if self._gavel_rounds and is_tick:
+                    self._next_tick_s = t_next + self._round_s
+                else:
+                    self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
             if self._next_arrival < len(self._order) or completed or self._worked():
                 self._stall_count = 0
                 self._last_work_s = t_next

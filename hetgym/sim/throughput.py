@@ -180,6 +180,12 @@ class ThroughputModel:
         """The model over the embedded table with default options (built once, shared)."""
         return _default_model()
 
+    @classmethod
+    def raw(cls) -> ThroughputModel:
+        """The model over the embedded table with the figures as measured (no clamping, no running
+        maximum), as Gavel's simulator uses them (built once, shared)."""
+        return _raw_model()
+
     @property
     def job_types(self) -> tuple[str, ...]:
         """Job types with at least one measured figure."""
@@ -431,6 +437,11 @@ def load_gpu_types() -> pd.DataFrame:
 @cache
 def _default_model() -> ThroughputModel:
     return ThroughputModel()
+
+
+@cache
+def _raw_model() -> ThroughputModel:
+    return ThroughputModel(clamp_superlinear=False, monotone=False)
 
 
 def table_from_records(
