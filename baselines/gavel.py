@@ -174,7 +174,7 @@ class GavelPolicy(Policy):
     """
 
     name: ClassVar[str] = "gavel"
-    knobs = GavelKnobs
+    knobs: ClassVar[type[Knobs] | None] = GavelKnobs
     round_s = GAVEL_ROUND_S
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
@@ -235,6 +235,7 @@ class GavelPolicy(Policy):
         self.last_solution: object | None = None
         self._compat: bool | None = None
         self._failures: dict[int, int] = {}
+        self._pass_failures = 0
         #: Jobs failed as Gavel fails them (``compat="gavel"``, ``gavel_failures``), in failure order.
         self.failed_jobs: list[int] = []
         if self.reference_type is not None:
@@ -420,13 +421,26 @@ class GavelPolicy(Policy):
             if not self.fill_between_rounds or self._compat:
                 return builder.build()
             candidates = [j for j in view.jobs if j.status == JobStatus.WAITING]
+        failed = len(self.failed_jobs)
+        self._pass_failures = 0
         self._greedy(view, builder, candidates)
-        if self._compat and round_start and candidates and not builder.build().jobs and view.num_pending == 0:
-            # Gavel's simulator forces a reset when a round ran nothing and no job is still to arrive.
-            self._last_reset_s = 0.0
-            if self._need_update:
-                self._recompute(view)
-                builder = AllocationBuilder(view)
+        if self._compat and round_start:
+            # Rounds of Gavel's simulator that take no time: one that only ran failing micro-tasks ends at
+            # once, and one that ran nothing while no job is still to arrive forces a reset.
+            for _ in range(len(candidates) * GAVEL_MAX_FAILED_ATTEMPTS + 2):
+                if builder.build().jobs:
+                    break
+                if not self._pass_failures:
+                    if view.num_pending or not self._need_update:
+                        break
+                    self._last_reset_s = 0.0
+                if self._need_update and self._may_recompute(view.now_s):
+                    self._recompute(view)
+                gone = set(self.failed_jobs[failed:])
+                candidates = [j for j in candidates if j.job_id not in gone]
+                if not candidates:
+                    break
+                self._pass_failures = 0
                 self._greedy(view, builder, candidates)
         return builder.build()
 
@@ -483,6 +497,7 @@ class GavelPolicy(Policy):
             if self._fails(job):
                 jid = job.job_id
                 self._failures[jid] = self._failures.get(jid, 0) + 1
+                self._pass_failures += 1
                 self._need_update = True
                 if self._failures[jid] >= GAVEL_MAX_FAILED_ATTEMPTS:
                     builder.reject(jid)

@@ -54,6 +54,12 @@ def add_scenario_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--restart-penalty-s", type=float, help="reconfiguration penalty in seconds")
     g.add_argument("--max-time-s", type=float, help="stop the simulation at this simulated time")
     g.add_argument(
+        "--compat",
+        choices=("none", "gavel"),
+        help="'gavel' reproduces Gavel's simulator (raw throughputs, no multi-server slow-down or restart "
+        "penalty, whole steps per round, Gavel's rounds and its policies' code; see docs/fidelity.md)",
+    )
+    g.add_argument(
         "--oversize-jobs",
         choices=("error", "reject"),
         help="jobs that can never fit the cluster: 'error' (default) refuses the workload, naming them; "
@@ -89,7 +95,12 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.static:
         workload.update(static=True, arrival_rate_per_h=None, target_utilisation=None)
     sim: dict[str, Any] = {}
-    for key in ("round_s", "restart_penalty_s", "max_time_s", "oversize_jobs"):
+    if args.compat == "gavel" and args.restart_penalty_s:
+        raise ConfigError(
+            f"--restart-penalty-s {args.restart_penalty_s:g} with --compat gavel: Gavel's simulator charges no "
+            "restart penalty; drop --restart-penalty-s or use --compat none"
+        )
+    for key in ("round_s", "restart_penalty_s", "max_time_s", "oversize_jobs", "compat"):
         value = getattr(args, key)
         if value is not None:
             sim[key] = value
@@ -149,6 +160,7 @@ _FLAGS = {
     "SimConfig.round_s": "--round-s",
     "SimConfig.restart_penalty_s": "--restart-penalty-s",
     "SimConfig.max_time_s": "--max-time-s",
+    "SimConfig.compat": "--compat",
     "SimConfig.max_job_run_s": "--trace",
     "WorkloadConfig.num_jobs": "--num-jobs",
     "WorkloadConfig.target_utilisation": "--utilisation",
