@@ -40,7 +40,7 @@ at most every ``min_recompute_interval_s`` (Gavel's ``minimum_time_between_alloc
 1,920 s); at each recompute the deficits accumulate ``X * elapsed - time received``. Jobs that arrive
 between recomputes have no allocation yet and here take leftover GPUs; this is a deviation: Gavel's
 ``_schedule_jobs_on_workers`` assigns no workers to a job missing from the current allocation, so such
-a job waits for the next reset.
+a job waits for the next reset (as it does under ``SimConfig(compat="gavel")``, see :class:`GavelPolicy`).
 
 **Heterogeneity-agnostic variants** (``MaxMinFairnessPolicy``, ``FinishTimeFairnessPolicy``): the LP
 sees ``T = 1`` on every usable type (max-min fairness) or the job's rate on the reference type
