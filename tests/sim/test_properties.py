@@ -441,6 +441,7 @@ def test_the_policies_declared_work_conserving() -> None:
         "jps",
         "gavel-fifo",
         "yarn-cs",
+        "elasticflow-agnostic",
     }
     assert not make_policy("fifo-backfill", strict=True).keeps_gpus_busy
     assert not make_policy("hadar", fill_between_rounds=False).keeps_gpus_busy
