@@ -438,10 +438,11 @@ def test_the_policies_declared_work_conserving() -> None:
         "fifo",
         "dancer",
         "elasticflow",
-        "jps",
-        "gavel-fifo",
-        "yarn-cs",
         "elasticflow-agnostic",
+        "gavel-fifo",
+        "hydra",
+        "jps",
+        "yarn-cs",
     }
     assert not make_policy("fifo-backfill", strict=True).keeps_gpus_busy
     assert not make_policy("hadar", fill_between_rounds=False).keeps_gpus_busy
