@@ -6,7 +6,11 @@ Importing this package imports every module in it, which registers each policy w
 * :mod:`baselines.fifo`: FIFO (strict, backfill, heterogeneity-aware);
 * :mod:`baselines.srtf`: preemptive shortest remaining time first;
 * :mod:`baselines.edf`: earliest deadline first, with and without admission control;
-* :mod:`baselines.tiresias`: Tiresias' discretised 2D-LAS.
+* :mod:`baselines.tiresias`: Tiresias' discretised 2D-LAS;
+* :mod:`baselines.yarn_cs`: YARN's capacity scheduler;
+* :mod:`baselines.gandiva`: Gandiva-style time slicing and grow-shrink;
+* :mod:`baselines.chronus`, :mod:`baselines.hydra`, :mod:`baselines.elasticflow_agnostic`: the deadline
+  baselines of the papers' comparisons (Chronus, Hydra, heterogeneity-agnostic ElasticFlow).
 """
 
 from __future__ import annotations

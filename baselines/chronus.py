@@ -274,6 +274,7 @@ class Chronus(Policy):
 
     name = "chronus"
     knobs = ChronusKnobs
+    in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
     round_s = 600.0
     keeps_gpus_busy = True  # every job gets its gang greedily in key order, with backfilling
 

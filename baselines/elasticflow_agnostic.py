@@ -72,6 +72,7 @@ class ElasticFlowAgnostic(ElasticFlow):
 
     name = "elasticflow-agnostic"
     knobs = ElasticFlowAgnosticKnobs
+    in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
 
     def __init__(
         self,

@@ -75,6 +75,7 @@ class Gandiva(Policy):
 
     name = "gandiva"
     knobs = GandivaKnobs
+    in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
     round_s = 360.0
     placer = "buddy"
     keeps_gpus_busy = True  # requested gangs are filled greedily with backfilling at every epoch

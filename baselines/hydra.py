@@ -182,6 +182,7 @@ class Hydra(Policy):
 
     name = "hydra"
     knobs = HydraKnobs
+    in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = False  # a job may wait for a faster type while a slower one idles
 

@@ -66,6 +66,7 @@ class YarnCS(Policy):
 
     name = "yarn-cs"
     knobs = YarnCSKnobs
+    in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = False  # a blocked queue head leaves GPUs idle that later jobs could use
 

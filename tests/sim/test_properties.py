@@ -354,6 +354,9 @@ KNOB_VARIANTS: tuple[tuple[str, dict[str, object]], ...] = (
     ("asrpt", {"mode": "preemptive"}),
     ("jps", {"mode": "replace_all"}),
     ("dancer", {"rejected_jobs": "best_effort"}),
+    ("gandiva", {"placement": "default", "grow_shrink": False}),
+    ("chronus", {"rejected_jobs": "drop"}),
+    ("yarn-cs", {"strict": False}),
 )
 
 
