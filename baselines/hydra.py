@@ -135,14 +135,14 @@ def best_schedule(
         greedy_cost += job_cost(jobs[i], end)
     if len(greedy) < len(jobs):
         return greedy_cost, greedy  # some job cannot be placed on any type: keep the greedy order
-    best = [greedy_cost, greedy]
+    best_cost, best_seq = greedy_cost, greedy
     nodes = 0
 
     def dfs(sts: list[_TypeState], left: frozenset[int], cost: float, seq: list[tuple[int, int, float]]) -> None:
-        nonlocal nodes
+        nonlocal nodes, best_cost, best_seq
         if not left:
-            if cost < best[0] - 1e-9:
-                best[0], best[1] = cost, list(seq)
+            if cost < best_cost - 1e-9:
+                best_cost, best_seq = cost, list(seq)
             return
         children = []
         for i in left:
@@ -156,7 +156,7 @@ def best_schedule(
             if nodes >= max_nodes:
                 return
             rest = left - {i}
-            if c + sum(lower[r] for r in rest) >= best[0] - 1e-9:
+            if c + sum(lower[r] for r in rest) >= best_cost - 1e-9:
                 continue
             nodes += 1
             nxt = list(sts)
@@ -166,7 +166,7 @@ def best_schedule(
             seq.pop()
 
     dfs(list(states), frozenset(range(len(jobs))), 0.0, [])
-    return best[0], best[1]
+    return best_cost, best_seq
 
 
 @register_policy()
@@ -240,24 +240,24 @@ class Hydra(Policy):
         states = self._states(view)
         _, seq = best_schedule(searched, states, view.now_s, penalty, self.max_nodes)
         for i, k, start in seq:
-            job = searched[i]
-            if start <= view.now_s + 1e-9 and builder.free[types[k]] >= job.num_gpus:
-                builder.assign(job.job_id, {types[k]: job.num_gpus})
-            states[k] = states[k].take(start, start + float(job.run_s[k]), job.num_gpus)
+            item = searched[i]
+            if start <= view.now_s + 1e-9 and builder.free[types[k]] >= item.num_gpus:
+                builder.assign(item.job_id, {types[k]: item.num_gpus})
+            states[k] = states[k].take(start, start + float(item.run_s[k]), item.num_gpus)
         # The jobs beyond the search follow greedily, each on the type where it ends first.
-        for job in rest:
+        for item in rest:
             options = []
             for k in range(len(types)):
-                if math.isfinite(job.run_s[k]):
-                    start = states[k].earliest_start(job.num_gpus, view.now_s)
+                if math.isfinite(item.run_s[k]):
+                    start = states[k].earliest_start(item.num_gpus, view.now_s)
                     if math.isfinite(start):
-                        options.append((start + float(job.run_s[k]), k, start))
+                        options.append((start + float(item.run_s[k]), k, start))
             if not options:
                 continue
             end, k, start = min(options)
-            if start <= view.now_s + 1e-9 and builder.free[types[k]] >= job.num_gpus:
-                builder.assign(job.job_id, {types[k]: job.num_gpus})
-            states[k] = states[k].take(start, end, job.num_gpus)
+            if start <= view.now_s + 1e-9 and builder.free[types[k]] >= item.num_gpus:
+                builder.assign(item.job_id, {types[k]: item.num_gpus})
+            states[k] = states[k].take(start, end, item.num_gpus)
         for job in oversize:
             counts = gang_counts(view, job, builder.free, job.num_gpus, "fastest")
             if counts:
