@@ -26,7 +26,8 @@ on Alibaba traces (85.8% less total tardiness). No code was found; the rest is r
   type where it ends first). The search visits at most ``max_nodes`` nodes and sequences the
   ``max_bb_jobs`` most urgent waiting jobs (earliest deadline first); the others follow greedily.
 * **Execution.** The jobs the best schedule starts now start now on their type; the others wait for the
-  next decision. A job larger than every type it may use spans types when enough GPUs are free.
+  next decision, taken at the next arrival or completion (round ticks change nothing). A job larger than
+  every type it may use spans types when enough GPUs are free.
 
 Because a job may wait for a faster type while a slower one idles, Hydra is not work-conserving.
 Placement is the simulator's ``default`` placer.
@@ -225,6 +226,9 @@ class Hydra(Policy):
 
     def schedule(self, view: ClusterView) -> Allocation:
         builder = AllocationBuilder.keeping_running(view)
+        if view.running and not (view.arrived or view.completed):
+            # Hydra decides at arrivals and completions; between them (a round tick) the plan stands.
+            return builder.build()
         types = view.cluster.gpu_types
         waiting = sorted(view.waiting, key=lambda j: (j.deadline_s, j.submit_s, j.job_id))
         placeable: list[_Job] = []
