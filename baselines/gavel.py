@@ -71,6 +71,7 @@ Deviations and reconstructions (each a knob):
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,6 +237,12 @@ class GavelPolicy(Policy):
         self._compat: bool | None = None
         self._failures: dict[int, int] = {}
         self._pass_failures = 0
+        # compat="gavel": the micro-tasks of the current round as job -> (type index, Gavel's execution
+        # time, whether the job completes in it), when the round started, and when the last round that
+        # ran something ended (Gavel's round start, 0 before the first).
+        self._tasks: dict[int, tuple[int, float, bool]] = {}
+        self._round_start_s = 0.0
+        self._last_round_end_s = 0.0
         #: Jobs failed as Gavel fails them (``compat="gavel"``, ``gavel_failures``), in failure order.
         self.failed_jobs: list[int] = []
         if self.reference_type is not None:
@@ -287,6 +294,9 @@ class GavelPolicy(Policy):
                 self._job_time[job.job_id] = np.full(len(self._types), half)
                 self._type_time += half
                 self._deficit[job.job_id] = np.zeros(len(self._types))
+        if self._compat:
+            self._account_gavel(view)
+            return
         if self._last_now is not None:
             dt = view.now_s - self._last_now
             if dt > 0:
@@ -297,6 +307,40 @@ class GavelPolicy(Policy):
                         self._job_time[job.job_id][i] += dt
                         self._type_time[i] += dt
         self._last_now = view.now_s
+
+    def _account_gavel(self, view: ClusterView) -> None:
+        """Gavel's time counters (``_done_callback``) at the start of a round, for the round before.
+
+        Each micro-task adds its own execution time, ``steps / throughput`` with ``floor(throughput x
+        round)`` steps (a little under the round, different from job to job), plus any idle time between
+        the end of the last round that ran something and the start of its own round (Gavel measures a
+        micro-task from the end of the previous round). Jobs that have had the same number of rounds are
+        told apart by these differences, as in Gavel.
+        """
+        if not (view.is_tick or self._last_reset_s is None) or not self._tasks:
+            return
+        gap_s = self._round_start_s - self._last_round_end_s
+        active = view.job_index
+        round_s = self.round_s_in_force(view)
+        last_s = 0.0
+        for jid, (k, exec_s, completes) in self._tasks.items():
+            ran_s = gap_s + exec_s
+            self._type_time[k] += ran_s
+            if jid in active:
+                self._job_time[jid][k] += ran_s
+            # The task held its GPUs to the end of the round unless its job completed in it.
+            last_s = max(last_s, exec_s if completes else round_s)
+        self._tasks = {}
+        self._last_round_end_s = self._round_start_s + last_s
+
+    def _record_task(self, view: ClusterView, job: JobView, k: int) -> None:
+        """Remember a micro-task of ``job`` on type ``k`` starting now, with Gavel's execution time."""
+        steps_per_s = self._rates[job.job_id][k] * job.num_gpus
+        full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
+        left = job.remaining_iters * job.num_gpus
+        steps = min(full, left)
+        self._tasks[job.job_id] = (k, steps / steps_per_s, left <= full)
+        self._round_start_s = view.now_s
 
     @staticmethod
     def round_s_in_force(view: ClusterView) -> float:
@@ -504,6 +548,8 @@ class GavelPolicy(Policy):
                     self.failed_jobs.append(jid)
                 continue
             builder.assign(int(ids[c]), self._job_allocation(self._types[k], need))
+            if self._compat:
+                self._record_task(view, job, k)
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
         key = (gpu_type, num_gpus)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
+from baselines.gavel import GavelPolicy
 from hetgym.sim.config import SimConfig
 from hetgym.sim.engine import Simulator
 from hetgym.sim.job import JobSpec
@@ -40,3 +44,47 @@ def test_whole_steps_per_round_and_raw_figures() -> None:
         1000.0 / (math.floor(raw.rate("resnet18", 32, t, 1) * 360) / 360) for t in ("p100", "k80")
     ]
     assert any(math.isclose(finish - start, d, rel_tol=1e-9) for d in candidates)
+
+
+def _job_times(jobs: list[JobSpec], policy_name: str) -> dict[float, dict[int, np.ndarray]]:
+    """Run ``policy_name`` under compat="gavel" and return its per-job time counters at every decision epoch."""
+    sim = Simulator("gavel-108", jobs, config=SimConfig(compat="gavel"))
+    policy = make_policy(policy_name)
+    assert isinstance(policy, GavelPolicy)
+    policy.reset(sim.cluster, rng=np.random.default_rng(0))
+    view = sim.reset(round_s=policy.round_s, ticks=True)
+    seen: dict[float, dict[int, np.ndarray]] = {}
+    while view is not None:
+        allocation = policy.schedule(view)
+        seen[view.now_s] = {jid: times.copy() for jid, times in policy._job_time.items()}
+        view = sim.step(allocation)
+    return seen
+
+
+def _gavel_exec_s(job_type: str, batch: int, gpu_type: str, steps_left: float = math.inf) -> float:
+    """Gavel's micro-task time on one GPU: ``min(floor(T x 360), steps left) / T``."""
+    steps_per_s = ThroughputModel.raw().rate(job_type, batch, gpu_type, 1)
+    return min(math.floor(steps_per_s * 360.0), steps_left) / steps_per_s
+
+
+def test_each_job_counts_its_own_micro_task_time_not_the_round() -> None:
+    # Two long jobs of different types: after one round each has its own floor(T x 360) / T, under 360 s,
+    # so two jobs that had the same rounds still have different priorities, as in Gavel.
+    jobs = [JobSpec(0, 0.0, "resnet18", 32, 1e7, 1), JobSpec(1, 0.0, "lm", 5, 1e7, 1)]
+    seen = _job_times(jobs, "gavel-mmf")
+    after = seen[360.0]
+    v100 = 0  # gavel-108 lists its types fastest first, as does the policy
+    assert after[0][v100] == pytest.approx(180.0 + _gavel_exec_s("resnet18", 32, "v100"), abs=1e-9)
+    assert after[1][v100] == pytest.approx(180.0 + _gavel_exec_s("lm", 5, "v100"), abs=1e-9)
+    assert after[0][v100] < 540.0 and after[1][v100] < 540.0
+    assert after[0][v100] != after[1][v100]
+
+
+def test_an_idle_gap_counts_in_the_next_rounds_time() -> None:
+    # Job 0 completes early in the first round; the cluster is idle until job 1 arrives at 5,000 s. Gavel
+    # measures job 1's first micro-task from the end of the last round that ran something.
+    jobs = [JobSpec(0, 0.0, "resnet18", 32, 100.0, 1), JobSpec(1, 5000.0, "resnet18", 32, 1e7, 1)]
+    seen = _job_times(jobs, "gavel-mmf")
+    first_end_s = _gavel_exec_s("resnet18", 32, "v100", steps_left=100.0)
+    expected = 180.0 + (5000.0 - first_end_s) + _gavel_exec_s("resnet18", 32, "v100")
+    assert seen[5360.0][1][0] == pytest.approx(expected, abs=1e-6)
