@@ -79,6 +79,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
+from baselines._gavel_centre import ftf_analytic_centre
 from baselines._gavel_lp import (
     FTFSolution,
     LPError,
@@ -103,6 +104,8 @@ GAVEL_ROUND_S = 360.0
 GAVEL_MIN_RESET_INTERVAL_S = 1920.0
 #: Gavel's ``MAX_FAILED_ATTEMPTS``: failed micro-tasks in a row after which a job is failed.
 GAVEL_MAX_FAILED_ATTEMPTS = 5
+#: How far above the optimal max rho the analytic centre of finish-time fairness is taken (relative).
+FTF_CENTRE_MARGIN = 1e-6
 #: Gavel's priority for a job with an allocation that has received no time yet (``X * 1e9``).
 _UNSERVED_PRIORITY = 1e9
 
@@ -127,6 +130,9 @@ class GavelKnobs(Knobs):
     makespan_method: str = knob("lp", choices=("lp", "bisection"), doc="exact LP or Gavel's bisection")
     reference_type: str | None = knob(None, doc="GPU type of the agnostic LPs (None: the fastest)")
     lp_solver: str = knob("ipm", choices=("ipm", "simplex"), doc="HiGHS interior point or simplex")
+    ftf_point: str = knob(
+        "auto", choices=("auto", "solver", "centre"), doc="finish-time fairness: the LP's point or the analytic centre"
+    )
     gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
 
 
@@ -158,6 +164,11 @@ class GavelPolicy(Policy):
             every type (default: the cluster's fastest type by speed index, V100 on Gavel's cluster).
         lp_solver: ``"ipm"`` (HiGHS interior point without crossover, default; non-vertex optima like
             Gavel's ECOS) or ``"simplex"``.
+        ftf_point: Which optimal allocation finish-time fairness returns: ``"solver"`` (the point of the
+            bisection's last feasibility LP), ``"centre"`` (the analytic centre of the allocations within
+            ``FTF_CENTRE_MARGIN`` of the optimum, :mod:`baselines._gavel_centre`, the point an
+            interior-point solver such as Gavel's ECOS returns) or ``"auto"`` (default: the centre under
+            ``SimConfig(compat="gavel")``, the solver's point otherwise).
         gavel_failures: Under ``SimConfig(compat="gavel")`` only: reproduce Gavel's failed micro-tasks. A
             multi-GPU job whose remaining steps (iterations x GPUs) are fewer than its GPUs at a round
             start holds its GPUs for the round without progress, and is rejected at its fifth such
@@ -171,7 +182,11 @@ class GavelPolicy(Policy):
     gets no GPUs until the next one, and a zero-priority entry of such a job still uses up GPUs of
     its type for the round, as in ``_schedule_jobs_on_workers``), a recompute allowed at any round
     while the last one was at t=0, and one forced when a round ran nothing and no job is still to
-    arrive.
+    arrive. Each job's time counters grow by its own micro-task time, ``floor(T x round) / T`` steps
+    over its throughput, plus any idle time before its round, as Gavel's ``_done_callback`` counts it;
+    finish-time fairness returns the analytic centre of its optimal allocations (``ftf_point="auto"``);
+    and the agnostic policies give every type with enough GPUs the substitute throughput, even a type
+    where the job's measured figure is 0, as Gavel's do.
     """
 
     name: ClassVar[str] = "gavel"
@@ -195,6 +210,7 @@ class GavelPolicy(Policy):
         reference_type: str | None = None,
         lp_solver: LPSolver = "ipm",
         gavel_failures: bool = True,
+        ftf_point: Literal["auto", "solver", "centre"] = "auto",
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -213,6 +229,7 @@ class GavelPolicy(Policy):
         self.reference_type = reference_type
         self.lp_solver: LPSolver = lp_solver
         self.gavel_failures = gavel_failures
+        self.ftf_point = ftf_point
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -233,6 +250,8 @@ class GavelPolicy(Policy):
         self._prev_remaining: dict[int, float] = {}
         self._prev_isolated: dict[int, float] = {}
         self.num_recomputes = 0
+        #: Recomputes where the analytic centre was asked for but not found (the LP's point was used).
+        self.num_centre_fallbacks = 0
         self.last_solution: object | None = None
         self._compat: bool | None = None
         self._failures: dict[int, int] = {}
@@ -270,6 +289,9 @@ class GavelPolicy(Policy):
         if self.heterogeneity_aware:
             return real
         usable = real > 0
+        if self._compat:
+            # Gavel's agnostic policies give every type the substitute figure, even one the job cannot use.
+            usable = np.array([[self._capacity[i] >= j.num_gpus for i in range(len(self._types))] for j in jobs])
         if self.objective == "max_min_fairness":
             return usable.astype(float)
         ref = self.reference_type or max(self._types, key=lambda t: view.throughput.speed_index.get(t, 0.0))
@@ -408,6 +430,16 @@ class GavelPolicy(Policy):
             rates, scale, self._capacity, elapsed, rem, iso, cum, tolerance=self.ftf_tolerance, solver=self.lp_solver
         )
         self.last_solution = sol
+        if self.ftf_point == "centre" or (self.ftf_point == "auto" and self._compat):
+            # The interior-point answer Gavel's ECOS gives: the centre of the allocations within a hair of
+            # the optimum, not the point the bisection's last LP happened to return.
+            rho = sol.rho_max * (1.0 + FTF_CENTRE_MARGIN)
+            slack = rho * (cum + rem / iso) - elapsed
+            if np.all(slack > 0):
+                centre = ftf_analytic_centre(rates, scale, self._capacity, rem / slack)
+                if centre is not None:
+                    return centre
+            self.num_centre_fallbacks += 1
         return sol.allocation
 
     # ----------------------------------------------------------------------------------------

@@ -245,3 +245,57 @@ def test_every_variant_completes_a_small_workload(name: str) -> None:
     result = Simulator("gavel-108", jobs).run(make_policy(name))
     assert result.metrics["num_completed"] == 15
     assert not result.stalled
+
+
+# ---------------------------------------------------------------------------------------------
+# The analytic centre of finish-time fairness (compat="gavel")
+
+
+def test_ftf_centre_is_the_proportional_split_when_every_job_is_pinned() -> None:
+    from baselines._gavel_centre import ftf_analytic_centre
+
+    # Six one-GPU jobs that each need (almost) all their time, on 1 + 2 + 3 GPUs: every row sum is pinned
+    # at 1, and the centre of the remaining freedom (how each row splits over the types) is the split
+    # in proportion to the GPUs, X[m, k] = N_k / 6 (the KKT conditions hold with 1/X[m, k] = beta_k).
+    rates = np.ones((6, 3))
+    capacity = np.array([1.0, 2.0, 3.0])
+    x = ftf_analytic_centre(rates, np.ones(6), capacity, np.full(6, 1.0 - 1e-5))
+    assert x is not None
+    np.testing.assert_allclose(x, np.tile(capacity / 6.0, (6, 1)), atol=1e-4)
+    _check_base_constraints(x, np.ones(6), capacity, rates)
+
+
+def test_ftf_centre_meets_the_throughput_floors_and_reports_an_empty_set() -> None:
+    from baselines._gavel_centre import ftf_analytic_centre
+
+    rng = np.random.default_rng(3)
+    rates = rng.uniform(0.5, 4.0, size=(12, 3))
+    scale = rng.choice([1.0, 2.0, 4.0], size=12)
+    capacity = np.array([8.0, 8.0, 8.0])
+    sol = solve_finish_time_fairness(rates, scale, capacity, np.zeros(12), np.full(12, 1e4), np.ones(12))
+    need = 1e4 / (sol.rho_max * 1.001 * 1e4)
+    x = ftf_analytic_centre(rates, scale, capacity, np.full(12, need))
+    assert x is not None
+    _check_base_constraints(x, scale, capacity, np.ones_like(rates))
+    assert np.all((rates * x).sum(axis=1) >= need * (1 - 1e-9))
+    # Strictly inside: no entry at a bound, unlike a vertex.
+    assert x.min() > 1e-6
+    # More than the whole cluster can give: no interior point.
+    assert ftf_analytic_centre(rates, scale, capacity, rates.max(axis=1) * 2.0) is None
+
+
+def test_compat_gavel_ftf_takes_the_centre_at_t0() -> None:
+    # Gavel's ECOS answer on jobs all at t=0 spreads each job's time over the types in proportion to their
+    # GPUs; the compat mode's finish-time fairness returns the same point.
+    jobs = [JobSpec(i, 0.0, "resnet18", 32, 1e5, 1) for i in range(150)]
+    sim = Simulator("gavel-108", jobs, config=SimConfig(compat="gavel"))
+    policy = make_policy("gavel-ftf-agnostic")
+    assert isinstance(policy, GavelPolicy)
+    policy.reset(sim.cluster, rng=np.random.default_rng(0))
+    view = sim.reset(round_s=policy.round_s, ticks=True)
+    assert view is not None
+    policy.schedule(view)
+    x = np.vstack(list(policy._alloc.values()))
+    np.testing.assert_allclose(x, np.full((150, 3), 108.0 / 150.0 / 3.0), atol=1e-5)
+    solver = make_policy("gavel-ftf-agnostic", ftf_point="solver")
+    assert isinstance(solver, GavelPolicy) and solver.ftf_point == "solver"
