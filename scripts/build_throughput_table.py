@@ -477,7 +477,7 @@ def build(data_dir: Path) -> BuildResult:
     return BuildResult(rows, gpu_type_rows, figures)
 
 
-def write_tables(result: BuildResult, out_dir: Path) -> None:
+def write_tables(result: BuildResult, out_dir: Path, rate_digits: int = SIGNIFICANT_DIGITS_RATE) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "throughputs.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
@@ -490,7 +490,7 @@ def write_tables(result: BuildResult, out_dir: Path) -> None:
                     row.gpu_type,
                     row.num_gpus,
                     row.placement,
-                    format_float(row.iters_per_s),
+                    format_float(row.iters_per_s, rate_digits),
                     row.source,
                 ]
             )
@@ -505,11 +505,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="reference data (../shared/data)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR, help="output folder (hetgym/data)")
     parser.add_argument("--quiet", action="store_true", help="do not print the derived figures")
+    parser.add_argument(
+        "--rate-digits",
+        type=int,
+        default=SIGNIFICANT_DIGITS_RATE,
+        choices=range(1, 18),
+        metavar="{1..17}",
+        help=f"significant digits of iters_per_s (default {SIGNIFICANT_DIGITS_RATE}; 17 keeps the figures as read)",
+    )
     args = parser.parse_args(argv)
     if not (args.data / "MANIFEST.md").is_file():
         parser.error(f"no reference data at {args.data} (expected MANIFEST.md there)")
     result = build(args.data)
-    write_tables(result, args.out)
+    write_tables(result, args.out, args.rate_digits)
     if not args.quiet:
         for name, value in result.figures.items():
             print(f"{name}: {value}")

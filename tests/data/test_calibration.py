@@ -299,3 +299,14 @@ def test_build_script_reproduces_committed_tables(tmp_path: Path, monkeypatch: p
     assert build.main(["--data", str(DATA_DIR), "--out", str(tmp_path), "--quiet"]) == 0
     for name in ("throughputs.csv", "gpu_types.csv"):
         assert (tmp_path / name).read_bytes() == (TABLE_DIR / name).read_bytes(), name
+
+
+def test_build_script_keeps_the_figures_as_read_with_17_digits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build = load_build_script(monkeypatch)
+    assert build.main(["--data", str(DATA_DIR), "--out", str(tmp_path), "--quiet", "--rate-digits", "17"]) == 0
+    exact = pd.read_csv(tmp_path / "throughputs.csv")
+    committed = pd.read_csv(TABLE_DIR / "throughputs.csv")
+    # Same rows; each committed figure is the exact one rounded to 6 significant digits.
+    assert len(exact) == len(committed)
+    assert (exact["iters_per_s"].map(lambda v: float(f"{v:.6g}")) == committed["iters_per_s"]).all()
+    assert (exact["iters_per_s"] != committed["iters_per_s"]).any()

@@ -100,3 +100,14 @@ def test_compat_settings_are_checked() -> None:
         SimConfig(compat="gavl")
     with pytest.raises(ConfigError, match=r"restart_penalty_by_type.*compat='gavel'"):
         SimConfig(compat="gavel", restart_penalty_by_type={"bert": 120.0})
+
+
+def test_a_missing_or_bad_throughput_table_fails_clearly_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "report.md"
+    assert FG.main(["--throughputs", str(tmp_path / "none.csv"), "--out", str(out), "--traces", FG.SMALLEST]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert FG.main(["--throughputs", str(bad), "--out", str(out), "--traces", FG.SMALLEST]) == 2
+    assert "is not a throughputs.csv table" in capsys.readouterr().err
+    assert not out.exists()
