@@ -62,6 +62,7 @@ TRACES: dict[str, tuple[int, float, int]] = {
     "t0-150": (150, 0.0, 14),
     "poisson-200-900s": (200, 900.0, 12),
     "poisson-400-250s": (400, 250.0, 13),
+    "poisson-3000-200s": (3000, 200.0, 21),
 }
 #: The smallest trace, the one the default test run checks.
 SMALLEST = "t0-60"
