@@ -85,16 +85,20 @@ class Timeline:
         self.slot_s = slot_s
         self.capacity = capacity.astype(np.int64)
         self.times = np.array([now_s, now_s + slot_s], dtype=float)
+        #: Whether no breakpoint lies after ``now_s`` (the horizon is then one slot, not a breakpoint).
+        self.default_horizon = True
         if breakpoints is not None and len(breakpoints):
             later = np.unique(np.asarray(breakpoints, dtype=float))
             self.times = np.concatenate(([now_s], later[later > now_s + 1e-9]))
             if len(self.times) == 1:
                 self.times = np.array([now_s, now_s + slot_s])
+            else:
+                self.default_horizon = False
         self.free = np.repeat(self.capacity[:, None], len(self.times) - 1, axis=1)
 
     def copy(self) -> Timeline:
         out = Timeline.__new__(Timeline)
-        out.slot_s, out.capacity = self.slot_s, self.capacity
+        out.slot_s, out.capacity, out.default_horizon = self.slot_s, self.capacity, self.default_horizon
         out.times, out.free = self.times.copy(), self.free.copy()
         return out
 
@@ -198,6 +202,18 @@ class MSSPlan:
     change_s: float = math.inf
 
 
+_OFFSETS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _type_offsets(num_types: int, width: int) -> np.ndarray:
+    """``(K, 1)`` offsets ``k * width`` that put each type's free counts in its own histogram bins."""
+    key = (num_types, width)
+    out = _OFFSETS.get(key)
+    if out is None:
+        out = _OFFSETS[key] = (np.arange(num_types) * width)[:, None]
+    return out
+
+
 def mss_plan(
     timeline: Timeline,
     levels: JobLevels,
@@ -216,51 +232,77 @@ def mss_plan(
         first_loss_s: Seconds of the first interval lost to a restart penalty.
         commit: Take the plan's GPUs from the timeline.
     """
-    none = MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
     now = float(timeline.times[0])
     if deadline_s <= now + 1e-9 or len(levels.order) == 0:
-        return none
+        return MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
     i_ddl = timeline.split(timeline.aligned(deadline_s))
     times = timeline.times
     usable = np.minimum(times[1 : i_ddl + 1], deadline_s) - times[:i_ddl]
     usable[0] = max(usable[0] - first_loss_s, 0.0)
-    width = levels.rate_at_free.shape[1]
+    rate_at_free = levels.rate_at_free
+    width = rate_at_free.shape[1]
     free = timeline.free[:, :i_ddl]  # never above a type's capacity, so a valid column of the tables
     # Each level's work up to the deadline: its rate at each free count, times the time spent at that count
     # (one weighted histogram of free counts per type, offset by type).
     num_k = free.shape[0]
-    hist = np.bincount(
-        (free + (np.arange(num_k) * width)[:, None]).ravel(), weights=np.tile(usable, num_k), minlength=num_k * width
-    )
-    totals = (levels.rate_at_free * hist.reshape(num_k, width)[levels.type_idx]).sum(axis=1)
-    ok = totals[levels.order] >= work * (1.0 - 1e-9)
-    if not ok.any():
-        return none
-    o = int(levels.order[int(ok.argmax())])
+    weights = np.empty((num_k, i_ddl))
+    weights[:] = usable
+    hist = np.bincount((free + _type_offsets(num_k, width)).ravel(), weights=weights.ravel(), minlength=num_k * width)
+    totals = (rate_at_free * hist.reshape(num_k, width)[levels.type_idx]).sum(axis=1)
+    target = work * (1.0 - 1e-9)
+    ok = totals[levels.order] >= target
+    first = int(ok.argmax())
+    if not ok[first]:
+        return MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
+    o = int(levels.order[first])
     k = int(levels.type_idx[o])
+    free_k = free[k]
     # The backward walk from the deadline reaches the work at interval `point`.
-    iters = levels.rate_at_free[o, free[k]] * usable
-    point = i_ddl - 1 - int((np.cumsum(iters[::-1]) >= work * (1.0 - 1e-9)).argmax())
-    avail = levels.floor_count[k, free[k]]
+    iters = rate_at_free[o, free_k] * usable
+    point = i_ddl - 1 - int((np.cumsum(iters[::-1]) >= target).argmax())
+    avail = levels.floor_count[k, free_k]
     plan = np.minimum(avail, levels.count[o])
     lower = int(levels.prev[o])
     if point > 0:
         plan[:point] = np.minimum(avail[:point], levels.count[lower]) if lower >= 0 else 0
     rates = levels.rate_of[o, plan]
     done = np.cumsum(rates * usable)
-    e = int((done >= work * (1.0 - 1e-9)).argmax())
+    e = int((done >= target).argmax())
     before = done[e - 1] if e > 0 else 0.0
     start_e = times[e] + (first_loss_s if e == 0 else 0.0)
     end = start_e + (work - before) / rates[e] if rates[e] > 0 else times[e + 1]
     end_al = min(timeline.aligned(end), times[e + 1])
     counts = plan[: e + 1]
-    steps = np.flatnonzero(counts != counts[0])
-    change_s = float(times[int(steps[0])]) if len(steps) else math.inf
+    changed = counts != counts[0]
+    step = int(changed.argmax())
+    change_s = float(times[step]) if changed[step] else math.inf
     if commit:
         if end_al < times[e + 1] - 1e-9:
             timeline.split(end_al)
         timeline.free[k, : e + 1] -= counts
     return MSSPlan(o, k, counts, float(end_al), change_s)
+
+
+def _order_key(job: JobView) -> tuple[float, float, int]:
+    """The planning order: deadline, then submission, then id."""
+    return (job.deadline_s, job.submit_s, job.job_id)
+
+
+@dataclass
+class _Pass:
+    """A planning pass in progress: ``jobs`` in deadline order, the first ``pos`` of them planned on ``timeline``."""
+
+    timeline: Timeline
+    jobs: list[JobView]
+    pos: int
+    plans: dict[int, MSSPlan]
+    failed: set[int]
+
+    def copy(self) -> _Pass:
+        return _Pass(self.timeline.copy(), list(self.jobs), self.pos, dict(self.plans), set(self.failed))
+
+    def result(self) -> tuple[Timeline, dict[int, MSSPlan], set[int]]:
+        return self.timeline, self.plans, self.failed
 
 
 @dataclass(frozen=True)
@@ -356,14 +398,19 @@ class ElasticFlow(Policy):
             return 0.0
         return view.restart_penalty_s(job)
 
-    def plan_all(self, view: ClusterView, jobs: list[JobView]) -> tuple[Timeline, dict[int, MSSPlan], set[int]]:
-        """Plan ``jobs`` in deadline order on an empty timeline; return it, the plans and the jobs without a share."""
+    def _start(self, view: ClusterView, jobs: list[JobView]) -> _Pass:
+        """A pass over ``jobs`` on an empty timeline with their deadlines as breakpoints, nothing planned yet."""
         slot = self.round_s
         deadlines = [math.ceil(j.deadline_s / slot - 1e-9) * slot for j in jobs if math.isfinite(j.deadline_s)]
         timeline = Timeline(view.now_s, self._cap, slot, np.array(deadlines))
-        plans: dict[int, MSSPlan] = {}
-        failed: set[int] = set()
-        for job in sorted(jobs, key=lambda j: (j.deadline_s, j.submit_s, j.job_id)):
+        return _Pass(timeline, sorted(jobs, key=_order_key), 0, {}, set())
+
+    def _advance(self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None) -> None:
+        """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later."""
+        jobs, timeline, plans, failed = state.jobs, state.timeline, state.plans, state.failed
+        pos = state.pos
+        while pos < len(jobs) and (stop is None or _order_key(jobs[pos]) < stop):
+            job = jobs[pos]
             plan = mss_plan(
                 timeline, self.levels_of(view, job), job.remaining_iters, job.deadline_s, self._first_loss(view, job)
             )
@@ -371,32 +418,80 @@ class ElasticFlow(Policy):
                 failed.add(job.job_id)
             else:
                 plans[job.job_id] = plan
-        return timeline, plans, failed
+            pos += 1
+        state.pos = pos
+
+    def plan_all(self, view: ClusterView, jobs: list[JobView]) -> tuple[Timeline, dict[int, MSSPlan], set[int]]:
+        """Plan ``jobs`` in deadline order on an empty timeline; return it, the plans and the jobs without a share."""
+        state = self._start(view, jobs)
+        self._advance(view, state)
+        return state.result()
+
+    def _trial(
+        self, view: ClusterView, base: _Pass, job: JobView, snapshot_at: tuple[float, float, int] | None
+    ) -> tuple[_Pass, _Pass | None]:
+        """The pass over ``base``'s jobs plus ``job``, run to the end, and a copy of it stopped at ``snapshot_at``.
+
+        ``base`` must be planned up to ``job``'s place in deadline order. A job's plan reads and takes only
+        the timeline before its own slot-aligned deadline, so the jobs ordered before ``job`` are planned
+        exactly as they are with ``job``'s deadline among the breakpoints: the trial starts from a copy of
+        ``base``, adds that breakpoint and goes on from ``job``, with the same result, bit for bit, as
+        planning every job again (:meth:`plan_all`). Only the jobs after ``job`` are planned again. While
+        no deadline breakpoint exists yet (a one-slot horizon), the pass starts over instead.
+        """
+        if base.timeline.default_horizon:
+            state = self._start(view, [*base.jobs, job])
+        else:
+            state = base.copy()
+            slot = self.round_s
+            aligned = math.ceil(job.deadline_s / slot - 1e-9) * slot
+            if aligned > view.now_s + 1e-9:
+                # The interval it cuts lies after every plan made so far, so it is still all free.
+                state.timeline.split(aligned)
+            state.jobs.insert(state.pos, job)
+        snapshot = None
+        if snapshot_at is not None:
+            self._advance(view, state, snapshot_at)
+            snapshot = state.copy()
+        self._advance(view, state)
+        return state, snapshot
 
     def _admit(
         self, view: ClusterView, admitted: list[JobView], arrived: list[int]
     ) -> tuple[list[JobView], set[int], tuple[Timeline, dict[int, MSSPlan], set[int]] | None]:
-        """Admit or decline the arrivals; also return the last planning pass of the admitted set, if any."""
+        """Admit or decline the arrivals; also return the planning pass of the admitted set, if one was made.
+
+        Each deadline arrival is admitted iff it gets a share when planned with the admitted jobs and no
+        admitted job that had one loses it. The passes share their common prefix (see :meth:`_trial`):
+        the admitted jobs ordered before an arrival are planned once, and the pass of the admitted set
+        alone is completed only when the trial leaves some job without a share.
+        """
         rejected: set[int] = set()
-        arrivals = sorted((view.job(j) for j in arrived), key=lambda j: (j.deadline_s, j.submit_s, j.job_id))
-        last: tuple[Timeline, dict[int, MSSPlan], set[int]] | None = None
+        arrivals = sorted((view.job(j) for j in arrived), key=_order_key)
+        deadline_keys = [_order_key(j) for j in arrivals if j.spec.has_deadline]
+        last: _Pass | None = None
+        full: _Pass | None = None  # the complete pass of the admitted set, once made
         failed_before: set[int] | None = None
-        for job in arrivals:
-            if not job.spec.has_deadline:
-                self._kind[job.job_id] = "best_effort"
-                continue
-            trial = self.plan_all(view, [*admitted, job])
-            _, plans, failed = trial
-            ok = job.job_id in plans
-            if ok and failed:  # did the newcomer take a share from a job that had one?
+        base: _Pass | None = None  # the pass of the admitted set, planned up to the current arrival
+        for n, job in enumerate(j for j in arrivals if j.spec.has_deadline):
+            if base is None:
+                base = self._start(view, admitted)
+            self._advance(view, base, _order_key(job))
+            following = deadline_keys[n + 1] if n + 1 < len(deadline_keys) else None
+            trial, snapshot = self._trial(view, base, job, following)
+            ok = job.job_id in trial.plans
+            if ok and trial.failed:  # did the newcomer take a share from a job that had one?
                 if failed_before is None:
-                    failed_before = self.plan_all(view, admitted)[2]
-                ok = failed <= failed_before
+                    full = base.copy()
+                    self._advance(view, full)
+                    failed_before = full.failed
+                ok = trial.failed <= failed_before
             if ok:
                 self._kind[job.job_id] = "admitted"
                 admitted = [*admitted, job]
-                last = trial
-                failed_before = failed
+                last = full = trial
+                failed_before = trial.failed
+                base = snapshot
                 self.stats["admitted"] += 1
             else:
                 self.stats["rejected"] += 1
@@ -404,7 +499,12 @@ class ElasticFlow(Policy):
                     rejected.add(job.job_id)
                 else:
                     self._kind[job.job_id] = "best_effort"
-        return admitted, rejected, last
+        for job in arrivals:
+            if not job.spec.has_deadline:
+                self._kind[job.job_id] = "best_effort"
+        if last is None:
+            last = full
+        return admitted, rejected, (last.result() if last is not None else None)
 
     def _leftover(
         self, view: ClusterView, now_counts: dict[int, tuple[int, int]], free: np.ndarray, order: list[JobView]
