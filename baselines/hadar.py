@@ -244,6 +244,10 @@ class Hadar(Policy):
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
         self._planner = PlanAhead(self)
+        # Per-view caches of `offer`: the job's current nodes, and (rate, estimated JCT, utility) per placement.
+        self._cache_view: ClusterView | None = None
+        self._prepared: dict[int, tuple[list[tuple[int, int]], list[int], bool]] = {}
+        self._valued: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, float, float]] = {}
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
     # ----------------------------------------------------------------------------------------
@@ -355,38 +359,55 @@ class Hadar(Policy):
 
     def offer(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool = True) -> Offer | None:
         """The job's best placement under the pool's prices (the dual subroutine), or ``None``."""
+        if self._cache_view is not view:
+            # What depends on the view and the job but not on the pool is kept for this view's offers.
+            self._cache_view = view
+            self._prepared.clear()
+            self._valued.clear()
+        jid = job.job_id
+        prepared = self._prepared.get(jid)
+        if prepared is None:
+            current = sorted((g.server_id, g.num_gpus) for g in job.groups)
+            sync_now = job.allocation is not None and job.allocation.mode == "sync"
+            prepared = self._prepared[jid] = (current, [h for h, _ in current], sync_now)
+        current, current_nodes, sync_now = prepared
         need = job.num_gpus
-        current = sorted((g.server_id, g.num_gpus) for g in job.groups)
-        current_nodes = [h for h, _ in current]
-        sync_now = job.allocation is not None and job.allocation.mode == "sync"
-        candidates: list[list[tuple[int, int]]] = []
+        # (groups, their cost or None to compute it)
+        candidates: list[tuple[list[tuple[int, int]], float | None]] = []
         if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
-            candidates.append(current)
+            candidates.append((current, None))
         for eligible in self._eligible_sets(view, job):
             found = pool.cheapest(eligible, need, current_nodes)
             if found is not None:
-                candidates.append(found[0])
+                # cheapest() sums the node costs in the groups' order, as sum() below does.
+                candidates.append(found)
         if not candidates:
             return None
-        elapsed = view.now_s - job.submit_s
-        penalty = view.restart_penalty_s(job)
         best: Offer | None = None
         seen: set[tuple[tuple[int, int], ...]] = set()
-        for groups in candidates:
+        for groups, known_cost in candidates:
             key = tuple(sorted(groups))
             if key in seen:
                 continue
             seen.add(key)
-            rate = self.groups_rate(view, job, groups)
+            valued = self._valued.get((jid, key))
+            if valued is None:
+                rate = self.groups_rate(view, job, groups)
+                if rate <= 0:
+                    valued = (rate, 0.0, 0.0)
+                else:
+                    elapsed = view.now_s - job.submit_s
+                    delay = job.penalty_left_s if sync_now and list(key) == current else view.restart_penalty_s(job)
+                    est = elapsed + delay + job.remaining_iters / rate
+                    valued = (rate, est, self.utility_of(view, job, est))
+                self._valued[(jid, key)] = valued
+            rate, est, u = valued
             if rate <= 0:
                 continue
-            cost = sum(pool.cost(h, n) for h, n in groups)
-            delay = job.penalty_left_s if sync_now and list(key) == current else penalty
-            est = elapsed + delay + job.remaining_iters / rate
-            u = self.utility_of(view, job, est)
+            cost = sum(pool.cost(h, n) for h, n in groups) if known_cost is None else known_cost
             payoff = u - cost
             if best is None or payoff > best.payoff + 1e-15:
-                best = Offer(job.job_id, list(groups), rate, cost, u, payoff, est)
+                best = Offer(jid, list(groups), rate, cost, u, payoff, est)
         return best
 
     def greedy(
@@ -492,7 +513,16 @@ class Hadar(Policy):
         return counts
 
     def schedule(self, view: ClusterView) -> Allocation:
-        return self.to_allocation(view, self.decide(view))
+        try:
+            return self.to_allocation(view, self.decide(view))
+        finally:
+            self._forget_view()
+
+    def _forget_view(self) -> None:
+        """Drop the per-view caches of :meth:`offer` (they hold the view)."""
+        self._cache_view = None
+        self._prepared.clear()
+        self._valued.clear()
 
     # ----------------------------------------------------------------------------------------
     @property

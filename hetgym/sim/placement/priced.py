@@ -63,6 +63,12 @@ class NodePool:
         self.price_u = float(price_u)
         self._cum: dict[int, np.ndarray] = {}
         self.version = 0
+        # cheapest() answers at `self.version` (the pool only changes in take(), which bumps the version).
+        self._cheapest_cache: dict[
+            tuple[tuple[int, ...], int, tuple[int, ...]], tuple[list[tuple[int, int]], float] | None
+        ]
+        self._cheapest_cache = {}
+        self._cheapest_version = 0
         self._level_cache: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
         # (type, capacity, used) -> insertion-ordered node ids
         self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
@@ -146,9 +152,23 @@ class NodePool:
         fewer GPUs are free.
         """
         types = tuple(type_ids)
+        pref = list(dict.fromkeys(preferred))
+        if self._cheapest_version != self.version:
+            self._cheapest_cache.clear()
+            self._cheapest_version = self.version
+        key = (types, num_gpus, tuple(pref))
+        if key in self._cheapest_cache:
+            hit = self._cheapest_cache[key]
+            return None if hit is None else (list(hit[0]), hit[1])
+        found = self._cheapest(types, num_gpus, pref)
+        self._cheapest_cache[key] = found
+        return None if found is None else (list(found[0]), found[1])
+
+    def _cheapest(
+        self, types: tuple[int, ...], num_gpus: int, pref: list[int]
+    ) -> tuple[list[tuple[int, int]], float] | None:
         if sum(int(self.free_by_type[t]) for t in types) < num_gpus:
             return None
-        pref = list(dict.fromkeys(preferred))
         levels = self._levels(types)
         out: list[tuple[int, int]] = []
         cost = 0.0
