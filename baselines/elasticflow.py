@@ -22,7 +22,9 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
 * **Admission** [C-code; I: per job]. Each arriving deadline job is planned with the admitted jobs (all in
   deadline order on a fresh timeline); it is admitted iff it gets a share and no admitted job that had one
   loses it. Otherwise it is declined (``rejected_jobs="drop"``, a deadline miss) or, in the best-effort
-  variant (``"best_effort"``), kept without a guarantee.
+  variant (``"best_effort"``), kept without a guarantee. The planning passes share their common prefix:
+  the admitted jobs ordered before the arrival plan the same with or without it, so only the jobs after
+  it are planned again (same result as planning all of them afresh, bit for bit).
 * **Leftover GPUs** [C-code; I: metric]. GPUs free now after every plan go, one level at a time, to the
   job with the highest marginal return: jobs without GPUs first (deadline order), then
   ``leftover_rule="speedup"`` (default: relative speed-up per extra GPU, ``(r_next / r_now - 1) / extra``,
@@ -113,7 +115,7 @@ class Timeline:
             self.times = np.append(times, t)
             self.free = np.hstack([self.free, self.capacity[:, None]])
             return len(self.times) - 1
-        i = int(np.searchsorted(times, t - 1e-9))
+        i = int(times.searchsorted(t - 1e-9))
         if abs(times[i] - t) <= 1e-9:
             return i
         self.times = np.concatenate((times[:i], (t,), times[i:]))
@@ -248,7 +250,7 @@ def mss_plan(
     weights = np.empty((num_k, i_ddl))
     weights[:] = usable
     hist = np.bincount((free + _type_offsets(num_k, width)).ravel(), weights=weights.ravel(), minlength=num_k * width)
-    totals = (rate_at_free * hist.reshape(num_k, width)[levels.type_idx]).sum(axis=1)
+    totals = np.add.reduce(rate_at_free * hist.reshape(num_k, width)[levels.type_idx], axis=1)
     target = work * (1.0 - 1e-9)
     ok = totals[levels.order] >= target
     first = int(ok.argmax())
@@ -259,14 +261,14 @@ def mss_plan(
     free_k = free[k]
     # The backward walk from the deadline reaches the work at interval `point`.
     iters = rate_at_free[o, free_k] * usable
-    point = i_ddl - 1 - int((np.cumsum(iters[::-1]) >= target).argmax())
+    point = i_ddl - 1 - int((iters[::-1].cumsum() >= target).argmax())
     avail = levels.floor_count[k, free_k]
     plan = np.minimum(avail, levels.count[o])
     lower = int(levels.prev[o])
     if point > 0:
         plan[:point] = np.minimum(avail[:point], levels.count[lower]) if lower >= 0 else 0
     rates = levels.rate_of[o, plan]
-    done = np.cumsum(rates * usable)
+    done = (rates * usable).cumsum()
     e = int((done >= target).argmax())
     before = done[e - 1] if e > 0 else 0.0
     start_e = times[e] + (first_loss_s if e == 0 else 0.0)
@@ -377,6 +379,9 @@ class ElasticFlow(Policy):
         self._next_change_s = math.inf
         self._last: Allocation | None = None
         self.stats: dict[str, int] = dict.fromkeys(("admitted", "rejected", "replans", "late"), 0)
+        # Per-view cache of each job's levels and first-interval loss (the passes of one decision share it).
+        self._inputs_view: ClusterView | None = None
+        self._inputs: dict[int, tuple[JobLevels, float]] = {}
 
     # ----------------------------------------------------------------------------------------
 
@@ -408,12 +413,17 @@ class ElasticFlow(Policy):
     def _advance(self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None) -> None:
         """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later."""
         jobs, timeline, plans, failed = state.jobs, state.timeline, state.plans, state.failed
+        if self._inputs_view is not view:
+            self._inputs_view = view
+            self._inputs.clear()
+        inputs = self._inputs
         pos = state.pos
         while pos < len(jobs) and (stop is None or _order_key(jobs[pos]) < stop):
             job = jobs[pos]
-            plan = mss_plan(
-                timeline, self.levels_of(view, job), job.remaining_iters, job.deadline_s, self._first_loss(view, job)
-            )
+            got = inputs.get(job.job_id)
+            if got is None:
+                got = inputs[job.job_id] = (self.levels_of(view, job), self._first_loss(view, job))
+            plan = mss_plan(timeline, got[0], job.remaining_iters, job.deadline_s, got[1])
             if plan.option < 0:
                 failed.add(job.job_id)
             else:
@@ -560,6 +570,13 @@ class ElasticFlow(Policy):
         free[:] = free_list
 
     def schedule(self, view: ClusterView) -> Allocation:
+        try:
+            return self._schedule(view)
+        finally:
+            self._inputs_view = None  # the cache holds the view
+            self._inputs.clear()
+
+    def _schedule(self, view: ClusterView) -> Allocation:
         active = view.job_index
         for jid in [j for j in self._levels if j not in active]:
             self._levels.pop(jid)
