@@ -21,7 +21,7 @@ up to ``--span-s`` simulated seconds is timed, wall (``perf_counter``) and CPU (
 the number of active jobs at each (``active_jobs_min``, ``active_jobs_median``: ``edf-admission``
 declines the jobs that cannot meet their deadline at arrival and has no best-effort mode, so it decides
 over fewer). A run reports the median and 90th percentile of all of them, the maximum, and the median
-of the decisions on a round boundary (``tick_wall_p50_ms``): round-based policies (Gavel's, Hadar)
+of the decisions on a round boundary (``tick_wall_p50_ms``, ``tick_cpu_p50_ms``): round-based policies (Gavel's, Hadar)
 answer an arrival between rounds cheaply and do their work at the round. Each policy is run
 ``--repeats`` times (workload seeds 0, 1, ...); the figures are the medians over the runs of each run's
 statistics. The load average is recorded before and after each policy. On a shared machine the wall
@@ -101,6 +101,7 @@ def measure(name: str, active: int, span_s: float, seed: int) -> dict[str, Any]:
     wall_ms: list[float] = []
     cpu_ms: list[float] = []
     tick_ms: list[float] = []
+    tick_cpu_ms: list[float] = []
     counts: list[int] = []
     first_ms = None
     while view is not None and view.now_s <= span_s:
@@ -115,6 +116,7 @@ def measure(name: str, active: int, span_s: float, seed: int) -> dict[str, Any]:
             counts.append(len(view.jobs))
             if view.is_tick:
                 tick_ms.append(dw * 1e3)
+                tick_cpu_ms.append(dc * 1e3)
         view = sim.step(allocation)
     if not wall_ms:
         raise RuntimeError(f"{name}: no decision after the burst within {span_s} s; raise --span-s")
@@ -124,6 +126,7 @@ def measure(name: str, active: int, span_s: float, seed: int) -> dict[str, Any]:
         **_stats(cpu_ms, "cpu"),
         "wall_max_ms": float(max(wall_ms)),
         **_stats(tick_ms, "tick_wall"),
+        **_stats(tick_cpu_ms, "tick_cpu"),
         "first_decision_ms": round(float(first_ms or 0.0), 2),
         "decisions": len(wall_ms),
         "tick_decisions": len(tick_ms),
@@ -141,11 +144,12 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{payload['repeats']} runs a policy, medians over the runs; load average "
         f"{payload['loadavg_start'][0]:.2f} at the start, {payload['loadavg_end'][0]:.2f} at the end; "
         f"{payload['machine']['cpus']} CPUs. Goal: median under {GOAL_MS:.0f} ms, over all decisions and over "
-        "round ticks alone.",
+        "round ticks alone; judged on CPU time and on wall time (which also counts waiting for a core).",
         "",
         "| policy | active jobs | decisions | wall p50 (ms) | wall p90 (ms) | CPU p50 (ms) | CPU p90 (ms) "
-        "| round-tick wall p50 (ms) | wall max (ms) | burst decision (ms) | < 50 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| round-tick wall p50 (ms) | round-tick CPU p50 (ms) | wall max (ms) | burst decision (ms) "
+        "| < 50 ms (CPU) | < 50 ms (wall) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for row in payload["results"]:
         cells = [
@@ -153,10 +157,11 @@ def markdown(payload: dict[str, Any]) -> str:
             f"{row['active_jobs_median']:.0f}",
             f"{row['decisions']:.0f}",
             *(f"{row[k]:.2f}" for k in ("wall_p50_ms", "wall_p90_ms", "cpu_p50_ms", "cpu_p90_ms")),
-            "-" if row["tick_wall_p50_ms"] is None else f"{row['tick_wall_p50_ms']:.2f}",
+            *("-" if row[k] is None else f"{row[k]:.2f}" for k in ("tick_wall_p50_ms", "tick_cpu_p50_ms")),
             f"{row['wall_max_ms']:.1f}",
             f"{row['first_decision_ms']:.0f}",
-            "yes" if row["under_goal"] else "no",
+            "yes" if row["under_goal_cpu"] else "no",
+            "yes" if row["under_goal_wall"] else "no",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -190,15 +195,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             row[key] = round(statistics.median(r[key] for r in runs), 3)
         ticks = [r["tick_wall_p50_ms"] for r in runs if "tick_wall_p50_ms" in r]
         row["tick_wall_p50_ms"] = round(statistics.median(ticks), 3) if ticks else None
+        tick_cpu = [r["tick_cpu_p50_ms"] for r in runs if "tick_cpu_p50_ms" in r]
+        row["tick_cpu_p50_ms"] = round(statistics.median(tick_cpu), 3) if tick_cpu else None
         row["decisions"] = statistics.median(r["decisions"] for r in runs)
         row["active_jobs_median"] = statistics.median(r["active_jobs_median"] for r in runs)
-        row["under_goal"] = row["wall_p50_ms"] < GOAL_MS and (not ticks or row["tick_wall_p50_ms"] < GOAL_MS)
+        # Judged on CPU time: on a shared machine the wall time also counts waiting for a core.
+        row["under_goal_cpu"] = row["cpu_p50_ms"] < GOAL_MS and (not tick_cpu or row["tick_cpu_p50_ms"] < GOAL_MS)
+        row["under_goal_wall"] = row["wall_p50_ms"] < GOAL_MS and (not ticks or row["tick_wall_p50_ms"] < GOAL_MS)
         row["loadavg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         row["runs"] = runs
         results.append(row)
         print(
             f"{name:24s} wall p50 {row['wall_p50_ms']:9.2f} ms  p90 {row['wall_p90_ms']:9.2f} ms  "
-            f"cpu p50 {row['cpu_p50_ms']:9.2f} ms  ticks p50 {row['tick_wall_p50_ms']} ms  "
+            f"cpu p50 {row['cpu_p50_ms']:9.2f} ms  ticks p50 {row['tick_wall_p50_ms']} ms "
+            f"(cpu {row['tick_cpu_p50_ms']} ms)  "
             f"burst {row['first_decision_ms']:9.0f} ms",
             flush=True,
         )
