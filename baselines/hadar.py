@@ -246,7 +246,16 @@ class Hadar(Policy):
         self._planner = PlanAhead(self)
         # Per-view caches of `offer`: the job's current nodes, and (rate, estimated JCT, utility) per placement.
         self._cache_view: ClusterView | None = None
-        self._prepared: dict[int, tuple[list[tuple[int, int]], list[int], bool]] = {}
+        self._prepared: dict[
+            int, tuple[list[tuple[int, int]], bool, tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]]
+        ] = {}
+        # Per pool version: the cheapest placements per (eligible type sets, GPUs, current nodes).
+        self._candidates_pool: NodePool | None = None
+        self._candidates_version = -1
+        self._candidates: dict[
+            tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]],
+            list[tuple[list[tuple[int, int]], float, tuple[tuple[int, int], ...]]],
+        ] = {}
         self._valued: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, float, float]] = {}
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
@@ -369,24 +378,20 @@ class Hadar(Policy):
         if prepared is None:
             current = sorted((g.server_id, g.num_gpus) for g in job.groups)
             sync_now = job.allocation is not None and job.allocation.mode == "sync"
-            prepared = self._prepared[jid] = (current, [h for h, _ in current], sync_now)
-        current, current_nodes, sync_now = prepared
-        need = job.num_gpus
-        # (groups, their cost or None to compute it)
-        candidates: list[tuple[list[tuple[int, int]], float | None]] = []
+            sets = self._eligible_sets(view, job)
+            signature = (tuple(tuple(e) for e in sets), job.num_gpus, tuple(h for h, _ in current))
+            prepared = self._prepared[jid] = (current, sync_now, signature)
+        current, sync_now, signature = prepared
+        # (groups, their cost or None to compute it, their sorted tuple)
+        candidates: list[tuple[list[tuple[int, int]], float | None, tuple[tuple[int, int], ...]]] = []
         if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
-            candidates.append((current, None))
-        for eligible in self._eligible_sets(view, job):
-            found = pool.cheapest(eligible, need, current_nodes)
-            if found is not None:
-                # cheapest() sums the node costs in the groups' order, as sum() below does.
-                candidates.append(found)
+            candidates.append((current, None, tuple(current)))
+        candidates.extend(self._cheapest_candidates(pool, signature))
         if not candidates:
             return None
         best: Offer | None = None
         seen: set[tuple[tuple[int, int], ...]] = set()
-        for groups, known_cost in candidates:
-            key = tuple(sorted(groups))
+        for groups, known_cost, key in candidates:
             if key in seen:
                 continue
             seen.add(key)
@@ -409,6 +414,30 @@ class Hadar(Policy):
             if best is None or payoff > best.payoff + 1e-15:
                 best = Offer(jid, list(groups), rate, cost, u, payoff, est)
         return best
+
+    def _cheapest_candidates(
+        self, pool: NodePool, signature: tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]
+    ) -> list[tuple[list[tuple[int, int]], float, tuple[tuple[int, int], ...]]]:
+        """The cheapest placement on each eligible type set of jobs with this (sets, GPUs, current nodes).
+
+        Jobs with the same signature get the same placements while the pool is unchanged, so they are
+        kept until the pool's next version. cheapest() sums the node costs in the groups' order, as
+        ``offer`` would.
+        """
+        if self._candidates_pool is not pool or self._candidates_version != pool.version:
+            self._candidates_pool = pool
+            self._candidates_version = pool.version
+            self._candidates.clear()
+        found = self._candidates.get(signature)
+        if found is None:
+            sets, need, current_nodes = signature
+            found = []
+            for eligible in sets:
+                hit = pool.cheapest(eligible, need, current_nodes)
+                if hit is not None:
+                    found.append((hit[0], hit[1], tuple(sorted(hit[0]))))
+            self._candidates[signature] = found
+        return found
 
     def greedy(
         self,
@@ -523,6 +552,8 @@ class Hadar(Policy):
         self._cache_view = None
         self._prepared.clear()
         self._valued.clear()
+        self._candidates_pool = None
+        self._candidates.clear()
 
     # ----------------------------------------------------------------------------------------
     @property
