@@ -131,6 +131,13 @@ class _Decision:
 # The policy
 
 
+#: A candidate placement in ``Hadar.offer``: the node groups, their cost (``None``: to compute), the sorted
+#: groups, and their shape (GPUs, sorted GPU types, spans several nodes) when already known.
+_Candidate = tuple[
+    list[tuple[int, int]], float | None, tuple[tuple[int, int], ...], tuple[int, tuple[str, ...], bool] | None
+]
+
+
 @dataclass(frozen=True)
 class HadarKnobs(Knobs):
     """Knobs of :class:`Hadar` (each is described in its docstring)."""
@@ -252,10 +259,7 @@ class Hadar(Policy):
         # Per pool version: the cheapest placements per (eligible type sets, GPUs, current nodes).
         self._candidates_pool: NodePool | None = None
         self._candidates_version = -1
-        self._candidates: dict[
-            tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]],
-            list[tuple[list[tuple[int, int]], float, tuple[tuple[int, int], ...]]],
-        ] = {}
+        self._candidates: dict[tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]], list[_Candidate]] = {}
         self._valued: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, float, float]] = {}
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
@@ -311,6 +315,11 @@ class Hadar(Policy):
 
     def groups_rate(self, view: ClusterView, job: JobView, groups: Sequence[tuple[int, int]]) -> float:
         """Sync-mode rate of ``job`` on ``groups`` (slowest type at the full count, multi-server factor)."""
+        total, types = self._groups_shape(groups)
+        return self._shape_rate(view, job, total, types, len(groups) > 1)
+
+    def _groups_shape(self, groups: Sequence[tuple[int, int]]) -> tuple[int, tuple[str, ...]]:
+        """GPUs and GPU types (sorted) of ``groups``."""
         assert self.cluster is not None
         servers = self.cluster.servers
         total = 0
@@ -318,13 +327,16 @@ class Hadar(Policy):
         for h, n in groups:
             total += n
             types.add(servers[h].gpu_type)
-        key = (job.job_type, job.batch_size, total, tuple(sorted(types)), len(groups) > 1)
+        return total, tuple(sorted(types))
+
+    def _shape_rate(self, view: ClusterView, job: JobView, total: int, types: tuple[str, ...], multi: bool) -> float:
+        key = (job.job_type, job.batch_size, total, types, multi)
         rate = self._group_rates.get(key)
         if rate is None:
             rates = {t: view.rate(job, t, total) for t in types}
             slowest = min(rates, key=lambda t: (rates[t], t))
             rate = rates[slowest]
-            if len(groups) > 1:
+            if multi:
                 rate *= self._kappa_of(view, job, slowest, total)
             self._group_rates[key] = rate
         return rate
@@ -382,22 +394,21 @@ class Hadar(Policy):
             signature = (tuple(tuple(e) for e in sets), job.num_gpus, tuple(h for h, _ in current))
             prepared = self._prepared[jid] = (current, sync_now, signature)
         current, sync_now, signature = prepared
-        # (groups, their cost or None to compute it, their sorted tuple)
-        candidates: list[tuple[list[tuple[int, int]], float | None, tuple[tuple[int, int], ...]]] = []
+        candidates: list[_Candidate] = []
         if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
-            candidates.append((current, None, tuple(current)))
+            candidates.append((current, None, tuple(current), None))
         candidates.extend(self._cheapest_candidates(pool, signature))
         if not candidates:
             return None
         best: Offer | None = None
         seen: set[tuple[tuple[int, int], ...]] = set()
-        for groups, known_cost, key in candidates:
+        for groups, known_cost, key, shape in candidates:
             if key in seen:
                 continue
             seen.add(key)
             valued = self._valued.get((jid, key))
             if valued is None:
-                rate = self.groups_rate(view, job, groups)
+                rate = self.groups_rate(view, job, groups) if shape is None else self._shape_rate(view, job, *shape)
                 if rate <= 0:
                     valued = (rate, 0.0, 0.0)
                 else:
@@ -417,7 +428,7 @@ class Hadar(Policy):
 
     def _cheapest_candidates(
         self, pool: NodePool, signature: tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]
-    ) -> list[tuple[list[tuple[int, int]], float, tuple[tuple[int, int], ...]]]:
+    ) -> list[_Candidate]:
         """The cheapest placement on each eligible type set of jobs with this (sets, GPUs, current nodes).
 
         Jobs with the same signature get the same placements while the pool is unchanged, so they are
@@ -435,7 +446,9 @@ class Hadar(Policy):
             for eligible in sets:
                 hit = pool.cheapest(eligible, need, current_nodes)
                 if hit is not None:
-                    found.append((hit[0], hit[1], tuple(sorted(hit[0]))))
+                    found.append(
+                        (hit[0], hit[1], tuple(sorted(hit[0])), (*self._groups_shape(hit[0]), len(hit[0]) > 1))
+                    )
             self._candidates[signature] = found
         return found
 
