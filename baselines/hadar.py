@@ -251,16 +251,23 @@ class Hadar(Policy):
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
         self._planner = PlanAhead(self)
-        # Per-view caches of `offer`: the job's current nodes, and (rate, estimated JCT, utility) per placement.
+        # Per-view caches of `offer`: the job's current nodes, and (rate, estimated JCT, utility) per placement
+        # shape (GPUs, types, spans nodes) and whether it is the current placement.
         self._cache_view: ClusterView | None = None
         self._prepared: dict[
-            int, tuple[list[tuple[int, int]], bool, tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]]
+            int,
+            tuple[
+                list[tuple[int, int]],
+                bool,
+                tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]],
+                tuple[tuple[int, int], ...] | None,
+            ],
         ] = {}
         # Per pool version: the cheapest placements per (eligible type sets, GPUs, current nodes).
         self._candidates_pool: NodePool | None = None
         self._candidates_version = -1
         self._candidates: dict[tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]], list[_Candidate]] = {}
-        self._valued: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, float, float]] = {}
+        self._valued: dict[tuple[int, tuple[int, tuple[str, ...], bool], bool], tuple[float, float, float]] = {}
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
     # ----------------------------------------------------------------------------------------
@@ -392,8 +399,8 @@ class Hadar(Policy):
             sync_now = job.allocation is not None and job.allocation.mode == "sync"
             sets = self._eligible_sets(view, job)
             signature = (tuple(tuple(e) for e in sets), job.num_gpus, tuple(h for h, _ in current))
-            prepared = self._prepared[jid] = (current, sync_now, signature)
-        current, sync_now, signature = prepared
+            prepared = self._prepared[jid] = (current, sync_now, signature, tuple(current) if sync_now else None)
+        current, sync_now, signature, current_key = prepared
         candidates: list[_Candidate] = []
         if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
             candidates.append((current, None, tuple(current), None))
@@ -406,17 +413,21 @@ class Hadar(Policy):
             if key in seen:
                 continue
             seen.add(key)
-            valued = self._valued.get((jid, key))
+            if shape is None:
+                shape = (*self._groups_shape(groups), len(groups) > 1)
+            # The rate depends on the placement's shape only, the delay on whether it is the current one.
+            stays = key == current_key
+            valued = self._valued.get((jid, shape, stays))
             if valued is None:
-                rate = self.groups_rate(view, job, groups) if shape is None else self._shape_rate(view, job, *shape)
+                rate = self._shape_rate(view, job, *shape)
                 if rate <= 0:
                     valued = (rate, 0.0, 0.0)
                 else:
                     elapsed = view.now_s - job.submit_s
-                    delay = job.penalty_left_s if sync_now and list(key) == current else view.restart_penalty_s(job)
+                    delay = job.penalty_left_s if stays else view.restart_penalty_s(job)
                     est = elapsed + delay + job.remaining_iters / rate
                     valued = (rate, est, self.utility_of(view, job, est))
-                self._valued[(jid, key)] = valued
+                self._valued[(jid, shape, stays)] = valued
             rate, est, u = valued
             if rate <= 0:
                 continue
