@@ -1,0 +1,132 @@
+"""Digests of the per-job tables of a fixed set of simulator runs, to prove speed work changes no result.
+
+Each case runs one registered policy on one scenario and seed (optionally with more jobs) and hashes
+the run's per-job table byte for byte (every column of ``SimulationResult.jobs``: ids, starts,
+finishes, attained service, reconfigurations, remaining work...), together with the GPU-usage
+timeline and the epoch and event counts. The committed digests live in ``tests/data/sim_digests.json``;
+``tests/sim/test_digests.py`` recomputes them. A change that alters any figure of any job, by even
+one bit, fails there.
+
+Regenerate the file only for a deliberate change of behaviour (never for a speed change)::
+
+    python tests/sim_digests.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DIGESTS_PATH = Path(__file__).resolve().parent / "data" / "sim_digests.json"
+
+# Policies cheap enough to run on a few hundred jobs in the default (fast) test run.
+CHEAP_POLICIES: tuple[str, ...] = (
+    "edf",
+    "edf-admission",
+    "fifo",
+    "fifo-backfill",
+    "fifo-fastest",
+    "jps",
+    "srtf",
+    "tiresias",
+)
+
+
+# Those also run on 300 jobs by default (well under a second each).
+FAST_300: tuple[str, ...] = ("edf", "edf-admission", "fifo", "fifo-backfill", "fifo-fastest", "srtf")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run: ``policy`` on ``scenario`` with ``seed``, ``num_jobs`` overriding the scenario's count."""
+
+    policy: str
+    scenario: str
+    seed: int
+    num_jobs: int | None = None
+    slow: bool = False
+
+    @property
+    def key(self) -> str:
+        jobs = "" if self.num_jobs is None else f"/{self.num_jobs}"
+        return f"{self.policy}@{self.scenario}{jobs}#s{self.seed}"
+
+
+def cases() -> list[Case]:
+    """The fixed set: every registered policy on ``tiny`` and on ``default`` (120 and 300 jobs), two
+    seeds; FIFO, Tiresias and EDF at 3,000 jobs. The expensive policies' larger runs are slow."""
+    from hetgym.sim import list_policies
+
+    out: list[Case] = []
+    for policy in sorted(list_policies()):
+        cheap = policy in CHEAP_POLICIES
+        for seed in (0, 1):
+            out.append(Case(policy, "tiny", seed))
+            out.append(Case(policy, "default", seed, slow=not cheap))
+            out.append(Case(policy, "default", seed, num_jobs=300, slow=policy not in FAST_300 or seed == 1))
+    for policy in ("fifo", "tiresias", "edf"):
+        out.append(Case(policy, "default", 0, num_jobs=3000, slow=True))
+        out.append(Case(policy, "gavel", 0, num_jobs=3000, slow=True))
+    return out
+
+
+def frame_bytes(frame: pd.DataFrame) -> bytes:
+    """The table's exact bytes: each column's name, dtype and values (numbers as their binary form)."""
+    parts: list[bytes] = []
+    for name in frame.columns:
+        col = frame[name]
+        parts.append(f"{name}:{col.dtype}\n".encode())
+        if col.dtype.kind in "biuf":
+            parts.append(np.ascontiguousarray(col.to_numpy()).tobytes())
+        else:
+            parts.append("\x1f".join(str(v) for v in col.tolist()).encode())
+        parts.append(b"\x1e")
+    return b"".join(parts)
+
+
+def digest(case: Case) -> dict[str, object]:
+    """Run ``case`` and return its digests and counts."""
+    from hetgym.experiments import run_one
+    from hetgym.workloads.scenario import get_scenario
+
+    scenario = get_scenario(case.scenario)
+    if case.num_jobs is not None:
+        scenario = scenario.with_overrides(workload={"num_jobs": case.num_jobs})
+    result = run_one(scenario, case.policy, case.seed)
+    return {
+        "jobs_sha256": hashlib.sha256(frame_bytes(result.jobs)).hexdigest(),
+        "timeline_sha256": hashlib.sha256(frame_bytes(result.timeline)).hexdigest(),
+        "num_jobs": len(result.jobs),
+        "num_epochs": result.num_epochs,
+        "num_events": result.num_events,
+        "stalled": result.stalled,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help=f"(re)write {DIGESTS_PATH.name}")
+    args = parser.parse_args()
+    if not args.write:
+        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
+    table = {}
+    for case in cases():
+        table[case.key] = digest(case)
+        print(case.key, table[case.key]["jobs_sha256"][:16], flush=True)
+    tmp = DIGESTS_PATH.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    tmp.replace(DIGESTS_PATH)
+    print(f"wrote {len(table)} digests to {DIGESTS_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    raise SystemExit(main())
