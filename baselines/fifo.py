@@ -64,7 +64,7 @@ class FIFO(Policy):
 
     def schedule(self, view: ClusterView) -> Allocation:
         return greedy_fill(
-            view, view.waiting, type_choice=self.type_choice, strict=self.strict, builder=keep_running(view)
+            view, view.iter_waiting(), type_choice=self.type_choice, strict=self.strict, builder=keep_running(view)
         )
 
 

@@ -132,6 +132,9 @@ class Allocation:
 
     jobs: Mapping[int, JobAllocation] = field(default_factory=lambda: MappingProxyType({}))
     reject: frozenset[int] = frozenset()
+    # Set by AllocationBuilder.keeping_running: the epoch's running allocations it started from and
+    # the ids it changed since, so the engine checks and applies only those (not part of the value).
+    _delta: tuple[object, tuple[int, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         jobs = {int(k): v for k, v in self.jobs.items()}
@@ -143,6 +146,17 @@ class Allocation:
                 )
         object.__setattr__(self, "jobs", MappingProxyType(jobs))
         object.__setattr__(self, "reject", frozenset(int(j) for j in self.reject))
+
+    @classmethod
+    def _built(
+        cls, jobs: dict[int, JobAllocation], reject: frozenset[int], delta: tuple[object, tuple[int, ...]] | None
+    ) -> Allocation:
+        """An allocation from :class:`AllocationBuilder` (its ids are ints and its values JobAllocations)."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "jobs", MappingProxyType(jobs))
+        object.__setattr__(out, "reject", reject)
+        object.__setattr__(out, "_delta", delta)
+        return out
 
     @classmethod
     def from_counts(
@@ -226,8 +240,12 @@ def check_allocation(
             raise InvalidAllocationError(
                 f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
             )
-    if not new_explicit:
-        return  # kept placements are valid together; the default placer handles the rest
+    if new_explicit:  # kept placements are valid together; the default placer handles the rest
+        _check_servers(allocation, cluster)
+
+
+def _check_servers(allocation: Allocation, cluster: ClusterSpec) -> None:
+    """No server holds more GPUs than it has under the explicit placements of ``allocation``."""
     server_use: dict[int, int] = {}
     for ja in allocation.jobs.values():
         if ja.servers is not None:
@@ -239,6 +257,58 @@ def check_allocation(
                 f"over capacity on server {s} ({cluster.servers[s].gpu_type}): {n} GPUs placed, "
                 f"it has {cluster.servers[s].num_gpus}"
             )
+
+
+def check_allocation_delta(
+    allocation: Allocation,
+    cluster: ClusterSpec,
+    active: Mapping[int, _HasAllocation],
+    now_s: float,
+    base: Mapping[int, JobAllocation],
+    base_totals: Mapping[str, int],
+    touched: Iterable[int],
+) -> None:
+    """:func:`check_allocation` for an allocation that equals ``base`` (the running jobs' current
+    allocations, whose per-type totals are ``base_totals``) except for the jobs in ``touched``: the
+    same checks, on those jobs only."""
+    if not isinstance(allocation, Allocation):
+        raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
+    jobs = allocation.jobs
+    both = allocation.reject & jobs.keys()
+    if both:
+        raise InvalidAllocationError(f"job(s) {sorted(both)} are both allocated GPUs and rejected")
+    for jid in sorted(allocation.reject):
+        if jid not in active:
+            raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
+    totals = dict(base_totals)
+    new_explicit = False
+    for jid in touched:
+        old = base.get(jid)
+        if old is not None:
+            for t, n in old.counts:
+                totals[t] -= n
+        ja = jobs.get(jid)
+        if ja is None:
+            continue
+        job = active.get(jid)
+        if job is None:
+            raise InvalidAllocationError(
+                f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
+                f"active jobs are {_preview(active)}"
+            )
+        if ja is not job.allocation:
+            _check_job_allocation(jid, ja, job.spec, cluster)
+            new_explicit = new_explicit or ja.servers is not None
+        for t, n in ja.counts:
+            totals[t] = totals.get(t, 0) + n
+    capacity = cluster.capacity
+    for t, n in totals.items():
+        if n > capacity[t]:
+            raise InvalidAllocationError(
+                f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
+            )
+    if new_explicit:
+        _check_servers(allocation, cluster)
 
 
 def _check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
@@ -304,13 +374,18 @@ class AllocationBuilder:
         self.free: dict[str, int] = dict(view.cluster.capacity)
         self._jobs: dict[int, JobAllocation] = {}
         self._reject: set[int] = set()
+        # With keeping_running: the epoch's running allocations it started from, and the ids changed
+        # since (in the order of their last assignment), so only those are checked and applied.
+        self._base: object | None = None
+        self._touched: dict[int, None] = {}
 
     @classmethod
     def keeping_running(cls, view: ClusterView) -> AllocationBuilder:
         """A builder that already keeps every running job's current allocation (no preemption)."""
         builder = cls(view)
         builder.free = dict(view.free_gpus)
-        builder._jobs = {j.job_id: j.allocation for j in view.running if j.allocation}
+        builder._jobs = view.active.allocations_copy()
+        builder._base = view.active.token
         return builder
 
     def can_fit(self, counts: Mapping[str, int]) -> bool:
@@ -333,6 +408,9 @@ class AllocationBuilder:
             self.free[t] -= n
         if ja:
             self._jobs[job_id] = ja
+        touched = self._touched
+        touched.pop(job_id, None)
+        touched[job_id] = None
 
     def keep(self, job: JobView) -> None:
         """Keep a running job's current allocation (servers included)."""
@@ -343,6 +421,7 @@ class AllocationBuilder:
         """Undo an assignment made in this builder."""
         old = self._jobs.pop(job_id, None)
         if old is not None:
+            self._touched.setdefault(job_id, None)
             for t, n in old.counts:
                 self.free[t] += n
 
@@ -357,4 +436,5 @@ class AllocationBuilder:
 
     def build(self) -> Allocation:
         """The finished allocation."""
-        return Allocation(dict(self._jobs), frozenset(self._reject))
+        delta = None if self._base is None else (self._base, tuple(self._touched))
+        return Allocation._built(dict(self._jobs), frozenset(self._reject), delta)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,8 @@ class ApplyMixin:
     _placer: Placer
     _active: dict[int, JobRecord]  # arrived, not ended, in submission order
     _running: dict[int, JobRecord]  # the active jobs holding GPUs
+    _allocs: dict[int, JobAllocation]  # their allocations, in the same order
+    _alloc_totals: dict[str, int]  # GPUs per type those hold
     _waiting_views: dict[int, JobView]  # the others' (cached) views, in submission order
     _state: ClusterState
     _jobs: dict[int, JobRecord]
@@ -50,13 +52,37 @@ class ApplyMixin:
     _ended_log: list[tuple[int, float, JobStatus]]
     _timeline: list[tuple[float, tuple[int, ...]]]
 
-    def _apply(self, allocation: Allocation) -> None:
-        """Apply a validated allocation: only jobs whose resources change are released and re-placed."""
+    def _set_alloc(self, jid: int, ja: JobAllocation) -> None:
+        """Record a running job's new allocation (it is already in ``_allocs`` or is added after)."""
+        old = self._allocs.get(jid)
+        totals = self._alloc_totals
+        if old is not None:
+            for t, n in old.counts:
+                totals[t] -= n
+        for t, n in ja.counts:
+            totals[t] += n
+        self._allocs[jid] = ja
+
+    def _drop_alloc(self, jid: int) -> None:
+        """Forget a job's allocation (it stopped running)."""
+        old = self._allocs.pop(jid, None)
+        if old is not None:
+            totals = self._alloc_totals
+            for t, n in old.counts:
+                totals[t] -= n
+
+    def _apply(self, allocation: Allocation, touched: Sequence[int] | None = None) -> None:
+        """Apply a validated allocation: only jobs whose resources change are released and re-placed.
+
+        ``touched``, when given, names the only jobs whose allocation may differ from their current one
+        (in the order of their last assignment; see ``AllocationBuilder``): the others are not looked at.
+        """
         now = self._now
         active = self._active
         for jid in sorted(allocation.reject):
             job = active.pop(jid)
             self._running.pop(jid, None)
+            self._drop_alloc(jid)
             self._waiting_views.pop(jid, None)
             job.flush(now)
             for g in job.groups:
@@ -83,8 +109,17 @@ class ApplyMixin:
             if moved or allocation.reject:
                 self._record_usage()
             return
-        changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
-        for jid, ja in new.items():
+        if touched is None:
+            changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
+            candidates: Mapping[int, JobAllocation] = new
+        else:
+            # The same changes in the same order, from the touched jobs alone: running jobs left out (in
+            # submission order, the running jobs' order), then the changed ones in the allocation's order.
+            running = self._running
+            gone = [running[jid] for jid in touched if jid in running and jid not in new]
+            changes = {job.spec.job_id: None for job in sorted(gone, key=job_order)}
+            candidates = {jid: new[jid] for jid in touched if jid in new}
+        for jid, ja in candidates.items():
             cur = active[jid].alloc
             if ja is cur or (
                 cur is not None
@@ -212,11 +247,13 @@ class ApplyMixin:
                 job.run_start_s = now
             charge = started_before or self.config.charge_first_start
             job.penalty_until_s = now + (self.config.restart_penalty_for(job.spec.job_type) if charge else 0.0)
+            job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
             if job.status != JobStatus.RUNNING:
                 self._insert_running(job)
+            else:
+                self._set_alloc(jid, job.alloc)
             job.status = JobStatus.RUNNING
             self._waiting_views.pop(jid, None)
-            job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
             job.groups = groups
             job.num_gpus_now = sum(g.num_gpus for g in groups)
             job.rate = self._rate(job.spec, groups, ja)
@@ -231,16 +268,21 @@ class ApplyMixin:
             job.last_run_s = now - job.run_start_s
             job.status = JobStatus.WAITING
             self._running.pop(jid, None)
+            self._drop_alloc(jid)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:
         """Add a job to the running ones, keeping submission order (views need no sorting)."""
         running = self._running
+        assert job.alloc is not None
+        self._set_alloc(job.spec.job_id, job.alloc)
         if not running or job_order(next(reversed(running.values()))) < job_order(job):
             running[job.spec.job_id] = job
             return
         self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=job_order)}
+        allocs = self._allocs
+        self._allocs = {jid: allocs[jid] for jid in self._running}
 
     def _insert_waiting(self, job: JobRecord, now: float) -> None:
         """Put a preempted job's view back among the waiting ones, keeping submission order."""

@@ -22,12 +22,13 @@ from __future__ import annotations
 import heapq
 import math
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hetgym.sim.allocation import Allocation, check_allocation
+from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
 from hetgym.sim.config import MAX_RESTART_PENALTY_S, MAX_ROUND_S, MIN_ROUND_S, SimConfig
@@ -39,7 +40,7 @@ from hetgym.sim.rates import RateTable
 from hetgym.sim.result import SimulationResult, build_result
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
-from hetgym.sim.view import ClusterView, JobView
+from hetgym.sim.view import ClusterView, EpochJobs, JobView
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
@@ -228,6 +229,8 @@ class Simulator(ApplyMixin):
             )
         self._ticks = ticks
         self._gavel_rounds = ticks and self.config.compat == "gavel"
+        if self._started:
+            self._seal_snapshots()
         self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
@@ -237,6 +240,13 @@ class Simulator(ApplyMixin):
         self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
         self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
+        # Their allocations in the same order, and the GPUs those hold per type, kept as they change.
+        self._allocs: dict[int, JobAllocation] = {}
+        self._alloc_totals: dict[str, int] = dict.fromkeys(self.cluster.gpu_types, 0)
+        # This epoch's snapshot of the jobs (held weakly: only views keep it) and its identity token;
+        # snapshots still referenced have the records they show saved before those change.
+        self._snapshots: list[weakref.ref[EpochJobs]] = []
+        self._epoch_token: object | None = None
         self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
         self._state = ClusterState(self.cluster)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
@@ -271,8 +281,19 @@ class Simulator(ApplyMixin):
         """
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
-        check_allocation(allocation, self.cluster, self._active, self._now)
-        self._apply(allocation)
+        self._seal_snapshots()
+        delta = allocation._delta if isinstance(allocation, Allocation) else None
+        if delta is not None and delta[0] is self._epoch_token:
+            # Built from this epoch's running allocations: check and apply only the jobs it changed.
+            touched = delta[1]
+            check_allocation_delta(
+                allocation, self.cluster, self._active, self._now, self._allocs, self._alloc_totals, touched
+            )
+            self._apply(allocation, touched)
+        else:
+            check_allocation(allocation, self.cluster, self._active, self._now)
+            self._apply(allocation)
+        self._epoch_token = None
         if self._gavel_rounds and not self._running:
             # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
             self._next_tick_s = math.inf
@@ -305,6 +326,7 @@ class Simulator(ApplyMixin):
             try:
                 allocation = schedule(view)
                 latencies.append(perf() - t0)
+                view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
                 view = self.step(allocation)
             except InvalidAllocationError as err:
                 raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
@@ -379,9 +401,9 @@ class Simulator(ApplyMixin):
                     "type); the policy is not finishing its jobs"
                 )
                 return None
-            self._view = self._make_view(arrived, completed, is_tick)
+            view = self._make_view(arrived, completed, is_tick)
             self._epoch += 1
-            return self._view
+            return view
 
     def _peek_time(self) -> float:
         heap = self._heap
@@ -421,6 +443,7 @@ class Simulator(ApplyMixin):
             job.view = None
             del self._active[jid]
             del self._running[jid]
+            self._drop_alloc(jid)
             self._ended += 1
             self._ended_log.append((jid, now, JobStatus.COMPLETED))
             self._events += 1
@@ -492,14 +515,17 @@ class Simulator(ApplyMixin):
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now
         free = self._state.free_by_type()
+        # The jobs' views are built only if read (EpochJobs): no per-job cost here.
+        jobs = EpochJobs(now, self._running, self._waiting_views, self._allocs)
+        self._snapshots.append(weakref.ref(jobs))
+        self._epoch_token = jobs.token
         return ClusterView(
             now_s=now,
             epoch=self._epoch,
             cluster=self.cluster,
-            running=tuple([job.make_view(now) for job in self._running.values()]),
-            waiting=tuple(self._waiting_views.values()),
+            active=jobs,
             free_gpus=dict(zip(self.cluster.gpu_types, free.tolist(), strict=True)),
-            free_by_server=tuple(self._state.free.tolist()),
+            free_servers=self._state.free.copy(),
             arrived=arrived,
             completed=completed,
             is_tick=is_tick,
@@ -514,9 +540,24 @@ class Simulator(ApplyMixin):
     # ----------------------------------------------------------------------------------------
     # Results
 
+    def _seal_snapshots(self) -> None:
+        """Before the state changes: every snapshot still referenced (a view kept past its decision)
+        copies what it shows out of the engine's mappings; then none is tracked any more."""
+        for ref in getattr(self, "_snapshots", ()):
+            jobs = ref()
+            if jobs is not None:
+                jobs.seal()
+        self._snapshots = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle: build the views of live snapshots, then drop the references.
+        self._seal_snapshots()
+        return self.__dict__.copy()
+
     def _finish(self) -> None:
         if not self._done:
             self._done = True
+            self._seal_snapshots()
             for job in self._active.values():
                 job.flush(self._now)
                 if job.status == JobStatus.RUNNING:

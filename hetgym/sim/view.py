@@ -9,18 +9,20 @@ state and future arrivals are invisible (the scheduling problem is online).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+import numpy as np
+
+from hetgym.sim.allocation import JobAllocation
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 
 if TYPE_CHECKING:
-    from hetgym.sim.allocation import JobAllocation
     from hetgym.sim.cluster import ClusterSpec
     from hetgym.sim.engine import SimConfig
 
@@ -96,6 +98,107 @@ def _submission_order(job: JobView) -> tuple[float, int]:
     return (job.submit_s, job.job_id)
 
 
+class EpochJobs:
+    """The active jobs of one decision epoch, as the engine hands them to a :class:`ClusterView`.
+
+    Built in constant time: until :meth:`seal` it reads the engine's own (live) mappings of the running
+    jobs' records, the waiting jobs' views and the running jobs' allocations, and builds the tuples of
+    views only when they are first read. The engine changes those mappings only in its next step, and
+    before it does it seals every snapshot still referenced (a view kept past its epoch), which copies
+    what it shows. So a policy that reads only what it needs (``running_allocations``,
+    :meth:`ClusterView.iter_waiting`) costs nothing per job it does not look at. Simulator-internal.
+    """
+
+    __slots__ = ("__weakref__", "_allocs", "_records", "_running", "_waiting", "_waiting_src", "now_s", "token")
+
+    def __init__(
+        self,
+        now_s: float,
+        records: Mapping[int, _Record],
+        waiting: Mapping[int, JobView],
+        allocations: dict[int, JobAllocation],
+    ) -> None:
+        self.now_s = now_s
+        self._records: Mapping[int, _Record] | None = records
+        self._waiting_src: Mapping[int, JobView] | None = waiting
+        self._allocs = allocations
+        self._running: tuple[JobView, ...] | None = None
+        self._waiting: tuple[JobView, ...] | None = None
+        #: Identifies the epoch to the engine (an allocation built from it carries the token, not the
+        #: snapshot, so a finished decision does not keep the snapshot alive).
+        self.token = object()
+
+    @classmethod
+    def of_views(cls, now_s: float, running: tuple[JobView, ...], waiting: tuple[JobView, ...]) -> EpochJobs:
+        """A sealed snapshot of ready-made views (tests, hand-built views)."""
+        out = cls(now_s, {}, {}, {j.job_id: j.allocation for j in running if j.allocation})
+        out._running, out._waiting = running, waiting
+        out._records = out._waiting_src = None
+        return out
+
+    def running(self) -> tuple[JobView, ...]:
+        """The running jobs' views at the epoch's time (built once)."""
+        if self._running is None:
+            assert self._records is not None
+            now = self.now_s
+            self._running = tuple([r.make_view(now) for r in self._records.values()])
+        return self._running
+
+    def waiting(self) -> tuple[JobView, ...]:
+        """The waiting jobs' views, in submission order (built once)."""
+        if self._waiting is None:
+            assert self._waiting_src is not None
+            self._waiting = tuple(self._waiting_src.values())
+        return self._waiting
+
+    def iter_waiting(self) -> Iterator[JobView]:
+        """The waiting jobs' views in submission order, without building :meth:`waiting`."""
+        if self._waiting is not None or self._waiting_src is None:
+            return iter(self.waiting())
+        return iter(self._waiting_src.values())
+
+    @property
+    def allocations(self) -> Mapping[int, JobAllocation]:
+        """``{job_id: JobAllocation}`` of the running jobs, in submission order (read-only)."""
+        return MappingProxyType(self._allocs)
+
+    def allocations_copy(self) -> dict[int, JobAllocation]:
+        """A new dict of :attr:`allocations`."""
+        return self._allocs.copy()
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the snapshot no longer reads the engine's mappings."""
+        return self._records is None
+
+    def seal(self) -> None:
+        """Copy what the snapshot shows out of the engine's mappings, which are about to change."""
+        if self._records is not None:
+            self.running()
+            self.waiting()
+            self._allocs = self._allocs.copy()
+            self._records = self._waiting_src = None
+
+    _STATE = ("_allocs", "_running", "_waiting", "now_s", "token")
+
+    def __getstate__(self) -> dict[str, object]:
+        # Always pickled sealed, so a pickle does not depend on which views were read.
+        self.seal()
+        return {name: getattr(self, name) for name in self._STATE}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._records = self._waiting_src = None
+
+
+class _Record(Protocol):
+    @property
+    def spec(self) -> JobSpec: ...
+
+    def make_view(self, now: float) -> JobView: ...
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """The cluster at one decision epoch.
@@ -106,6 +209,8 @@ class ClusterView:
         cluster: The cluster specification.
         running: Active jobs holding GPUs, in submission order (ties by id).
         waiting: Active jobs holding no GPUs, in submission order.
+        running_allocations: ``{job_id: JobAllocation}`` of the running jobs, in submission order (read
+            without building their views: what a policy that keeps running jobs as they are needs).
         free_gpus: Free GPUs per type under the current allocation (before this decision).
         free_by_server: Free GPUs per server id under the current allocation.
         arrived: Ids of jobs that arrived at this epoch.
@@ -117,15 +222,17 @@ class ClusterView:
         rate_table: Each job's rates per GPU type, kept for the whole run (:class:`~hetgym.sim.rates.RateTable`).
         num_pending: Jobs not yet submitted (their count only; their content is unknown).
         num_ended: Jobs completed or rejected so far.
+
+    ``running`` and ``waiting`` are built on first use (:class:`EpochJobs`), so a policy that reads
+    only ``running_allocations`` and walks :meth:`iter_waiting` costs nothing per job it does not reach.
     """
 
     now_s: float
     epoch: int
     cluster: ClusterSpec
-    running: tuple[JobView, ...]
-    waiting: tuple[JobView, ...]
+    active: EpochJobs = field(repr=False, compare=False)
     free_gpus: Mapping[str, int]
-    free_by_server: tuple[int, ...]
+    free_servers: np.ndarray = field(repr=False, compare=False)
     arrived: tuple[int, ...]
     completed: tuple[int, ...]
     is_tick: bool
@@ -135,6 +242,31 @@ class ClusterView:
     rate_table: RateTable = field(repr=False)
     num_pending: int = 0
     num_ended: int = 0
+
+    @property
+    def running(self) -> tuple[JobView, ...]:
+        """Active jobs holding GPUs, in submission order (ties by id)."""
+        return self.active.running()
+
+    @property
+    def waiting(self) -> tuple[JobView, ...]:
+        """Active jobs holding no GPUs, in submission order."""
+        return self.active.waiting()
+
+    def iter_waiting(self) -> Iterator[JobView]:
+        """The waiting jobs in submission order, one by one: for a walk that may stop early, it costs
+        only the jobs it reaches (``waiting`` builds the whole tuple). Use it within the decision."""
+        return self.active.iter_waiting()
+
+    @property
+    def running_allocations(self) -> Mapping[int, JobAllocation]:
+        """``{job_id: JobAllocation}`` of the running jobs, in submission order (read-only)."""
+        return self.active.allocations
+
+    @cached_property
+    def free_by_server(self) -> tuple[int, ...]:
+        """Free GPUs per server id under the current allocation."""
+        return tuple(self.free_servers.tolist())
 
     @cached_property
     def jobs(self) -> tuple[JobView, ...]:
