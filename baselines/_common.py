@@ -75,15 +75,16 @@ def greedy_fill(
     """
     builder = builder or AllocationBuilder(view)
     free = builder.free
+    assigned = builder.assigned
     for job in ordered:
         if not any(free.values()):
             break  # every GPU is taken: the remaining jobs get nothing (waiting or preempted)
-        if builder.assigned(job.job_id) is not None:
+        if assigned(job.job_id) is not None:
             continue
         current = job.allocation
-        if current and all(free.get(t, 0) >= n for t, n in current.counts):
+        if current is not None and current.counts and all(free.get(t, 0) >= n for t, n in current.counts):
             if type_choice != "fastest":
-                builder.keep(job)
+                builder.take(job.job_id, current)  # keep(job), without re-checking what was just checked
                 continue
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
             current_counts = current.as_dict()

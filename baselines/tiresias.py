@@ -93,7 +93,12 @@ class TiresiasLAS(Policy):
         active = view.job_index
         for jid in [j for j in self._service_offset if j not in active]:
             del self._service_offset[jid]
-        for job in view.jobs:
+        for job in view.waiting:  # only waiting jobs are promoted
             self._maybe_promote(view, job)
-        ordered = sorted(view.jobs, key=lambda j: (self.queue_of(j), j.submit_s, j.job_id))
+        # view.jobs is in (submit_s, job_id) order and the sort is stable: ordering by queue alone gives
+        # the (queue, submit_s, job_id) order.
+        thresholds, offset = self.thresholds_gpu_s, self._service_offset
+        ordered = sorted(
+            view.jobs, key=lambda j: bisect.bisect_right(thresholds, j.attained_gpu_s - offset.get(j.job_id, 0.0))
+        )
         return greedy_fill(view, ordered, type_choice=self.type_choice)

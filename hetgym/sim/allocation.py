@@ -412,6 +412,17 @@ class AllocationBuilder:
         touched.pop(job_id, None)
         touched[job_id] = None
 
+    def take(self, job_id: int, ja: JobAllocation) -> None:
+        """:meth:`assign` of a non-empty ``ja`` to a job not assigned in this builder, when the caller
+        has checked that it fits (a fast path for walks that keep many jobs)."""
+        free = self.free
+        for t, n in ja.counts:
+            free[t] -= n
+        self._jobs[job_id] = ja
+        touched = self._touched
+        touched.pop(job_id, None)
+        touched[job_id] = None
+
     def keep(self, job: JobView) -> None:
         """Keep a running job's current allocation (servers included)."""
         if job.allocation:

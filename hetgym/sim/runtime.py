@@ -98,6 +98,17 @@ class JobRecord:
         s = self.spec
         if self.status == JobStatus.RUNNING:
             dt = now - self.last_update_s
+            # remaining_at(now), inlined: this runs for every running job a policy looks at.
+            remaining = self.remaining
+            if self.rate > 0:
+                effective = now - (
+                    self.last_update_s if self.last_update_s > self.penalty_until_s else self.penalty_until_s
+                )
+                if effective > 0:
+                    remaining = remaining - self.rate * effective
+                    if not remaining > 0.0:
+                        remaining = 0.0
+            penalty_left = self.penalty_until_s - now
             return JobView(
                 s,
                 s.job_id,
@@ -108,11 +119,11 @@ class JobRecord:
                 s.num_gpus,
                 s.deadline_s,
                 self.status,
-                self.remaining_at(now),
+                remaining,
                 self.alloc,
                 self.groups,
                 self.rate,
-                max(0.0, self.penalty_until_s - now),
+                penalty_left if penalty_left > 0.0 else 0.0,
                 self.attained_gpu_s + self.num_gpus_now * dt,
                 self.executed_s + dt,
                 self.first_start_s,
