@@ -30,11 +30,10 @@ def gang_counts(
     on one type, so it spans types (fastest first, ``sync`` mode) when enough GPUs are free in total,
     unless ``span_types`` is ``False``.
     """
-    table = view.rate_table
-    types = table.allowed_types(job)
-    rate = dict(zip(table.types, table.rates_at(job, num_gpus).tolist(), strict=True))
+    # The rates and both type orders are computed once per kind of job (RateTable.ranked), not per call.
+    rate, types, fastest_first = view.rate_table.ranked(job, num_gpus)
     if type_choice == "fastest":
-        types = tuple(sorted(types, key=lambda t: -rate[t]))
+        types = fastest_first
     for t in types:
         if free.get(t, 0) >= num_gpus and rate[t] > 0:
             return {t: num_gpus}
@@ -48,7 +47,7 @@ def gang_counts(
         return None
     counts: dict[str, int] = {}
     left = num_gpus
-    for t in sorted(usable, key=lambda t: -rate[t]):
+    for t in [t for t in fastest_first if rate[t] > 0]:  # usable, fastest first
         take = min(left, free.get(t, 0))
         if take:
             counts[t] = take

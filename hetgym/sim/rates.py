@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from hetgym.sim.view import JobView
 
 
+#: ``RateTable.ranked``: rate by type (shared: do not modify), allowed types in the cluster's order, and
+#: allowed types fastest first.
+Ranked = tuple[dict[str, float], tuple[str, ...], tuple[str, ...]]
+
+
 def allowed_types(gpu_types: Sequence[str], spec: JobSpec) -> tuple[str, ...]:
     """The types of ``gpu_types`` (a cluster's, in its order) that the job may use."""
     allowed = spec.gpu_types
@@ -109,12 +114,14 @@ class RateTable:
         self._by_id: dict[int, JobRates] = {}
         self._by_key: dict[tuple[object, ...], JobRates] = {}
         self._at: dict[tuple[object, ...], np.ndarray] = {}
+        self._ranked: dict[tuple[object, ...], Ranked] = {}
 
     def clear(self, throughput: ThroughputModel | None = None) -> None:
         """Forget every job (a new run), optionally with another throughput model."""
         self._by_id.clear()
         self._by_key.clear()
         self._at.clear()
+        self._ranked.clear()
         if throughput is not None:
             self.throughput = throughput
 
@@ -154,6 +161,18 @@ class RateTable:
     def allowed_types(self, job: JobView | JobSpec) -> tuple[str, ...]:
         """The cluster's types the job may use, in the cluster's order."""
         return self.get(job).allowed_types
+
+    def ranked(self, job: JobView | JobSpec, num_gpus: int) -> Ranked:
+        """``(rate by type, allowed types in the cluster's order, allowed types fastest first)`` at
+        ``num_gpus`` GPUs on one server (ties keep the cluster's order), computed once per kind of job."""
+        spec = _spec(job)
+        key = (spec.job_type, spec.batch_size, num_gpus, spec.gpu_types)
+        out = self._ranked.get(key)
+        if out is None:
+            rate = dict(zip(self.types, self.rates_at(job, num_gpus).tolist(), strict=True))
+            types = self.allowed_types(job)
+            out = self._ranked[key] = (rate, types, tuple(sorted(types, key=lambda t: -rate[t])))
+        return out
 
     def _rates(self, spec: JobSpec, num_gpus: int) -> np.ndarray:
         rate = self.throughput.rate
