@@ -11,6 +11,12 @@ Two ways to drive it:
 * :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks and sweeps);
 * :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym env).
 
+Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.sim.view.EpochJobs`)
+that builds job views only when they are read and is sealed (copied out) at the next step if still
+referenced; a decision built from the running jobs' allocations carries the ids it changed, and only
+those are checked and applied. So an epoch costs what changes and what the policy reads, not the
+number of active jobs.
+
 This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
 the per-job runtime records in :mod:`hetgym.sim.runtime`, applying a decision (release, place,
 reconfigure) in :mod:`hetgym.sim.apply`, and :class:`SimulationResult` with its assembly in
@@ -537,9 +543,6 @@ class Simulator(ApplyMixin):
             num_ended=self._ended,
         )
 
-    # ----------------------------------------------------------------------------------------
-    # Results
-
     def _seal_snapshots(self) -> None:
         """Before the state changes: every snapshot still referenced (a view kept past its decision)
         copies what it shows out of the engine's mappings; then none is tracked any more."""
@@ -553,6 +556,9 @@ class Simulator(ApplyMixin):
         # Weak references do not pickle: build the views of live snapshots, then drop the references.
         self._seal_snapshots()
         return self.__dict__.copy()
+
+    # ----------------------------------------------------------------------------------------
+    # Results
 
     def _finish(self) -> None:
         if not self._done:

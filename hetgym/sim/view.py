@@ -2,8 +2,10 @@
 
 A :class:`ClusterView` is built at each decision epoch. It holds the active jobs (arrived, not
 ended) as :class:`JobView` records, the free capacity before the policy decides, what triggered the
-epoch, and read-only access to the throughput model. Views never expose the simulator's mutable
-state and future arrivals are invisible (the scheduling problem is online).
+epoch, and read-only access to the throughput model. The job records are built when first read
+(:class:`EpochJobs`), so an epoch costs the engine nothing per job the policy does not look at.
+Views never expose the simulator's mutable state and future arrivals are invisible (the scheduling
+problem is online).
 """
 
 from __future__ import annotations
