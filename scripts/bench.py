@@ -19,7 +19,7 @@ medians of ``--repeats`` runs; the load average at the start and end is recorded
 
 Usage::
 
-    nice python scripts/bench.py               # the full benchmark (about half an hour on 2 cores)
+    nice python scripts/bench.py               # the full benchmark (22 minutes on 2 shared cores)
     python scripts/bench.py --quick --out /tmp/results.json   # small sizes, one repeat: checks it works
 """
 
@@ -204,7 +204,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes and one repeat (checks that it works)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-jobs", type=int, default=10_000)
-    parser.add_argument("--cut-s", type=float, default=30.0, help="CPU seconds after which a policy's run is cut")
+    parser.add_argument("--cut-s", type=float, default=8.0, help="CPU seconds after which a policy's run is cut")
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     args = parser.parse_args()
     if args.repeats < 1 or args.num_jobs < 10 or not args.cut_s > 0:
