@@ -159,6 +159,8 @@ class PlanAhead:
             return theta * np.minimum(1.0, t_min / jct)
         if u == "linear":
             return theta * np.maximum(0.0, 1.0 - jct / (p.utility_horizon * t_min))
+        if u == "avg_jct":
+            return theta * np.maximum(0.0, 1.0 - jct / p.common_horizon_s(view))
         soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else p.sigmoid_slack * t_min
         z = np.minimum((jct - soft) / (p.sigmoid_width * soft), 700.0)
         return theta / (1.0 + np.exp(z))

@@ -43,7 +43,11 @@ algorithms"), with ``T_min = total iterations / best single-type rate`` and ``th
 priority weight: ``normalized_inverse_jct`` (default) ``theta T_min / T``; ``linear`` ``theta max(0,
 1 - T / (utility_horizon T_min))``; ``sigmoid`` ``theta / (1 + exp((T - T_soft) / (sigmoid_width
 T_soft)))`` with ``T_soft`` the job's deadline slack or ``sigmoid_slack T_min``; or any callable
-``f(job_view, T_s, T_min_s) -> float``.
+``f(job_view, T_s, T_min_s) -> float``. ``avg_jct`` is the average-JCT objective the draft states:
+``theta max(0, 1 - T / H)`` with one horizon ``H = utility_horizon * max_j T_min_j`` over the active jobs
+of the decision, so the summed utility falls linearly with the summed JCT and the payoff ranks jobs by
+predicted completion (shortest first); the other utilities scale each job by its own ``T_min`` and so
+weigh a long job's delay like a short one's (relative slowdown, a fairness aim).
 
 **Prices** (``price_auto``): per decision, ``U = max_j theta_j / W_j`` (the largest utility per GPU of
 a round) and ``L = max(price_floor_ratio U, min_j u_j(T_h) / (W_j R))``, with ``T_h`` the longest
@@ -86,7 +90,7 @@ from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
 
 HADAR_ROUND_S = 360.0
-UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid")
+UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid", "avg_jct")
 UtilityFn = Callable[[JobView, float, float], float]
 _EPS = 1e-9
 
@@ -151,7 +155,7 @@ class HadarKnobs(Knobs):
     price_L: float = knob(1e-3, low=0.0, low_open=True, doc="fixed L (price_auto=False)")
     price_U: float = knob(1.0, low=0.0, low_open=True, doc="fixed U (price_auto=False)")
     price_floor_ratio: float = knob(1e-3, low=0.0, low_open=True, high=1.0, doc="lower clamp of L / U")
-    utility_horizon: float = knob(10.0, low=1.0, low_open=True, doc="T_max / T_min of the linear utility")
+    utility_horizon: float = knob(10.0, low=1.0, low_open=True, doc="T_max / T_min of linear; H / max T_min of avg_jct")
     sigmoid_slack: float = knob(2.0, low=0.0, low_open=True, doc="T_soft / T_min of the sigmoid utility")
     sigmoid_width: float = knob(0.25, low=0.0, low_open=True, doc="sigmoid width relative to T_soft")
     plan_max_rounds: int = knob(5000, low=1, integer=True, doc="longest plan-ahead horizon in rounds")
@@ -180,8 +184,8 @@ class Hadar(Policy):
     subroutine, the plan-ahead schedule space; see the module docstring.
 
     Args:
-        utility: ``"normalized_inverse_jct"`` (default), ``"linear"``, ``"sigmoid"`` or a callable
-            ``f(job, T_s, T_min_s)``.
+        utility: ``"normalized_inverse_jct"`` (default), ``"linear"``, ``"sigmoid"``, ``"avg_jct"`` (the
+            average-JCT objective: one linear horizon for all active jobs) or a callable ``f(job, T_s, T_min_s)``.
         mode: ``"round"`` (Hadar-Round, default) or ``"plan"`` (Hadar-OASiS).
         work_conserving: Fill free GPUs with jobs whose payoff is not positive (default ``True``).
         task_level_mixing: Let a job's tasks span GPU types (default ``True``).
@@ -190,7 +194,8 @@ class Hadar(Policy):
         price_L: Fixed ``L`` (used when ``price_auto`` is ``False``; default 1e-3).
         price_U: Fixed ``U`` (used when ``price_auto`` is ``False``; default 1.0).
         price_floor_ratio: Lower clamp of ``L / U`` (default 1e-3, a reconstruction).
-        utility_horizon: ``T_max / T_min`` of the linear utility (default 10).
+        utility_horizon: ``T_max / T_min`` of the linear utility, and ``H / max_j T_min_j`` of ``avg_jct``
+            (default 10).
         sigmoid_slack: ``T_soft / T_min`` of the sigmoid utility for jobs without a deadline (default 2).
         sigmoid_width: Width of the sigmoid relative to ``T_soft`` (default 0.25).
         plan_max_rounds: Longest plan-ahead horizon in rounds (default 5,000).
@@ -268,6 +273,8 @@ class Hadar(Policy):
         self._candidates_version = -1
         self._candidates: dict[tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]], list[_Candidate]] = {}
         self._valued: dict[tuple[int, tuple[int, tuple[str, ...], bool], bool], tuple[float, float, float]] = {}
+        self._horizon_key: tuple[float, int] | None = None
+        self._horizon_s = math.inf
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
 
     # ----------------------------------------------------------------------------------------
@@ -309,9 +316,21 @@ class Hadar(Policy):
             return theta * min(1.0, t_min / jct_s)
         if u == "linear":
             return theta * max(0.0, 1.0 - jct_s / (self.utility_horizon * t_min))
+        if u == "avg_jct":
+            return theta * max(0.0, 1.0 - jct_s / self.common_horizon_s(view))
         soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
         z = (jct_s - soft) / (self.sigmoid_width * soft)
         return theta / (1.0 + math.exp(min(z, 700.0)))
+
+    def common_horizon_s(self, view: ClusterView) -> float:
+        """``H`` of the ``avg_jct`` utility: ``utility_horizon`` times the longest ``T_min`` of the active jobs."""
+        key = (view.now_s, len(view.jobs))
+        if key != self._horizon_key:
+            t_mins = [self.t_min_s(view, j) for j in view.jobs]
+            finite = [t for t in t_mins if math.isfinite(t)]
+            self._horizon_s = self.utility_horizon * max(finite) if finite else math.inf
+            self._horizon_key = key
+        return self._horizon_s
 
     def _kappa_of(self, view: ClusterView, job: JobView, gpu_type: str, n: int) -> float:
         key = (job.job_type, job.batch_size, gpu_type, n)

@@ -236,6 +236,38 @@ def test_utilities() -> None:
         assert us[0] >= us[1] >= us[2]
 
 
+def test_avg_jct_utility_is_linear_in_the_jct_with_one_horizon_for_all_jobs() -> None:
+    cluster = ClusterSpec.from_inventory("vpk", VPK)
+    # T_min = 1000 s and 3000 s on V100: H = 10 x 3000 s for both jobs.
+    jobs = [JobSpec(0, 0.0, "resnet50", 64, 4394.77, 1), JobSpec(1, 0.0, "resnet50", 64, 3 * 4394.77, 1)]
+    _, view = first_view(cluster, jobs)
+    pol = make_policy("hadar", utility="avg_jct", utility_horizon=10.0)
+    pol.reset(cluster, rng=np.random.default_rng(0))
+    assert pol.common_horizon_s(view) == pytest.approx(30_000.0, rel=1e-4)  # type: ignore[attr-defined]
+    for job_id in (0, 1):
+        job = view.job(job_id)
+        assert pol.utility_of(view, job, 6000.0) == pytest.approx(0.8, rel=1e-4)  # type: ignore[attr-defined]
+        assert pol.utility_of(view, job, 40_000.0) == 0.0  # type: ignore[attr-defined]
+
+
+def test_avg_jct_utility_runs_the_short_job_first_and_lowers_the_average_jct() -> None:
+    # One GPU, two jobs at t = 0 (1,000 s and 10,000 s alone on it). The relative utility values the long
+    # job's start more (the 30 s penalty is a smaller share of it); the average-JCT objective starts the
+    # short one: JCTs 1,030 and 11,060 s (mean 6,045 s) against 10,030 and 11,060 s.
+    cluster = ClusterSpec.from_inventory("one", {"v100": (1, 1)})
+    jobs = [JobSpec(0, 0.0, "resnet50", 64, 4394.77, 1), JobSpec(1, 0.0, "resnet50", 64, 10 * 4394.77, 1)]
+    means = {}
+    for utility in ("normalized_inverse_jct", "avg_jct"):
+        result = Simulator(cluster, jobs).run(make_policy("hadar", utility=utility))
+        jct = result.jobs.set_index("job_id")["jct_s"]
+        means[utility] = float(jct.mean())
+        if utility == "avg_jct":
+            assert jct[0] == pytest.approx(1030.0, rel=1e-3)
+            assert jct[1] == pytest.approx(11_060.0, rel=1e-3)
+    assert means["avg_jct"] == pytest.approx(6045.0, rel=1e-3)
+    assert means["normalized_inverse_jct"] == pytest.approx(10_545.0, rel=1e-3)
+
+
 def test_bad_knobs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="utility"):
         make_policy("hadar", utility="quadratic")
@@ -249,7 +281,9 @@ def test_bad_knobs_raise_clear_errors() -> None:
 # Whole runs
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"mode": "plan"}, {"utility": "linear"}, {"utility": "sigmoid"}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"mode": "plan"}, {"utility": "linear"}, {"utility": "sigmoid"}, {"utility": "avg_jct"}]
+)
 def test_completes_a_small_online_workload(kwargs: dict[str, object]) -> None:
     jobs = WorkloadConfig(recipe="gavel-philly", num_jobs=20, arrival_rate_per_h=10.0).build("gavel-108", seed=2)
     result = Simulator("gavel-108", jobs).run(make_policy("hadar", **kwargs))
