@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from baselines.hadare import with_model_bytes  # noqa: E402
 from hetgym.sim import SimConfig, Simulator, make_policy  # noqa: E402
+from hetgym.stats import t_interval  # noqa: E402
 from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 CLUSTER = "gavel-108"
@@ -115,12 +116,7 @@ def run_one(
 
 def _t_half_width(values: np.ndarray) -> float:
     """Half-width of the 95% confidence interval of the mean (Student t)."""
-    n = values.size
-    if n < 2:
-        return math.nan
-    from scipy.stats import t as student_t
-
-    return float(student_t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return t_interval(values).half_width
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
