@@ -9,10 +9,10 @@ between seeds that both share.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Interval:
         return bool(self.n >= 2 and (self.low > 0 or self.high < 0))
 
 
-def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
+def t_interval(values: ArrayLike, confidence: float = 0.95) -> Interval:
     """The mean of ``values`` and its Student-t confidence interval (non-finite values are left out).
 
     Raises:
@@ -68,9 +68,7 @@ def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     return Interval(mean, half, n, confidence)
 
 
-def paired_interval(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, confidence: float = 0.95
-) -> Interval:
+def paired_interval(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> Interval:
     """The mean of the paired differences ``a[i] - b[i]`` and its t interval.
 
     Raises:
