@@ -1027,6 +1027,11 @@ def _plt() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> None:
+    """Save ``fig`` as a PNG under a temporary name, then rename it."""
+    if fig._suptitle is None:
+        fig.suptitle(
+            "bars: mean and 95% t interval over seeds (per policy; the page's comparisons are paired)", fontsize=9
+        )
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
     os.close(fd)
     try:
@@ -1098,7 +1103,7 @@ def plot_jps(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> None:
     for _, row in sweep.iterrows():
         ax.annotate(row["method"].replace("JPS ", ""), (100 * row["mean_gap"], row["jain"]), fontsize=8)
     ax.set_xlabel("mean gap to the optimal average JCT (%)")
-    ax.set_ylabel("Jain index of the JCTs")
+    ax.set_ylabel("Jain index of JCT / JCT under the equal category")
     ax.set_title("fairness knob beta (95% CI over seeds)", fontsize=10)
     ax = axes[1]
     for method in [m for m in runs["method"].unique() if m != "optimum" and ("beta=1" in m)]:
@@ -1106,9 +1111,11 @@ def plot_jps(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> None:
         ax.step(gaps, np.arange(1, gaps.size + 1) / gaps.size, where="post", label=method)
     ax.axvline(100 * JPS_THRESHOLD, color="red", linestyle="--", label="2.04%")
     ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(left=0.0)
     ax.set_xlabel("gap to the optimum (%)")
     ax.set_ylabel("share of instances")
     ax.legend(fontsize=8)
+    fig.suptitle("JPS on instances from measured throughputs: the fairness knob and the gap's distribution", fontsize=9)
     save_figure(fig, path)
 
 
@@ -1309,7 +1316,8 @@ def ours_text(settings: Settings, source: str, runs: Mapping[str, pd.DataFrame])
             "NICs 100/25/10 Gb/s, iterations log-uniform in [1e3, 1e5]. The exact optimum by the dynamic programme. "
             f"JPS with {settings.jps_samples} sampled categories for each beta in "
             f"{', '.join(f'{b:g}' for b in settings.jps_betas)}, "
-            f"and with {settings.jps_more_samples} to test whether the tail is sampling."
+            f"and with {settings.jps_more_samples} to test whether the tail is sampling. Fairness: Jain's index of "
+            "each job's JCT over its JCT under the equal category (the quantity JPS's score weighs with 1 - beta)."
         ),
     }
 
