@@ -2,8 +2,8 @@
 
 Usage::
 
-    python scripts/reproduce_papers.py               # the full run (see docs/results/papers.md for its time)
-    python scripts/reproduce_papers.py --quick       # the same studies and seeds on smaller sizes
+    python scripts/reproduce_papers.py               # the full run: 266-722 s measured on 2 shared cores
+    python scripts/reproduce_papers.py --quick       # the same studies and seeds on smaller sizes: 58-91 s
     python scripts/reproduce_papers.py --only dancer jps --out /tmp/papers --page /tmp/papers.md
 
 Five studies (each one's setting is spelled out in the page it writes):
