@@ -34,7 +34,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 DEFAULT_OUT_DIR = REPO_ROOT / "hetgym" / "data"
 
-THROUGHPUT_COLUMNS = ("job_type", "batch_size", "gpu_type", "num_gpus", "placement", "iters_per_s", "source")
+THROUGHPUT_COLUMNS = (
+    "job_type",
+    "batch_size",
+    "gpu_type",
+    "num_gpus",
+    "placement",
+    "iters_per_s",
+    "source",
+    "iters_per_s_full",
+)
 GPU_TYPE_COLUMNS = ("gpu_type", "speed_index", "mem_gb", "source", "note")
 
 # ---------------------------------------------------------------------------------------------------------
@@ -492,6 +501,7 @@ def write_tables(result: BuildResult, out_dir: Path, rate_digits: int = SIGNIFIC
                     row.placement,
                     format_float(row.iters_per_s, rate_digits),
                     row.source,
+                    repr(float(row.iters_per_s)),  # the same figure as read or derived, every digit kept
                 ]
             )
     with (out_dir / "gpu_types.csv").open("w", newline="", encoding="utf-8") as handle:

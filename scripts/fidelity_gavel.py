@@ -21,11 +21,11 @@ Usage::
 
     python scripts/fidelity_gavel.py                        # writes docs/results/fidelity_gavel.md
     python scripts/fidelity_gavel.py --regenerate --gavel-dir /tmp/gavel --gavel-python /tmp/gavel-venv/bin/python
-    python scripts/fidelity_gavel.py --throughputs exact/throughputs.csv --out exact.md  # figures as read
+    python scripts/fidelity_gavel.py --throughputs my/throughputs.csv --out mine.md  # another table
 
-``--throughputs`` runs the compat side on another table, e.g. one written by
-``scripts/build_throughput_table.py --rate-digits 17 --out exact`` with Gavel's figures as read instead of
-the embedded table's 6 significant digits (which decide ties between jobs in Gavel's FIFO).
+``--throughputs`` runs the compat side on another table (``throughputs.csv`` format). The compat mode
+reads the ``iters_per_s_full`` column where a table has it (every digit as measured: the 7th digit of a
+rate decides ties between jobs in Gavel's FIFO), else ``iters_per_s``.
 """
 
 from __future__ import annotations
@@ -238,7 +238,8 @@ def load_throughputs(path: Path) -> Any:
             "python scripts/build_throughput_table.py --rate-digits 17 --out DIR"
         )
     try:
-        return ThroughputModel(table=pd.read_csv(path), clamp_superlinear=False, monotone=False)
+        table = pd.read_csv(path, converters={"iters_per_s_full": float})
+        return ThroughputModel(table=table, clamp_superlinear=False, monotone=False, full_precision=True)
     except (ValueError, KeyError) as err:
         raise FidelityError(f"--throughputs {path} is not a throughputs.csv table: {err}") from None
 

@@ -46,6 +46,9 @@ EXECUTION_MODES: tuple[str, ...] = ("sync", "proportional", "fork")
 
 TABLE_COLUMNS = ("job_type", "batch_size", "gpu_type", "num_gpus", "placement", "iters_per_s", "source")
 GPU_TYPE_COLUMNS = ("gpu_type", "speed_index", "mem_gb", "source", "note")
+#: Optional column: ``iters_per_s`` with every digit of the figure as read (``iters_per_s`` keeps 6
+#: significant digits). Only ``full_precision=True`` models read it (Gavel's compatibility mode).
+FULL_PRECISION_COLUMN = "iters_per_s_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,10 @@ class ThroughputModel:
         monotone: Use the running maximum over smaller counts (default ``True``).
         default_scaling_exponent: Power-law exponent beyond the largest count when a curve has a
             single feasible point.
+        full_precision: Read the rates from the table's ``iters_per_s_full`` column where it has a
+            figure (every digit as measured) instead of ``iters_per_s`` (6 significant digits). Gavel's
+            compatibility mode uses it: Gavel's round accounting (``floor(rate x round) / rate``) turns
+            the 7th digit into different priorities and tie-breaks (docs/fidelity.md).
 
     The model is immutable after construction and safe to share between simulators.
     """
@@ -126,6 +133,7 @@ class ThroughputModel:
         clamp_superlinear: bool = True,
         monotone: bool = True,
         default_scaling_exponent: float = 0.8,
+        full_precision: bool = False,
     ) -> None:
         if table is None:
             table = load_table()
@@ -136,6 +144,10 @@ class ThroughputModel:
             raise ValueError(f"throughput table lacks column(s) {missing}; expected {list(TABLE_COLUMNS)}")
         self.clamp_superlinear = clamp_superlinear
         self.monotone = monotone
+        self.full_precision = full_precision
+        if full_precision and FULL_PRECISION_COLUMN in table.columns:
+            full = pd.to_numeric(table[FULL_PRECISION_COLUMN], errors="coerce")
+            table = table.assign(iters_per_s=full.where(full.notna(), table["iters_per_s"]))
         self.default_scaling_exponent = float(default_scaling_exponent)
         self.speed_index: dict[str, float] = {
             str(t): float(v) for t, v in zip(gpu_types["gpu_type"], gpu_types["speed_index"], strict=True)
@@ -419,7 +431,8 @@ def allocation_rate(
 def _read_package_csv(name: str) -> pd.DataFrame:
     ref = resources.files("hetgym.data").joinpath(name)
     with resources.as_file(ref) as path:
-        return pd.read_csv(path)
+        # Python's own float parser for the full-precision column: exact to the last digit.
+        return pd.read_csv(path, converters={FULL_PRECISION_COLUMN: float})
 
 
 @cache
@@ -441,7 +454,7 @@ def _default_model() -> ThroughputModel:
 
 @cache
 def _raw_model() -> ThroughputModel:
-    return ThroughputModel(clamp_superlinear=False, monotone=False)
+    return ThroughputModel(clamp_superlinear=False, monotone=False, full_precision=True)
 
 
 def table_from_records(

@@ -25,7 +25,16 @@ DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 TABLE_DIR = REPO_ROOT / "hetgym" / "data"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build_throughput_table.py"
 
-THROUGHPUT_COLUMNS = ["job_type", "batch_size", "gpu_type", "num_gpus", "placement", "iters_per_s", "source"]
+THROUGHPUT_COLUMNS = [
+    "job_type",
+    "batch_size",
+    "gpu_type",
+    "num_gpus",
+    "placement",
+    "iters_per_s",
+    "source",
+    "iters_per_s_full",
+]
 GPU_TYPE_COLUMNS = ["gpu_type", "speed_index", "mem_gb", "source", "note"]
 KEY_COLUMNS = ["job_type", "batch_size", "gpu_type", "num_gpus", "placement"]
 H100_SOURCE = "estimate-mlperf-h100/a100"
@@ -76,6 +85,7 @@ def test_throughput_table_schema(throughputs: pd.DataFrame) -> None:
     assert throughputs["batch_size"].dtype == np.int64
     assert throughputs["num_gpus"].dtype == np.int64
     assert throughputs["iters_per_s"].dtype == np.float64
+    assert throughputs["iters_per_s_full"].dtype == np.float64
     for column in ("job_type", "gpu_type", "placement", "source"):
         assert all(isinstance(value, str) for value in throughputs[column]), column
     assert not throughputs.isna().any().any()
@@ -310,3 +320,20 @@ def test_build_script_keeps_the_figures_as_read_with_17_digits(tmp_path: Path, m
     assert len(exact) == len(committed)
     assert (exact["iters_per_s"].map(lambda v: float(f"{v:.6g}")) == committed["iters_per_s"]).all()
     assert (exact["iters_per_s"] != committed["iters_per_s"]).any()
+
+
+def test_the_full_precision_column_rounds_to_the_table_and_only_the_raw_model_reads_it() -> None:
+    from hetgym.sim.throughput import ThroughputModel, load_table
+
+    table = load_table()
+    full = table["iters_per_s_full"]
+    assert (full.map(lambda v: float(f"{v:.6g}")) == table["iters_per_s"]).all()
+    changed = table.index[full != table["iters_per_s"]]
+    assert len(changed) > 0
+    row = table.loc[changed[0]]
+    key = (str(row.job_type), int(row.batch_size), str(row.gpu_type), int(row.num_gpus), str(row.placement))
+    assert ThroughputModel.raw().measured_rate(*key) == row.iters_per_s_full
+    assert ThroughputModel.default().measured_rate(*key) == row.iters_per_s
+    # A table without the column (a user's own) is read as before by either model.
+    plain = table.drop(columns=["iters_per_s_full"])
+    assert ThroughputModel(plain, full_precision=True).measured_rate(*key) == row.iters_per_s
