@@ -32,7 +32,6 @@ import itertools
 import math
 import os
 import platform
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -57,6 +56,7 @@ from baselines.jps import (
     synthetic_instance,
     times_of,
 )
+from hetgym.atomic import atomic_write
 from hetgym.sim import JobSpec, SimConfig, Simulator, make_policy
 from hetgym.workloads import Load, recurring
 
@@ -368,27 +368,11 @@ def runtime_study(settings: Settings) -> pd.DataFrame:
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     """Write atomically (temporary file, then rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_csv(tmp, index=False, float_format="%.6g")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
 
 
 def save_figure(fig: Any, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"), keep_suffix=True)
 
 
 def plot_asrpt(summary: pd.DataFrame, path: Path) -> None:

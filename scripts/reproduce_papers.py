@@ -38,7 +38,6 @@ import math
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -53,6 +52,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from hetgym.atomic import atomic_write  # noqa: E402
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, list_policies, make_policy  # noqa: E402
 from hetgym.stats import Interval, paired_interval, t_interval  # noqa: E402
 
@@ -1032,15 +1032,12 @@ def save_figure(fig: Any, path: Path) -> None:
         fig.suptitle(
             "bars: mean and 95% t interval over seeds (per policy; the page's comparisons are paired)", fontsize=9
         )
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        atomic_write(
+            path,
+            lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None}),
+            keep_suffix=True,
+        )
     finally:
         _plt().close(fig)
 
@@ -1233,15 +1230,7 @@ def write_page(
         if (out / f"{study}.png").exists():
             lines += [f"![{study}]({rel}/{study}.png)", ""]
     text = "\n".join(lines).rstrip() + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{page.name}.", suffix=".tmp", dir=page.parent)
-    os.close(fd)
-    try:
-        Path(tmp).write_text(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, page)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(page, lambda tmp: tmp.write_text(text))
 
 
 def _extra_table(study: str, frame: pd.DataFrame) -> list[str]:
@@ -1328,15 +1317,7 @@ def ours_text(settings: Settings, source: str, runs: Mapping[str, pd.DataFrame])
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_csv(tmp, index=False, float_format="%.6g")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
 
 
 def reproduce(
