@@ -212,6 +212,43 @@ def check_allocation(
 
     A job's current allocation (the very object) is known to be valid and is only counted.
     """
+    _check_rejects(allocation, active)
+    totals: dict[str, int] = {}
+    new_explicit = False
+    for jid, ja in allocation.jobs.items():
+        new_explicit = _check_entry(jid, ja, cluster, active, now_s, totals) or new_explicit
+    _check_totals(allocation, cluster, totals, new_explicit)
+
+
+def check_allocation_delta(
+    allocation: Allocation,
+    cluster: ClusterSpec,
+    active: Mapping[int, _HasAllocation],
+    now_s: float,
+    base: Mapping[int, JobAllocation],
+    base_totals: Mapping[str, int],
+    touched: Iterable[int],
+) -> None:
+    """:func:`check_allocation` for an allocation that equals ``base`` (the running jobs' current
+    allocations, whose per-type totals are ``base_totals``) except for the jobs in ``touched``: the
+    same checks, on those jobs only."""
+    _check_rejects(allocation, active)
+    jobs = allocation.jobs
+    totals = dict(base_totals)
+    new_explicit = False
+    for jid in touched:
+        old = base.get(jid)
+        if old is not None:
+            for t, n in old.counts:
+                totals[t] -= n
+        ja = jobs.get(jid)
+        if ja is not None:
+            new_explicit = _check_entry(jid, ja, cluster, active, now_s, totals) or new_explicit
+    _check_totals(allocation, cluster, totals, new_explicit)
+
+
+def _check_rejects(allocation: Allocation, active: Mapping[int, _HasAllocation]) -> None:
+    """The allocation's type, and its rejections: of active jobs, none of them also allocated."""
     if not isinstance(allocation, Allocation):
         raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
     both = allocation.reject & allocation.jobs.keys()
@@ -220,21 +257,36 @@ def check_allocation(
     for jid in sorted(allocation.reject):
         if jid not in active:
             raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
+
+
+def _check_entry(
+    jid: int,
+    ja: JobAllocation,
+    cluster: ClusterSpec,
+    active: Mapping[int, _HasAllocation],
+    now_s: float,
+    totals: dict[str, int],
+) -> bool:
+    """Check one job's entry (unless it is the job's current allocation), add its counts to ``totals``;
+    ``True`` when it is a new explicit placement (its servers must be checked together)."""
+    job = active.get(jid)
+    if job is None:
+        raise InvalidAllocationError(
+            f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
+            f"active jobs are {_preview(active)}"
+        )
+    explicit = False
+    if ja is not job.allocation:
+        _check_job_allocation(jid, ja, job.spec, cluster)
+        explicit = ja.servers is not None
+    for t, n in ja.counts:
+        totals[t] = totals.get(t, 0) + n
+    return explicit
+
+
+def _check_totals(allocation: Allocation, cluster: ClusterSpec, totals: Mapping[str, int], new_explicit: bool) -> None:
+    """Per-type totals within the cluster's capacity; servers too when a placement is new and explicit."""
     capacity = cluster.capacity
-    totals: dict[str, int] = {}
-    new_explicit = False
-    for jid, ja in allocation.jobs.items():
-        job = active.get(jid)
-        if job is None:
-            raise InvalidAllocationError(
-                f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
-                f"active jobs are {_preview(active)}"
-            )
-        if ja is not job.allocation:
-            _check_job_allocation(jid, ja, job.spec, cluster)
-            new_explicit = new_explicit or ja.servers is not None
-        for t, n in ja.counts:
-            totals[t] = totals.get(t, 0) + n
     for t, n in totals.items():
         if n > capacity[t]:
             raise InvalidAllocationError(
@@ -257,58 +309,6 @@ def _check_servers(allocation: Allocation, cluster: ClusterSpec) -> None:
                 f"over capacity on server {s} ({cluster.servers[s].gpu_type}): {n} GPUs placed, "
                 f"it has {cluster.servers[s].num_gpus}"
             )
-
-
-def check_allocation_delta(
-    allocation: Allocation,
-    cluster: ClusterSpec,
-    active: Mapping[int, _HasAllocation],
-    now_s: float,
-    base: Mapping[int, JobAllocation],
-    base_totals: Mapping[str, int],
-    touched: Iterable[int],
-) -> None:
-    """:func:`check_allocation` for an allocation that equals ``base`` (the running jobs' current
-    allocations, whose per-type totals are ``base_totals``) except for the jobs in ``touched``: the
-    same checks, on those jobs only."""
-    if not isinstance(allocation, Allocation):
-        raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
-    jobs = allocation.jobs
-    both = allocation.reject & jobs.keys()
-    if both:
-        raise InvalidAllocationError(f"job(s) {sorted(both)} are both allocated GPUs and rejected")
-    for jid in sorted(allocation.reject):
-        if jid not in active:
-            raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
-    totals = dict(base_totals)
-    new_explicit = False
-    for jid in touched:
-        old = base.get(jid)
-        if old is not None:
-            for t, n in old.counts:
-                totals[t] -= n
-        ja = jobs.get(jid)
-        if ja is None:
-            continue
-        job = active.get(jid)
-        if job is None:
-            raise InvalidAllocationError(
-                f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
-                f"active jobs are {_preview(active)}"
-            )
-        if ja is not job.allocation:
-            _check_job_allocation(jid, ja, job.spec, cluster)
-            new_explicit = new_explicit or ja.servers is not None
-        for t, n in ja.counts:
-            totals[t] = totals.get(t, 0) + n
-    capacity = cluster.capacity
-    for t, n in totals.items():
-        if n > capacity[t]:
-            raise InvalidAllocationError(
-                f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
-            )
-    if new_explicit:
-        _check_servers(allocation, cluster)
 
 
 def _check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
