@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fidelity_gavel import FidelityError, check_gavel  # scripts/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "gavel"
 OUT = ROOT / "bench" / "gavel.json"
@@ -48,21 +50,6 @@ SIMULATE = (
 
 class BenchError(RuntimeError):
     """A missing Gavel checkout or interpreter, or a run that failed."""
-
-
-def check_gavel(gavel_dir: Path | None, gavel_python: Path | None) -> tuple[Path, Path]:
-    """The ``scheduler`` folder and the interpreter, or a :class:`BenchError` saying what is missing."""
-    if gavel_dir is None or gavel_python is None:
-        raise BenchError("give --gavel-dir (a Gavel checkout) and --gavel-python (its interpreter)")
-    scheduler = gavel_dir / "scheduler"
-    if not (scheduler / "scripts" / "drivers" / "simulate_scheduler_with_trace.py").is_file():
-        raise BenchError(
-            f"--gavel-dir {gavel_dir} is not a Gavel checkout (no scheduler/scripts/drivers/"
-            "simulate_scheduler_with_trace.py); clone stanford-futuredata/gavel and give its root"
-        )
-    if not gavel_python.is_file():
-        raise BenchError(f"--gavel-python {gavel_python} does not exist; give the interpreter Gavel runs with")
-    return scheduler, gavel_python
 
 
 def _timed(cmd: list[str], cwd: Path) -> float:
@@ -150,9 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BenchError(
                 f"unknown trace(s) {missing}; tests/data/gavel has {sorted(p.stem for p in DATA.glob('*.trace'))}"
             )
-        scheduler, python = check_gavel(args.gavel_dir, args.gavel_python)
+        scheduler, python = check_gavel(args.gavel_dir, args.gavel_python, need="give")
         report = bench(scheduler, python, args.repeats, args.traces)
-    except BenchError as err:
+    except (BenchError, FidelityError) as err:
         print(f"bench_gavel: error: {err}", file=sys.stderr)
         return 2
     from hetgym.atomic import atomic_write

@@ -123,9 +123,13 @@ def parse_gavel_log(text: str) -> GavelRun:
     return GavelRun(average, total, dict(sorted(jct.items())))
 
 
-def _check_gavel(gavel_dir: Path | None, gavel_python: Path | None) -> tuple[Path, Path]:
+def check_gavel(
+    gavel_dir: Path | None, gavel_python: Path | None, need: str = "--regenerate needs"
+) -> tuple[Path, Path]:
+    """Gavel's ``scheduler`` folder and its interpreter, or a :class:`FidelityError` saying what is missing
+    (``need`` starts the message when a path is not given)."""
     if gavel_dir is None or gavel_python is None:
-        raise FidelityError("--regenerate needs --gavel-dir (a Gavel checkout) and --gavel-python (its interpreter)")
+        raise FidelityError(f"{need} --gavel-dir (a Gavel checkout) and --gavel-python (its interpreter)")
     scheduler = gavel_dir / "scheduler"
     if not (scheduler / "scripts" / "drivers" / "simulate_scheduler_with_trace.py").is_file():
         raise FidelityError(
@@ -157,7 +161,7 @@ def run_gavel(scheduler: Path, python: Path, args: str) -> str:
 
 def regenerate(gavel_dir: Path | None, gavel_python: Path | None) -> dict[str, Any]:
     """Generate the traces and run Gavel's simulator on each; return the reference (nothing written yet)."""
-    scheduler, python = _check_gavel(gavel_dir, gavel_python)
+    scheduler, python = check_gavel(gavel_dir, gavel_python)
     assert gavel_dir is not None
     reference: dict[str, Any] = {
         "gavel_commit": gavel_commit(gavel_dir),
