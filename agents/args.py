@@ -261,6 +261,9 @@ class PPOArgs:
     """Value loss weight."""
     target_kl: float | None = 0.05
     """Stop an update's epochs early past this KL divergence (None: never)."""
+    critic_warmup_steps: int = 0
+    """Fine-tuning: train only the critic (actor frozen) for this many steps first, so the clone's critic fits
+    its own returns before its advantages move the policy (0: none)."""
     eval_seeds: str = "1000-1002"
     """Held-out workload seeds for the final evaluation (empty: skip)."""
     max_steps: int = 200_000

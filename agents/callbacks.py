@@ -8,6 +8,10 @@ and ``episode/jct_gap_to_teacher_h`` (positive DSR gap: the agent met more deadl
 
 :class:`PeriodicCheckpoint` saves ``model_<steps>.zip`` into the run folder every ``every`` steps, next to
 the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.zip`` finds the environment.
+
+:class:`CriticWarmup` freezes the actor for the first steps of a fine-tuning run, so the critic (fitted
+to the teacher's returns, under another discount) is fitted to the clone's own returns before its
+advantages move the policy (critic pre-training before RL fine-tuning of a cloned policy).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import BasePolicy
 
 from agents.common import AgentMeta, save_agent
 
@@ -105,4 +111,71 @@ class PeriodicCheckpoint(BaseCallback):
         return True
 
 
-__all__ = ["EpisodeMetricsCallback", "PeriodicCheckpoint", "TeacherReference", "episode_record"]
+def actor_parameters(policy: BasePolicy, obs: Any) -> list[th.nn.Parameter]:
+    """The trainable parameters the action distribution depends on, for the observation batch ``obs``.
+
+    Found from the autograd graph, not from module names: a parameter belongs to the actor when the
+    distribution's entropy is a function of it (shared feature extractors included), so it works for every
+    policy class of ``agents.policies``/``agents.set_policy`` and SB3's own.
+    """
+    params = [p for p in policy.parameters() if p.requires_grad]
+    obs_t, _ = policy.obs_to_tensor(obs)
+    with th.enable_grad():
+        entropy = policy.get_distribution(obs_t).entropy()  # type: ignore[operator]
+        if entropy is None:  # pragma: no cover - every distribution of a discrete action space has one
+            raise ValueError("the policy's distribution has no entropy; cannot find the actor's parameters")
+        grads = th.autograd.grad(entropy.sum(), params, allow_unused=True)
+    return [p for p, g in zip(params, grads, strict=True) if g is not None]
+
+
+class CriticWarmup(BaseCallback):
+    """Train only the critic for the first ``steps`` environment steps (the actor's parameters frozen).
+
+    The actor is every parameter the action distribution depends on (:func:`actor_parameters`), so a
+    feature extractor shared with the critic is frozen too and the policy is exactly the saved clone's
+    until ``steps`` is reached; then every parameter trains. ``frozen_updates`` counts the rollouts trained
+    with the actor frozen.
+    """
+
+    def __init__(self, steps: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if steps < 0:
+            raise ValueError(f"critic warm-up steps={steps}: give 0 (none) or a positive number of steps")
+        self.steps = int(steps)
+        self.frozen: list[th.nn.Parameter] = []
+        self.frozen_updates = 0
+
+    def _on_training_start(self) -> None:
+        if self.steps <= 0:
+            return
+        self.frozen = actor_parameters(self.model.policy, self.model._last_obs)
+        for p in self.frozen:
+            p.requires_grad_(False)
+
+    def _on_rollout_end(self) -> None:
+        if not self.frozen:
+            return
+        if self.num_timesteps >= self.steps:
+            for p in self.frozen:
+                p.requires_grad_(True)
+            self.frozen = []
+        else:
+            self.frozen_updates += 1
+
+    def _on_training_end(self) -> None:
+        for p in self.frozen:
+            p.requires_grad_(True)
+        self.frozen = []
+
+    def _on_step(self) -> bool:
+        return True
+
+
+__all__ = [
+    "CriticWarmup",
+    "EpisodeMetricsCallback",
+    "PeriodicCheckpoint",
+    "TeacherReference",
+    "actor_parameters",
+    "episode_record",
+]

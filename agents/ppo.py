@@ -9,7 +9,9 @@ hyperparameters is built with the same policy network, and the saved weights (ac
 copied into it; the slot network's modules have the same names under PPO and MaskablePPO, so a clone
 saved for one fine-tunes under either. Fine-tuning defaults are conservative (a learning rate of 1e-5, a
 clip range of 0.1, no entropy bonus) so the first updates, driven by a critic fitted to the teacher's
-returns, do not undo the cloning. Without ``init`` the policy starts at random (learning rate 3e-4, a
+returns, do not undo the cloning; ``critic_warmup_steps`` goes further and trains the critic alone (the
+actor frozen, :class:`~agents.callbacks.CriticWarmup`) until it has seen that many of the clone's own
+steps. Without ``init`` the policy starts at random (learning rate 3e-4, a
 small entropy bonus): the "from scratch" baseline.
 
 The episodes' workloads are drawn from the environment's seeded generator (a fresh workload per
@@ -30,7 +32,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from agents.args import PPOArgs
 from agents.bc import RunResult, _Progress, evaluate_against_teacher, log_evaluation, make_logger, new_model
-from agents.callbacks import EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
+from agents.callbacks import CriticWarmup, EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
 from agents.common import (
     AgentError,
     AgentMeta,
@@ -55,6 +57,10 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     if args.total_timesteps < 1 or args.n_envs < 1 or args.n_steps < 1:
         raise AgentError("total_timesteps, n_envs and n_steps must be >= 1")
     finetune = args.init is not None
+    if args.critic_warmup_steps < 0:
+        raise AgentError(f"critic_warmup_steps={args.critic_warmup_steps}: give 0 (none) or a positive step count")
+    if args.critic_warmup_steps > 0 and not finetune:
+        raise AgentError("critic_warmup_steps needs --init (a clone to fine-tune): from scratch no actor to keep")
     recipe = f"{args.algo}-finetune" if finetune else args.algo
     name = args.run_name or run_name(args.env_id, recipe, args.teacher if finetune else None, args.seed)
     folder = Path(args.out_dir) / name
@@ -119,6 +125,9 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     if args.time_discount:
         time_scale_s = float(venv.envs[0].unwrapped.config.time_scale_s)  # type: ignore[attr-defined]
         callbacks.insert(0, TimeDiscountCallback(args.gamma, time_scale_s))
+    warmup = CriticWarmup(args.critic_warmup_steps)
+    if args.critic_warmup_steps > 0:
+        callbacks.append(warmup)
     if args.checkpoint_every > 0:
         callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
     with _Progress(progress) as bar:
@@ -135,6 +144,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     meta.results = {
         "timesteps": int(model.num_timesteps),
         "episodes": episodes.episodes,
+        "critic_warmup_updates": warmup.frozen_updates,
         "evaluation": evaluation,
         "wall_s": time.perf_counter() - started,
     }

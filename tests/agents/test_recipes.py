@@ -188,3 +188,44 @@ def test_ppo_from_scratch_and_bad_fine_tuning_input(bc_run: bc.RunResult, tmp_pa
         ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), env={"queue_slots": 8}, out_dir=str(tmp_path)))
     with pytest.raises(AgentError, match="no model"):
         load_agent(tmp_path / "nowhere")
+
+
+def test_critic_warmup_keeps_the_clone_and_trains_only_the_critic(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    args = PPOArgs(
+        env_id=TINY,
+        init=str(bc_run.path),
+        total_timesteps=512,
+        n_steps=256,
+        batch_size=128,
+        n_epochs=1,
+        learning_rate=1e-3,
+        critic_warmup_steps=10_000,  # longer than the run: the actor never trains
+        eval_seeds="",
+        out_dir=str(tmp_path),
+        run_name="warm",
+        track=False,
+    )
+    run = ppo.train(args)
+    assert run.meta.results["critic_warmup_updates"] == 2
+    before, after = bc_run.model.policy.state_dict(), run.model.policy.state_dict()
+    changed = {k for k in before if not th.equal(before[k], after[k])}
+    assert changed and all("value" in k for k in changed), changed  # only the critic moved
+    assert all(p.requires_grad for p in run.model.policy.parameters())  # unfrozen at the end
+    with pytest.raises(AgentError, match="needs --init"):
+        ppo.train(PPOArgs(env_id=TINY, critic_warmup_steps=10, out_dir=str(tmp_path)))
+    with pytest.raises(AgentError, match="critic_warmup_steps=-1"):
+        ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), critic_warmup_steps=-1, out_dir=str(tmp_path)))
+
+
+def test_actor_parameters_follow_the_graph_not_the_names(bc_run: bc.RunResult) -> None:
+    from agents.callbacks import actor_parameters
+
+    policy = bc_run.model.policy
+    env = bc_run.model.get_env()
+    assert env is not None
+    obs = env.reset()
+    actor = {id(p) for p in actor_parameters(policy, obs)}
+    names = {n for n, p in policy.named_parameters() if id(p) in actor}
+    assert any(n.startswith("action_net") for n in names)
+    assert not any(n.startswith("value_net") for n in names)
+    assert len(actor) < len(list(policy.parameters()))
