@@ -154,6 +154,9 @@ class ExpertTracker:
         if key != self._key:
             self._key = key
             self.target = self.policy.schedule(base.view)
+            wants = getattr(self.policy, "wants_next_epoch", None)
+            if callable(wants) and wants():
+                base.request_decision()  # its decision may change at the next tick without news
             self.encoding = base.encode(self.target)
             self.num_epochs += 1
             if not self.encoding.exact:

@@ -113,7 +113,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     runs a given workload. With ``trace=...`` every episode replays the trace.
 
     With ``decisions="on-change"`` the agent is asked only at epochs with news (an arrival, a completion,
-    a rejection or a deadline passing); quiet round ticks are committed with the allocation standing.
+    a rejection or a deadline passing) or at the next epoch after it called :meth:`request_decision`
+    (its own request); other quiet round ticks are committed with the allocation standing.
 
     ## Episode End
 
@@ -199,6 +200,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.sim: Simulator | None = None
         self._reference: ReferenceRun | None = None
         self._changed = False
+        self._requested = False
         self._potential = 0.0
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
@@ -252,8 +254,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if outcome.commit:
             t0 = self._now_s
             self._commit(comps)  # loads the next epoch and recomputes the mask
-            while self._quiet_epoch():
-                self._commit(comps)  # the allocation stands: nothing changed since the agent decided
+            if self._requested:
+                self._requested = False  # the agent asked to see the next epoch (request_decision)
+            else:
+                while self._quiet_epoch():
+                    self._commit(comps)  # the allocation stands: nothing changed since the agent decided
             if self._reference is not None:
                 ref = self._reference.components(t0, math.inf if self._done else self._now_s)
                 reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
@@ -382,6 +387,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.episode_id += 1
         self._started = True
         self._done = False
+        self._requested = False
         self._stop_reason = ""
         self._result = None
         self._history = []
@@ -474,6 +480,20 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             self._end_episode()
             self._charge_unfinished(comps)
         self._load(next_view)
+
+    def request_decision(self) -> None:
+        """Ask the agent at the next epoch even if it brings no news (``decisions="on-change"``).
+
+        For an agent whose decision can change with time alone, e.g. a policy that waits for an
+        interval to pass before it recomputes: without the request, the quiet round ticks after this
+        epoch's commit would run with the allocation standing and the agent would not be asked until
+        the next arrival, completion, rejection or missed deadline. The request covers the next epoch
+        only (call it again at that epoch to keep being asked); ``ExpertAgent`` calls it for policies
+        whose ``wants_next_epoch()`` says so. No effect under ``decisions="every-epoch"``.
+        """
+        if self._done:
+            raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
+        self._requested = True
 
     def _quiet_epoch(self) -> bool:
         """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""

@@ -94,6 +94,14 @@ class Policy(ABC):
     def schedule(self, view: ClusterView) -> Allocation:
         """Return the complete allocation after this epoch (see :class:`~hetgym.sim.allocation.Allocation`)."""
 
+    def wants_next_epoch(self) -> bool:
+        """Whether this policy's decision may change at the next epoch even if nothing arrives, completes
+        or misses its deadline (e.g. a recompute it postponed to a later round). The simulator calls
+        every policy at every epoch anyway; the Gym environment asked only on news
+        (``decisions="on-change"``) reads it through ``ExpertAgent`` to ask the policy at the next epoch.
+        ``False`` by default."""
+        return False
+
     def params(self) -> dict[str, Any]:
         """The constructor arguments (knobs) and their current values."""
         sig = inspect.signature(type(self).__init__)
