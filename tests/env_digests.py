@@ -1,0 +1,119 @@
+"""Digests of the env's output stream on fixed seeded random episodes, to prove speed work changes no result.
+
+Each case makes one env configuration, resets it with a seed and steps it with a random masked agent
+(its own seeded generator; for ``MultiDiscrete`` codecs a uniform sample of the action space) for a
+fixed number of steps, resetting when an episode ends. Every observation (each key's name, dtype and
+bytes, in key order), action mask, reward, termination and truncation flag is hashed. The committed
+digests live in ``tests/data/env_digests.json``; ``tests/envs/test_observation_stream.py`` recomputes
+them. A change that alters any entry of any observation, mask or reward, by even one bit, fails there.
+
+Regenerate the file only for a deliberate change of behaviour (never for a speed change)::
+
+    python tests/env_digests.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DIGESTS_PATH = Path(__file__).resolve().parent / "data" / "env_digests.json"
+
+
+@dataclass(frozen=True)
+class Case:
+    """``steps`` random masked steps of ``env_id`` with ``overrides``, reset with ``seed``."""
+
+    name: str
+    env_id: str
+    seed: int
+    steps: int
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}#s{self.seed}"
+
+
+def cases() -> list[Case]:
+    """The fixed set: the v1 interface (default and tiny), the v0 defaults and the other built-in
+    observations and codecs, two seeds each for the v1 default."""
+    return [
+        Case("v1", "HetCluster-v1", 0, 1500),
+        Case("v1", "HetCluster-v1", 1, 1500),
+        Case("v1-tiny", "HetCluster-Tiny-v1", 2, 800),
+        Case("v0", "HetCluster-v0", 3, 1500),
+        Case("v0-levels", "HetCluster-v0", 4, 800, {"observation": "window-levels"}),
+        Case("v1-arrival-modes", "HetCluster-v1", 5, 800, {"window_order": "arrival", "modes": ("sync", "fork")}),
+        Case("v1-every-epoch", "HetCluster-v1", 6, 600, {"decisions": "every-epoch", "queue_slots": 8}),
+        Case("multidiscrete", "HetCluster-v0", 7, 200, {"codec": "multidiscrete"}),
+    ]
+
+
+def _actions(env: Any, mask: np.ndarray, rng: np.random.Generator) -> Any:
+    space = env.action_space
+    if hasattr(space, "n"):
+        return int(rng.choice(np.flatnonzero(mask)))
+    return rng.integers(0, space.nvec)
+
+
+def stream(case: Case) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, float, bool, bool]]:
+    """``(obs, mask, reward, terminated, truncated)`` for the reset and every step of ``case``."""
+    import gymnasium as gym
+
+    import hetgym  # noqa: F401  (registers the ids)
+    from hetgym.envs.env import HetClusterEnv
+
+    # The env itself, without gym.make's wrappers (and the v0 ids' deprecation warning).
+    env = HetClusterEnv(**{**gym.spec(case.env_id).kwargs, **case.overrides})
+    rng = np.random.default_rng(case.seed)
+    obs, info = env.reset(seed=case.seed)
+    yield obs, info["action_mask"], 0.0, False, False
+    for _ in range(case.steps):
+        obs, reward, terminated, truncated, info = env.step(_actions(env, info["action_mask"], rng))
+        yield obs, info["action_mask"], float(reward), bool(terminated), bool(truncated)
+        if terminated or truncated:
+            obs, info = env.reset()
+            yield obs, info["action_mask"], 0.0, False, False
+
+
+def digest(case: Case) -> dict[str, object]:
+    """Run ``case`` and return its digest and counts."""
+    h = hashlib.sha256()
+    steps = episodes = 0
+    for obs, mask, reward, terminated, truncated in stream(case):
+        for key, value in obs.items():
+            h.update(f"{key}:{value.dtype}:{value.shape}".encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        h.update(np.ascontiguousarray(mask).tobytes())
+        h.update(struct.pack("<d??", reward, terminated, truncated))
+        steps += 1
+        episodes += int(terminated or truncated)
+    return {"sha256": h.hexdigest(), "records": steps, "episodes_ended": episodes}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help=f"(re)write {DIGESTS_PATH.name}")
+    args = parser.parse_args()
+    if not args.write:
+        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
+    table = {}
+    for case in cases():
+        table[case.key] = digest(case)
+        print(case.key, table[case.key], file=sys.stderr)
+    DIGESTS_PATH.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
