@@ -253,12 +253,13 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         reference_reward = 0.0
         if outcome.commit:
             t0 = self._now_s
-            self._commit(comps)  # loads the next epoch and recomputes the mask
+            self._commit(comps)  # loads the next epoch's window and draft
             if self._requested:
                 self._requested = False  # the agent asked to see the next epoch (request_decision)
             else:
                 while self._quiet_epoch():
                     self._commit(comps)  # the allocation stands: nothing changed since the agent decided
+            self._present()  # the observation's epoch features and the mask, only for the epoch shown
             if self._reference is not None:
                 ref = self._reference.components(t0, math.inf if self._done else self._now_s)
                 reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
@@ -400,14 +401,19 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if view is None:
             self._end_episode()
         self._load(view)
+        self._present()
         self._potential = deadline_slack_potential(self.state.view, self._statics) if self.config.shaping else 0.0
 
     def _load(self, view: ClusterView | None) -> None:
+        """Fill the window and the draft of a new epoch (what a commit needs; see :meth:`_present`)."""
         self._target_note = None
         if view is not None:
             self._now_s = view.now_s
             self._epoch = view.epoch
         self.state.load(view, self._statics, self._window_order)
+
+    def _present(self) -> None:
+        """The epoch's observation features and mask: skipped for quiet epochs, which the agent never sees."""
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 
