@@ -17,8 +17,8 @@ from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
-from hetgym.envs.state import WINDOW_ORDERS, DecisionState
-from hetgym.sim.allocation import Allocation
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState, order_window
+from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
@@ -253,13 +253,16 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         reference_reward = 0.0
         if outcome.commit:
             t0 = self._now_s
-            self._commit(comps)  # loads the next epoch's window and draft
+            view = self._commit(comps, self.state.view, self.state.allocation())
             if self._requested:
                 self._requested = False  # the agent asked to see the next epoch (request_decision)
             else:
-                while self._quiet_epoch():
-                    self._commit(comps)  # the allocation stands: nothing changed since the agent decided
-            self._present()  # the observation's epoch features and the mask, only for the epoch shown
+                while view is not None and self._quiet_epoch(view):
+                    # The allocation stands: nothing changed since the agent decided. Such an epoch is never
+                    # shown, so its window, observation and mask are not built.
+                    view = self._commit(comps, view, self._standing_allocation(view))
+            self._load(view)
+            self._present()
             if self._reference is not None:
                 ref = self._reference.components(t0, math.inf if self._done else self._now_s)
                 reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
@@ -417,11 +420,31 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 
-    def _commit(self, comps: RewardComponents) -> None:
+    def _standing_allocation(self, view: ClusterView) -> Allocation:
+        """What committing ``view``'s epoch with an untouched draft gives: every job keeps its allocation.
+
+        The same entries, in the same order (the window's), as :meth:`DecisionState.allocation` after
+        :meth:`DecisionState.load`, without filling the window's arrays; marked as changing no job, so the
+        simulator checks and applies nothing. A window job whose mode is not one of the configured modes
+        would be given the first one by the draft: then the draft is built as usual.
+        """
+        ordered, _ = order_window(view, self._statics, self._window_order)
+        modes = self.state.mode_index
+        window = self.state.num_slots
+        jobs: dict[int, JobAllocation] = {}
+        for i, job in enumerate(ordered):
+            ja = job.allocation
+            if ja:
+                if i < window and ja.mode not in modes:
+                    self.state.load(view, self._statics, self._window_order)
+                    return self.state.allocation()
+                jobs[job.job_id] = ja
+        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
+
+    def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
+        """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view."""
         state = self.state
-        view = state.view
         assert view is not None and self.sim is not None
-        allocation = state.allocation()
         t0 = view.now_s
         next_view = self.sim.step(allocation)
         t1 = next_view.now_s if next_view is not None else self.sim.now_s
@@ -485,7 +508,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if next_view is None:
             self._end_episode()
             self._charge_unfinished(comps)
-        self._load(next_view)
+        return next_view
 
     def request_decision(self) -> None:
         """Ask the agent at the next epoch even if it brings no news (``decisions="on-change"``).
@@ -501,12 +524,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         self._requested = True
 
-    def _quiet_epoch(self) -> bool:
+    def _quiet_epoch(self, view: ClusterView) -> bool:
         """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""
         if self.config.decisions != "on-change" or self._done:
             return False
-        view = self.state.view
-        return view is not None and view.is_tick and not view.arrived and not view.completed and not self._changed
+        return view.is_tick and not view.arrived and not view.completed and not self._changed
 
     def _charge_unfinished(self, comps: RewardComponents) -> None:
         """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
