@@ -3,7 +3,8 @@
 Each case makes one env configuration, resets it with a seed and steps it with a random masked agent
 (its own seeded generator; for ``MultiDiscrete`` codecs a uniform sample of the action space) for a
 fixed number of steps, resetting when an episode ends. Every observation (each key's name, dtype and
-bytes, in key order), action mask, reward, termination and truncation flag is hashed. The committed
+bytes, in key order), action mask, reward component (``info["reward_components"]``), reward,
+termination and truncation flag is hashed. The committed
 digests live in ``tests/data/env_digests.json``; ``tests/envs/test_observation_stream.py`` recomputes
 them. A change that alters any entry of any observation, mask or reward, by even one bit, fails there.
 
@@ -56,6 +57,8 @@ def cases() -> list[Case]:
         Case("v1-arrival-modes", "HetCluster-v1", 5, 800, {"window_order": "arrival", "modes": ("sync", "fork")}),
         Case("v1-every-epoch", "HetCluster-v1", 6, 600, {"decisions": "every-epoch", "queue_slots": 8}),
         Case("multidiscrete", "HetCluster-v0", 7, 200, {"codec": "multidiscrete"}),
+        Case("v1-jct", "HetCluster-v1", 8, 800, {"reward": "jct"}),
+        Case("v1-tiny-utilisation", "HetCluster-Tiny-v1", 9, 600, {"reward": "utilisation"}),
     ]
 
 
@@ -66,8 +69,8 @@ def _actions(env: Any, mask: np.ndarray, rng: np.random.Generator) -> Any:
     return rng.integers(0, space.nvec)
 
 
-def stream(case: Case) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, float, bool, bool]]:
-    """``(obs, mask, reward, terminated, truncated)`` for the reset and every step of ``case``."""
+def stream(case: Case) -> Iterator[tuple[dict[str, np.ndarray], dict[str, Any], float, bool, bool]]:
+    """``(obs, info, reward, terminated, truncated)`` for the reset and every step of ``case``."""
     import gymnasium as gym
 
     import hetgym  # noqa: F401  (registers the ids)
@@ -77,24 +80,26 @@ def stream(case: Case) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, floa
     env = HetClusterEnv(**{**gym.spec(case.env_id).kwargs, **case.overrides})
     rng = np.random.default_rng(case.seed)
     obs, info = env.reset(seed=case.seed)
-    yield obs, info["action_mask"], 0.0, False, False
+    yield obs, info, 0.0, False, False
     for _ in range(case.steps):
         obs, reward, terminated, truncated, info = env.step(_actions(env, info["action_mask"], rng))
-        yield obs, info["action_mask"], float(reward), bool(terminated), bool(truncated)
+        yield obs, info, float(reward), bool(terminated), bool(truncated)
         if terminated or truncated:
             obs, info = env.reset()
-            yield obs, info["action_mask"], 0.0, False, False
+            yield obs, info, 0.0, False, False
 
 
 def digest(case: Case) -> dict[str, object]:
     """Run ``case`` and return its digest and counts."""
     h = hashlib.sha256()
     steps = episodes = 0
-    for obs, mask, reward, terminated, truncated in stream(case):
+    for obs, info, reward, terminated, truncated in stream(case):
         for key, value in obs.items():
             h.update(f"{key}:{value.dtype}:{value.shape}".encode())
             h.update(np.ascontiguousarray(value).tobytes())
-        h.update(np.ascontiguousarray(mask).tobytes())
+        h.update(np.ascontiguousarray(info["action_mask"]).tobytes())
+        for key, number in sorted(info["reward_components"].items()):
+            h.update(struct.pack("<d", number) + key.encode())
         h.update(struct.pack("<d??", reward, terminated, truncated))
         steps += 1
         episodes += int(terminated or truncated)
