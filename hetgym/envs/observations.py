@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -419,6 +419,8 @@ class WindowLevelsObservation(WindowObservation):
         )
         #: Rates (T, C) by (job type, batch size): they do not depend on the episode.
         self._rates: dict[tuple[str, int], np.ndarray] = {}
+        #: The static rows of :meth:`begin_epoch` by (job type, batch size, allowed types).
+        self._rows: dict[tuple[str, int, bytes], _LevelRow] = {}
         self._server = np.array([self.cluster.max_gpus_per_server[t] for t in state.types], dtype=np.int64)
 
     def _level_rates(self, job: JobView, types: tuple[str, ...]) -> np.ndarray:
@@ -439,28 +441,63 @@ class WindowLevelsObservation(WindowObservation):
         self._rates[key] = out
         return out
 
+    def _level_row(self, job: JobView, allowed: np.ndarray) -> _LevelRow:
+        """The static part of a job's rows: rates (T, C) on its allowed types, normalised, and their sign."""
+        key = (job.job_type, int(job.batch_size), allowed.tobytes())
+        hit = self._rows.get(key)
+        if hit is not None:
+            return hit
+        rates = self._level_rates(job, self.cluster.gpu_types) * allowed[:, None]
+        top = float(rates.max())
+        if top <= 0:
+            row = _LevelRow(rates, None, None, None)
+        else:
+            positive = rates > 0
+            row = _LevelRow(rates, rates / top, positive, np.where(positive, 1.0, -1.0))
+        self._rows[key] = row
+        return row
+
     def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
         super().begin_epoch(state, statics, num_jobs)
         v = self._view
-        rate_out = v["job_level_rate"].reshape(self.num_slots, self.num_types, self.num_levels)
-        slack_out = v["job_level_slack"].reshape(self.num_slots, self.num_types, self.num_levels)
+        k, t, c = self.num_slots, self.num_types, self.num_levels
+        rate_out = v["job_level_rate"].reshape(k, t, c)
+        slack_out = v["job_level_slack"].reshape(k, t, c)
         view = state.view
-        if view is None:
+        if view is None or not state.jobs:
             return
         now = view.now_s
-        scale = self.time_scale_s
-        for slot, job in enumerate(state.jobs):
-            rates = self._level_rates(job, state.types) * statics.get(job).allowed[:, None]
-            top = float(rates.max())
-            if top <= 0:
+        # The rows that depend only on the job (rates, their normalisation) come from a cache; the slack
+        # of every deadline job is computed in one pass over the stacked rates.
+        rows = [self._level_row(job, allowed) for job, allowed in zip(state.jobs, state.allowed, strict=False)]
+        dated: list[int] = []
+        for slot, (job, row) in enumerate(zip(state.jobs, rows, strict=True)):
+            if row.normalised is None:
                 slack_out[slot] = -1.0
                 continue
-            rate_out[slot] = rates / top
-            if not math.isfinite(job.deadline_s):
-                slack_out[slot] = np.where(rates > 0, 1.0, -1.0)
-                continue
-            need_s = np.where(rates > 0, job.remaining_iters / np.maximum(rates, 1e-300), np.inf)
-            slack_out[slot] = np.tanh((job.deadline_s - now - need_s) / scale)  # tanh(-inf) = -1
+            rate_out[slot] = row.normalised
+            if math.isfinite(job.deadline_s):
+                dated.append(slot)
+            else:
+                slack_out[slot] = row.sign
+        if not dated:
+            return
+        jobs = state.jobs
+        rates = np.stack([rows[i].rates for i in dated])
+        remaining = np.array([jobs[i].remaining_iters for i in dated])[:, None, None]
+        left_s = np.array([jobs[i].deadline_s - now for i in dated])[:, None, None]
+        positive = np.stack([rows[i].positive for i in dated])  # type: ignore[misc]
+        need_s = np.where(positive, remaining / np.maximum(rates, 1e-300), np.inf)
+        slack_out[dated] = np.tanh((left_s - need_s) / self.time_scale_s)  # tanh(-inf) = -1
+
+
+class _LevelRow(NamedTuple):
+    """A job's per-(type, level) rates (T, C) on its allowed types; the others ``None`` when all are 0."""
+
+    rates: np.ndarray
+    normalised: np.ndarray | None  # rates / their maximum
+    positive: np.ndarray | None  # rates > 0
+    sign: np.ndarray | None  # 1 where rates > 0, else -1 (the slack row of a job without a deadline)
 
 
 # Encoders defined in their own modules register on import (kept last: they subclass the ones above).

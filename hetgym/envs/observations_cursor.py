@@ -90,6 +90,7 @@ class WindowCursorObservation(WindowLevelsObservation):
             },
         )
         self._rates = {}
+        self._rows = {}
         self._server = np.array([self.cluster.max_gpus_per_server[g] for g in state.types], dtype=np.int64)
 
     def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
