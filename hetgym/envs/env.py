@@ -457,15 +457,21 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         rejected = allocation.reject
         dt = t1 - t0
         job_s = 0.0
-        for job in view.jobs:
-            if job.job_id not in rejected:
-                job_s += min(ended_at.get(job.job_id, t1), t1) - t0
         busy = 0.0
-        rows: list[tuple[int, int, int]] = []
-        type_index = state.type_index
-        for jid, ja in allocation.jobs.items():
-            busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
-            rows.extend((jid, type_index[t], n) for t, n in ja.counts)
+        if ended:
+            for job in view.jobs:
+                if job.job_id not in rejected:
+                    job_s += min(ended_at.get(job.job_id, t1), t1) - t0
+            for jid, ja in allocation.jobs.items():
+                busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
+        else:
+            # No job ended in the interval (and none active at t0 had ended before): every term is dt,
+            # summed in the same order, so the totals are the same to the bit.
+            for job in view.jobs:
+                if job.job_id not in rejected:
+                    job_s += dt
+            for ja in allocation.jobs.values():
+                busy += ja.total_gpus * dt
         # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
         comps.dt_s += dt
         comps.job_s += job_s
@@ -500,7 +506,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self.render_mode == "rgb_array":
             # The allocation history is the picture's content, kept only when it is drawn: it grows with
             # the episode, and everything else an env holds stays bounded by the workload.
-            rows.sort()
+            type_index = state.type_index
+            rows = sorted((jid, type_index[t], n) for jid, ja in allocation.jobs.items() for t, n in ja.counts)
             segment = tuple(rows)
             if not self._history or self._history[-1][1] != segment:
                 self._history.append((t0, segment))
