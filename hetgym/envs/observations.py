@@ -267,6 +267,15 @@ class WindowObservation(ObservationEncoder):
         self._view["cluster_capacity"][:] = self._capacity_share
         self._log_total = math.log1p(self.total_gpus)
         self._mode_rows = np.arange(k) * m
+        # Where observe writes the draft's features (offsets into the buffer).
+        self._items = [(key, self._slices[key]) for key in self._keys]
+        self._capacity_list: list[float] = self.capacity.tolist()
+        self._alloc_slice = self._slices["job_alloc"]
+        self._free_slice = self._slices["cluster_free"]
+        self._actions_index = self._slices["clock"].start + CLOCK_FEATURES.index("actions_used")
+        self._rejected_slice = self._slices.get("job_rejected", slice(0, 0))
+        self._mode_offset = self._slices["job_mode"].start if m > 1 else 0
+        self._cursor_offset = self._slices["slot_cursor"].start if slot_cursor else 0
 
     def _make_views(self) -> None:
         """Per-key views and the per-slot block, all into the one buffer."""
@@ -357,20 +366,33 @@ class WindowObservation(ObservationEncoder):
 
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
-        sl = self._slices
-        obs = {key: buf[sl[key]] for key in self._keys}
-        if state.view is not None:
-            obs["job_alloc"][:] = (state.draft / self.capacity).reshape(-1)
-            obs["cluster_free"][:] = state.free / self.capacity
-            obs["clock"][2] = min(1.0, state.num_actions / self.max_actions)
-            if self.allow_reject:
-                obs["job_rejected"][:] = state.rejected
-            if self.num_modes > 1:
-                n = len(state.jobs)
-                obs["job_mode"][self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
-            if self.slot_cursor and state.num_actions < len(state.jobs):
-                obs["slot_cursor"][state.num_actions] = 1.0
-        return obs
+        self._write_draft(state, buf)
+        return {key: buf[sl] for key, sl in self._items}
+
+    def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
+        """Write the observation into ``out`` (float32, the flat :attr:`layout`) instead of new arrays."""
+        out[:] = self._buf
+        self._write_draft(state, out)
+
+    @property
+    def layout(self) -> dict[str, slice]:
+        """Where each key lies in the flat float32 form of an observation (:meth:`observe_into`)."""
+        return dict(self._slices)
+
+    def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
+        """The features that change with the draft, written into ``buf`` (a copy of the epoch's buffer)."""
+        if state.view is None:
+            return
+        buf[self._alloc_slice] = (state.draft / self.capacity).reshape(-1)
+        buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self._capacity_list, strict=True)]
+        buf[self._actions_index] = min(1.0, state.num_actions / self.max_actions)
+        if self.allow_reject:
+            buf[self._rejected_slice] = state.rejected
+        if self.num_modes > 1:
+            n = len(state.jobs)
+            buf[self._mode_offset + self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
+        if self.slot_cursor and state.num_actions < len(state.jobs):
+            buf[self._cursor_offset + state.num_actions] = 1.0
 
 
 @register_observation()

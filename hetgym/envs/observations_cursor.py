@@ -36,7 +36,6 @@ fastest type is the one of its best rate at its requested count (ties: the first
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,6 +90,10 @@ class WindowCursorObservation(WindowLevelsObservation):
         )
         self._rates = {}
         self._rows = {}
+        self._gather_dst, self._gather_src = self._cursor_gather()
+        self._avail_slice = self._slices["cursor_avail"]
+        self._held_slice = self._slices["later_held"]
+        self._later_jobs = self._slices["later_jobs"].start
         self._server = np.array([self.cluster.max_gpus_per_server[g] for g in state.types], dtype=np.int64)
 
     def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
@@ -104,29 +107,41 @@ class WindowCursorObservation(WindowLevelsObservation):
                 demand[int(np.argmax(speed))] += job.num_gpus
         self._view["type_pressure"][:] = demand / (self.capacity + demand)  # squash(demand / capacity)
 
-    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
-        obs = super().observe(state)
-        slot = state.num_actions if self.slot_cursor and state.num_actions < len(state.jobs) else -1
-        if slot < 0:
-            obs["later_jobs"][1] = 1.0
-            return obs
+    def _cursor_gather(self) -> tuple[np.ndarray, np.ndarray]:
+        """Buffer offsets: those of the ``cursor_job``, ``cursor_type``, ``cursor_level_rate`` and
+        ``cursor_level_slack`` entries, and for each slot, those of the entries they copy, int64 ``(K, L)``."""
         k, t, c = self.num_slots, self.num_types, self.num_levels
+        sl = self._slices
+        keys = ("cursor_job", "cursor_type", "cursor_level_rate", "cursor_level_slack")
+        dst = np.concatenate([np.arange(sl[key].start, sl[key].stop) for key in keys])
+        src = np.empty((k, dst.size), dtype=np.int64)
+        for slot in range(k):
+            parts = [np.array([sl[f].start + slot for f in SLOT_FEATURES])]
+            parts += [sl[key].start + slot * t + np.arange(t) for key in ("job_speed", "job_current", "job_alloc")]
+            parts += [sl[key].start + slot * t * c + np.arange(t * c) for key in ("job_level_rate", "job_level_slack")]
+            src[slot] = np.concatenate(parts)
+        return dst, src
+
+    def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
+        super()._write_draft(state, buf)
         n = len(state.jobs)
-        obs["cursor_job"][:] = self._slot_block[:, slot]
-        for i, key in enumerate(("job_speed", "job_current", "job_alloc")):
-            obs["cursor_type"][i * t : (i + 1) * t] = obs[key][slot * t : (slot + 1) * t]
-        rows = slice(slot * t * c, (slot + 1) * t * c)
-        obs["cursor_level_rate"][:] = obs["job_level_rate"][rows]
-        obs["cursor_level_slack"][:] = obs["job_level_slack"][rows]
-        later = state.draft[slot + 1 : n].sum(axis=0)
-        obs["cursor_avail"][:] = np.minimum(1.0, (state.free + state.draft[slot] + later) / self.capacity)
-        obs["later_held"][:] = np.minimum(1.0, later / self.capacity)
-        rest = n - slot - 1
-        obs["later_jobs"][0] = rest / k
+        slot = state.num_actions if self.slot_cursor and state.num_actions < n else -1
+        if slot < 0:
+            buf[self._later_jobs + 1] = 1.0
+            return
+        # The cursor slot's features, copied in one gather (after job_alloc, which holds the draft).
+        buf[self._gather_dst] = buf[self._gather_src[slot]]
+        # T numbers each: plain Python is cheaper than numpy calls here (and gives the same float64 values).
+        later = state.draft[slot + 1 : n].sum(axis=0).tolist()
+        own = state.draft[slot].tolist()
+        cap = self._capacity_list
+        buf[self._avail_slice] = [
+            min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)
+        ]
+        buf[self._held_slice] = [min(1.0, x / c) for x, c in zip(later, cap, strict=True)]
+        buf[self._later_jobs] = (n - slot - 1) / self.num_slots
         slacks = state.slacks_s[slot + 1 : n]
-        least = min(slacks) if slacks else math.inf
-        obs["later_jobs"][1] = _signed(least, self.time_scale_s) if slacks else 1.0
-        return obs
+        buf[self._later_jobs + 1] = _signed(min(slacks), self.time_scale_s) if slacks else 1.0
 
 
 __all__ = ["WindowCursorObservation", "squash"]
