@@ -6,8 +6,9 @@ sub-env) on one pinned core. Reported per mode and number of envs N, as medians 
 
 * ``env_steps_per_cpu_s``: sub-env ``step`` calls (autoreset steps excluded) per CPU second of this process,
   the agent's action choice excluded: the aggregate throughput a trainer gets from the env side;
-* ``overhead_us_per_step``: CPU microseconds per sub-env step spent outside ``HetClusterEnv.step`` and
-  ``reset`` (batching, wrappers, info aggregation), measured by timing those two methods.
+* ``overhead_us_per_step``: CPU microseconds per sub-env step spent outside ``HetClusterEnv.step``,
+  ``step_into`` (the vector env's step with the observation written into its batch row) and ``reset``
+  (batching, wrappers, info aggregation), measured by timing those methods.
 
 CartPole-v1 (single env, random agent) gives the reference of what a minimal Gymnasium env costs here.
 
@@ -42,16 +43,17 @@ _cpu = time.process_time
 
 
 class _InnerClock:
-    """CPU time spent inside ``HetClusterEnv.step``/``reset`` and the number of real steps."""
+    """CPU time spent inside ``HetClusterEnv.step``/``step_into``/``reset`` and the number of real steps."""
 
     def __init__(self) -> None:
         self.cpu_s = 0.0
         self.steps = 0
         self._step = HetClusterEnv.step
+        self._step_into = HetClusterEnv.step_into
         self._reset = HetClusterEnv.reset
 
     def __enter__(self) -> _InnerClock:
-        clock, step, reset = self, self._step, self._reset
+        clock, step, step_into, reset = self, self._step, self._step_into, self._reset
 
         def timed_step(env: HetClusterEnv, action: Any) -> Any:
             t = _cpu()
@@ -60,6 +62,13 @@ class _InnerClock:
             clock.steps += 1
             return out
 
+        def timed_step_into(env: HetClusterEnv, action: Any, out: np.ndarray) -> Any:
+            t = _cpu()
+            result = step_into(env, action, out)
+            clock.cpu_s += _cpu() - t
+            clock.steps += 1
+            return result
+
         def timed_reset(env: HetClusterEnv, **kwargs: Any) -> Any:
             t = _cpu()
             out = reset(env, **kwargs)
@@ -67,11 +76,13 @@ class _InnerClock:
             return out
 
         HetClusterEnv.step = timed_step  # type: ignore[method-assign]
+        HetClusterEnv.step_into = timed_step_into  # type: ignore[method-assign]
         HetClusterEnv.reset = timed_reset  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         HetClusterEnv.step = self._step  # type: ignore[method-assign]
+        HetClusterEnv.step_into = self._step_into  # type: ignore[method-assign]
         HetClusterEnv.reset = self._reset  # type: ignore[method-assign]
 
 

@@ -243,6 +243,25 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one action (see the class docstring); commits advance the simulator."""
+        reward, terminated, truncated, info = self._transition(action)
+        return self.encoder.observe(self.state), reward, terminated, truncated, info
+
+    def step_into(self, action: Any, out: np.ndarray) -> tuple[float, bool, bool, dict[str, Any]]:
+        """:meth:`step`, with the observation written into ``out`` instead of returned.
+
+        ``out`` is a float32 array of the encoder's flat size, the keys at the places
+        ``self.encoder.layout`` gives (a row of a batch: :class:`~hetgym.envs.vector.HetClusterVectorEnv`
+        fills its ``(N, size)`` array this way, with no per-key arrays). Needs an encoder with a layout
+        (every built-in one).
+        """
+        if self.encoder.layout is None:
+            raise HetgymError(f"observation {self.config.observation!r} has no flat layout; use step()")
+        reward, terminated, truncated, info = self._transition(action)
+        self.encoder.observe_into(self.state, out)
+        return reward, terminated, truncated, info
+
+    def _transition(self, action: Any) -> tuple[float, bool, bool, dict[str, Any]]:
+        """Everything :meth:`step` does but the observation."""
         if not self._started:
             raise HetgymError("call reset() before step()")
         if self._done:
@@ -276,7 +295,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             reward += shaping
         if outcome.invalid:
             reward -= self.config.invalid_action_penalty
-        obs = self.encoder.observe(self.state)
         info = self._info(comps, committed=outcome.commit, invalid=outcome.invalid, note=note)
         if self._reference is not None:
             info["reference_reward"] = reference_reward
@@ -285,7 +303,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.codec.step_info(outcome, info)
         terminated = self._done and self._stop_reason in TERMINAL_REASONS
         truncated = self._done and not terminated
-        return obs, float(reward), terminated, truncated, info
+        return float(reward), terminated, truncated, info
 
     def render(self) -> str | np.ndarray | None:
         """The ``ansi`` table or the ``rgb_array`` picture (see :mod:`hetgym.envs.render`).

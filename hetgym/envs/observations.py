@@ -121,6 +121,24 @@ class ObservationEncoder(ABC):
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         """The observation of the current draft (fresh arrays on every call)."""
 
+    @property
+    def layout(self) -> dict[str, slice] | None:
+        """Where each key lies in one flat float32 array, when the encoder has such a form (``None``:
+        it has not, and :meth:`observe_into` is not available; the built-in encoders have one)."""
+        return None
+
+    def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
+        """Write the observation into ``out`` (float32, flat, keys where :attr:`layout` says).
+
+        The default copies :meth:`observe`'s arrays; encoders that build one flat buffer write it directly.
+        """
+        layout = self.layout
+        if layout is None:
+            raise NotImplementedError(f"{type(self).__name__} has no flat layout (its layout is None)")
+        obs = self.observe(state)
+        for key, sl in layout.items():
+            out[sl] = obs[key]
+
 
 #: Every registered observation encoder class, by ``observation=`` name (see :mod:`hetgym.sim.registry`).
 OBSERVATIONS: Registry[type[ObservationEncoder]] = Registry(
@@ -378,6 +396,11 @@ class WindowObservation(ObservationEncoder):
     def layout(self) -> dict[str, slice]:
         """Where each key lies in the flat float32 form of an observation (:meth:`observe_into`)."""
         return dict(self._slices)
+
+    @property
+    def size(self) -> int:
+        """Number of float32 entries of the flat form."""
+        return int(self._buf.shape[0])
 
     def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """The features that change with the draft, written into ``buf`` (a copy of the epoch's buffer)."""

@@ -5,11 +5,14 @@
 ``AsyncVectorEnv``. The results are the same as ``SyncVectorEnv``'s (same observations, rewards, flags and
 infos for the same seeds and actions: ``tests/envs/test_vector.py``); what differs is the cost of batching:
 
-* Observations. Every built-in encoder writes an observation as views into one flat float32 buffer, so a
-  sub-env's observation is copied into its row of a ``(N, size)`` array with one ``memcpy``, and the batched
-  ``Dict`` observation is a set of column views of that array (a fresh array every step, so observations
-  never share memory across steps). ``SyncVectorEnv`` instead stacks every key separately and deep-copies
-  the result. Encoders that do not use one buffer (user-registered ones) fall back to per-key copies.
+* Observations. Every built-in encoder keeps an epoch's features in one flat float32 buffer and writes a
+  step's observation as a copy of it plus the features the draft changed (``encoder.layout``,
+  ``encoder.observe_into``). Each step allocates one ``(N, size)`` array, every sub-env writes its row in
+  place (:meth:`HetClusterEnv.step_into`: no per-key arrays, no per-env dict), and the batched ``Dict``
+  observation is a set of column views of that array (a fresh array every step, so observations never
+  share memory across steps). ``SyncVectorEnv`` instead stacks every key of every sub-env's ``Dict``
+  separately and deep-copies the result. Encoders without a flat layout (user-registered ones may have
+  none) fall back to per-key copies.
 * Infos. Gymnasium's vector info layout (``info[key]`` an array over sub-envs, ``info["_key"]`` the mask of
   sub-envs that reported it; dict values nested the same way), built in one pass.
 * No wrappers. Sub-envs are ``HetClusterEnv`` instances without Gymnasium's per-env checker and order
@@ -82,8 +85,13 @@ class HetClusterVectorEnv(VectorEnv):
         self.metadata = dict(self.metadata, env_metadata=first.metadata)
         obs_space: Any = first.observation_space
         self._obs_spaces: dict[str, gym.spaces.Space[Any]] = dict(obs_space.spaces)
-        self._layout: dict[str, slice] | None = None
-        self._flat_size: int = 0
+        # The flat layout of every sub-env's observation (the same encoder for all), or None: per-key copies.
+        layout = first.encoder.layout
+        if layout is not None and set(layout) != set(self._obs_spaces):
+            layout = None
+        self._layout: dict[str, slice] | None = layout
+        self._flat_size: int = max((sl.stop for sl in layout.values()), default=0) if layout else 0
+        self._last_flat: np.ndarray | None = None
         self._started: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._autoreset: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._elapsed: np.ndarray = np.zeros(self.num_envs, dtype=np.int64)
@@ -111,13 +119,22 @@ class HetClusterVectorEnv(VectorEnv):
             if not self._started[~mask].all():
                 raise HetgymError("a partial reset (reset_mask) needs every unmasked sub-env reset before")
         infos: list[dict[str, Any] | None] = [None] * self.num_envs
+        flat = None
+        if self._layout is not None:
+            last = self._last_flat
+            flat = np.zeros((self.num_envs, self._flat_size), dtype=np.float32) if last is None else last.copy()
         for i in np.flatnonzero(mask).tolist():
-            obs, info = self.envs[i].reset(seed=seeds[i], options=options or None)
-            self._last_obs[i], infos[i] = obs, info
+            env = self.envs[i]
+            obs, info = env.reset(seed=seeds[i], options=options or None)
+            if flat is not None:
+                env.encoder.observe_into(env.state, flat[i])
+            else:
+                self._last_obs[i] = obs
+            infos[i] = info
             self._started[i] = True
             self._autoreset[i] = False
             self._elapsed[i] = 0
-        return self._batch_obs(), _batch_infos(infos, self.num_envs)
+        return self._batch_obs(flat), _batch_infos(infos, self.num_envs)
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (autoresetting those that ended on the previous step)."""
@@ -129,19 +146,31 @@ class HetClusterVectorEnv(VectorEnv):
         truncated = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any] | None] = [None] * self.num_envs
         limit = self.max_episode_steps
+        # The batch's observations: one new array, each sub-env writing its row (see the module docstring).
+        flat = None if self._layout is None else np.empty((self.num_envs, self._flat_size), dtype=np.float32)
+        autoreset = self._autoreset.tolist()
+        elapsed = self._elapsed
         for i, env in enumerate(self.envs):
-            if self._autoreset[i]:
+            if autoreset[i]:
                 obs, info = env.reset()
-                self._elapsed[i] = 0
+                elapsed[i] = 0
+                if flat is not None:
+                    env.encoder.observe_into(env.state, flat[i])
             else:
-                obs, reward, term, trunc, info = env.step(actions[i])
-                self._elapsed[i] += 1
-                if limit is not None and self._elapsed[i] >= limit:
+                if flat is not None:
+                    reward, term, trunc, info = env.step_into(actions[i], flat[i])
+                else:
+                    obs, step_reward, term, trunc, info = env.step(actions[i])
+                    reward = float(step_reward)
+                elapsed[i] += 1
+                if limit is not None and elapsed[i] >= limit:
                     trunc = True
                 rewards[i], terminated[i], truncated[i] = reward, term, trunc
-            self._last_obs[i], infos[i] = obs, info
+            if flat is None:
+                self._last_obs[i] = obs
+            infos[i] = info
         self._autoreset = terminated | truncated
-        return self._batch_obs(), rewards, terminated, truncated, _batch_infos(infos, self.num_envs)
+        return self._batch_obs(flat), rewards, terminated, truncated, _batch_infos(infos, self.num_envs)
 
     def render(self) -> tuple[Any, ...] | None:
         """Every sub-env's render (``None`` without a ``render_mode``)."""
@@ -234,46 +263,15 @@ class HetClusterVectorEnv(VectorEnv):
                 raise ValueError(f"sub-env {i}: {err}") from None
         return out
 
-    def _learn_layout(self, obs: dict[str, np.ndarray]) -> None:
-        """Find whether ``obs`` is views of one flat float32 buffer (the built-in encoders) and where."""
-        self._layout = {}
-        base = next(iter(obs.values())).base
-        if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != np.float32:
-            return
-        start = base.__array_interface__["data"][0]
-        layout: dict[str, slice] = {}
-        for key, value in obs.items():
-            if value.base is not base or value.ndim != 1 or value.strides != (base.itemsize,):
-                return
-            offset = (value.__array_interface__["data"][0] - start) // base.itemsize
-            layout[key] = slice(offset, offset + value.shape[0])
-        if set(layout) != set(self._obs_spaces):
-            return
-        self._layout = layout
-        self._flat_size = base.shape[0]
-
-    def _batch_obs(self) -> dict[str, np.ndarray]:
-        rows = self._last_obs
-        first = rows[0]
-        assert first is not None
-        if self._layout is None:
-            self._learn_layout(first)
-        layout = self._layout
-        if layout:
-            flat = np.empty((self.num_envs, self._flat_size), dtype=np.float32)
-            fast = True
-            for i, obs in enumerate(rows):
-                assert obs is not None
-                base = next(iter(obs.values())).base
-                if base is None or base.shape != (self._flat_size,):
-                    fast = False
-                    break
-                flat[i] = base
-            if fast:
-                return {key: flat[:, sl] for key, sl in layout.items()}
+    def _batch_obs(self, flat: np.ndarray | None) -> dict[str, np.ndarray]:
+        """The batched observation: column views of ``flat`` (the flat path), else per-key copies."""
+        if flat is not None:
+            assert self._layout is not None
+            self._last_flat = flat
+            return {key: flat[:, sl] for key, sl in self._layout.items()}
         n = self.num_envs
         out = {key: np.empty((n, *(space.shape or ())), dtype=space.dtype) for key, space in self._obs_spaces.items()}
-        for i, obs in enumerate(rows):
+        for i, obs in enumerate(self._last_obs):
             assert obs is not None
             for key, value in obs.items():
                 out[key][i] = value
@@ -308,19 +306,23 @@ _MISSING = object()
 def _batch_same_keys(infos: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:
     """:func:`_batch_infos` when every sub-env reported the same keys (the usual case): one pass per key."""
     out: dict[str, Any] = {}
+    present = np.ones(num_envs, dtype=bool)  # copied for each key: every key gets its own mask array
+    scalars = (int, float, bool)
     for key, sample in infos[0].items():
         values = [info[key] for info in infos]
+        kind = type(sample)
         if isinstance(sample, dict):
             out[key] = _batch_infos(values, num_envs)
+        elif kind in scalars or isinstance(sample, np.number):
+            out[key] = np.array(values, dtype=kind)
         elif isinstance(sample, np.ndarray) and all(
             isinstance(v, np.ndarray) and v.shape == sample.shape and v.dtype == sample.dtype for v in values
         ):
-            out[key] = np.stack(values)
-        elif type(sample) in (int, float, bool) or isinstance(sample, np.number):
-            out[key] = np.array(values, dtype=type(sample))
+            # np.array of equal-shape numeric arrays is np.stack's result, built in one C call.
+            out[key] = np.stack(values) if sample.dtype.hasobject else np.array(values)
         else:
-            out[key] = _batch_values(values, np.ones(num_envs, dtype=bool), sample, num_envs)
-        out[f"_{key}"] = np.ones(num_envs, dtype=bool)
+            out[key] = _batch_values(values, present.copy(), sample, num_envs)
+        out[f"_{key}"] = present.copy()
     return out
 
 

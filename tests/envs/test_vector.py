@@ -77,14 +77,20 @@ def test_observations_do_not_share_memory_across_steps() -> None:
 
 
 def test_per_key_fallback_gives_the_same_observation() -> None:
-    """Encoders that do not write one flat buffer (user-registered ones) are batched key by key."""
+    """Encoders without a flat layout (user-registered ones may have none) are batched key by key."""
     fast = gym.make_vec(ENV_ID, num_envs=2)
     slow = gym.make_vec(ENV_ID, num_envs=2)
     obs_fast, _ = fast.reset(seed=3)
-    slow._layout = {}  # what _learn_layout leaves for an encoder without one buffer
-    obs_slow, _ = slow.reset(seed=3)
+    slow.unwrapped._layout = None  # what an encoder whose layout is None leaves
+    obs_slow, info = slow.reset(seed=3)
     _assert_tree_equal(obs_fast, obs_slow)
     assert obs_slow.keys() == obs_fast.keys()
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        actions = _masked_actions(rng, info["action_mask"])
+        obs_fast, *_ = fast.step(actions)
+        obs_slow, *_, info = slow.step(actions)
+        _assert_tree_equal(obs_fast, obs_slow)
 
 
 def test_partial_reset_with_reset_mask() -> None:
