@@ -299,10 +299,11 @@ class WindowObservation(ObservationEncoder):
         """Per-key views and the per-slot block, all into the one buffer."""
         self._view = {key: self._buf[sl] for key, sl in self._slices.items()}
         self._slot_block = self._buf[: len(SLOT_FEATURES) * self.num_slots].reshape(len(SLOT_FEATURES), self.num_slots)
+        self._speed_rows = self._view["job_speed"].reshape(self.num_slots, self.num_types)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_view"], state["_slot_block"]  # views into _buf: pickle would copy them apart from it
+        del state["_view"], state["_slot_block"], state["_speed_rows"]  # views into _buf: kept apart by pickle
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -327,16 +328,20 @@ class WindowObservation(ObservationEncoder):
         now = view.now_s
         scale = self.time_scale_s
         inv_scale = 1.0 / scale
-        t = self.num_types
-        speed = v["job_speed"]
+        get = statics.get
+        jobs = state.jobs
+        stats = [get(job) for job in jobs]
+        if jobs:
+            self._speed_rows[: len(jobs)] = [st.speed for st in stats]
         columns = []
-        for slot, job in enumerate(state.jobs):
-            st = statics.get(job)
+        running_status = JobStatus.RUNNING
+        log_total = self._log_total
+        # squash and _signed inlined (the same arithmetic): this runs for every window job at every epoch.
+        for job, st, slack in zip(jobs, stats, state.slacks_s, strict=False):
             best = st.best_rate
-            speed[slot * t : (slot + 1) * t] = st.speed
-            remaining_s = job.remaining_iters / best if best > 0 else math.inf
+            remaining = job.remaining_iters
             deadline = job.deadline_s
-            running = job.status == JobStatus.RUNNING
+            running = job.status == running_status
             if running:
                 waiting = 0.0
                 rate = squash(job.rate_iters_per_s / best) if best > 0 else 0.0
@@ -344,16 +349,23 @@ class WindowObservation(ObservationEncoder):
                 since = job.last_change_s if job.last_change_s is not None else job.submit_s
                 waiting = squash((now - since) * inv_scale)
                 rate = 0.0
+            left = remaining / best * inv_scale if best > 0 else math.inf
+            age = (now - job.submit_s) * inv_scale
+            if math.isfinite(deadline):
+                due = max(0.0, deadline - now) * inv_scale
+                due = 0.0 if due <= 0 else (1.0 if due == math.inf else due / (1.0 + due))
+            else:
+                due = 1.0
             columns.append(
                 (
                     1.0,
-                    min(1.0, math.log1p(job.num_gpus) / self._log_total),
-                    squash(remaining_s * inv_scale),
-                    min(1.0, max(0.0, 1.0 - job.remaining_iters / job.total_iters)),
-                    _signed(state.slacks_s[slot], scale),
-                    squash(max(0.0, deadline - now) * inv_scale) if math.isfinite(deadline) else 1.0,
+                    min(1.0, math.log1p(job.num_gpus) / log_total),
+                    0.0 if left <= 0 else (1.0 if left == math.inf else left / (1.0 + left)),
+                    min(1.0, max(0.0, 1.0 - remaining / job.total_iters)),
+                    math.tanh(slack / scale) if math.isfinite(slack) else (1.0 if slack > 0 else -1.0),
+                    due,
                     1.0 if job.spec.has_deadline else 0.0,
-                    squash((now - job.submit_s) * inv_scale),
+                    0.0 if age <= 0 else (1.0 if age == math.inf else age / (1.0 + age)),
                     waiting,
                     1.0 if running else 0.0,
                     rate,

@@ -91,6 +91,8 @@ class WindowCursorObservation(WindowLevelsObservation):
         self._rates = {}
         self._rows = {}
         self._gather_dst, self._gather_src = self._cursor_gather()
+        #: Each job's fastest type (-1: none), by the key of its rates in the simulator's RateTable.
+        self._fastest: dict[tuple[object, ...], int] = {}
         self._avail_slice = self._slices["cursor_avail"]
         self._held_slice = self._slices["later_held"]
         self._later_jobs = self._slices["later_jobs"].start
@@ -100,12 +102,19 @@ class WindowCursorObservation(WindowLevelsObservation):
         super().begin_epoch(state, statics, num_jobs)
         if state.view is None:
             return
-        demand = np.zeros(self.num_types)
+        demand = [0] * self.num_types
+        fastest = self._fastest
         for job in (*state.jobs, *state.outside):
-            speed = statics.get(job).speed
-            if speed.max() > 0:
-                demand[int(np.argmax(speed))] += job.num_gpus
-        self._view["type_pressure"][:] = demand / (self.capacity + demand)  # squash(demand / capacity)
+            spec = job.spec
+            key = (spec.job_type, spec.batch_size, spec.num_gpus, spec.gpu_types)
+            best = fastest.get(key)
+            if best is None:
+                speed = statics.get(job).speed
+                best = fastest[key] = int(np.argmax(speed)) if speed.max() > 0 else -1
+            if best >= 0:
+                demand[best] += job.num_gpus
+        need = np.array(demand, dtype=np.float64)
+        self._view["type_pressure"][:] = need / (self.capacity + need)  # squash(demand / capacity)
 
     def _cursor_gather(self) -> tuple[np.ndarray, np.ndarray]:
         """Buffer offsets: those of the ``cursor_job``, ``cursor_type``, ``cursor_level_rate`` and
