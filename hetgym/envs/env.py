@@ -17,7 +17,7 @@ from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
-from hetgym.envs.state import WINDOW_ORDERS, DecisionState, order_window
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState, sort_jobs
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -25,7 +25,7 @@ from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import make_policy
 from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
-from hetgym.sim.view import ClusterView
+from hetgym.sim.view import ClusterView, JobView
 
 #: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
 WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
@@ -442,21 +442,24 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """What committing ``view``'s epoch with an untouched draft gives: every job keeps its allocation.
 
         The same entries, in the same order (the window's), as :meth:`DecisionState.allocation` after
-        :meth:`DecisionState.load`, without filling the window's arrays; marked as changing no job, so the
-        simulator checks and applies nothing. A window job whose mode is not one of the configured modes
-        would be given the first one by the draft: then the draft is built as usual.
+        :meth:`DecisionState.load`, without filling the window's arrays (only the jobs holding GPUs are
+        sorted: the window order's keys are unique, so they keep their relative order); marked as changing
+        no job, so the simulator checks and applies nothing. A job whose mode is not one of the configured
+        modes would be given the first one by the draft when in the window: then the draft is built as usual.
         """
-        ordered, _ = order_window(view, self._statics, self._window_order)
         modes = self.state.mode_index
-        window = self.state.num_slots
-        jobs: dict[int, JobAllocation] = {}
-        for i, job in enumerate(ordered):
+        holding: list[JobView] = []
+        held: dict[int, JobAllocation] = {}
+        for job in view.jobs:
             ja = job.allocation
             if ja:
-                if i < window and ja.mode not in modes:
+                if ja.mode not in modes:
                     self.state.load(view, self._statics, self._window_order)
                     return self.state.allocation()
-                jobs[job.job_id] = ja
+                holding.append(job)
+                held[job.job_id] = ja
+        ordered, _ = sort_jobs(holding, view.now_s, self._statics, self._window_order)
+        jobs = {job.job_id: held[job.job_id] for job in ordered}
         return Allocation._built(jobs, frozenset(), (view.active.token, ()))
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
@@ -516,8 +519,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
                     penalised.add(jid)
         if next_view is not None:
             for job in next_view.jobs:
-                spec = job.spec
-                if spec.has_deadline and t1 > spec.deadline_s + _DEADLINE_TOL_S and job.job_id not in penalised:
+                # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
+                if job.deadline_s < t1 and t1 > job.deadline_s + _DEADLINE_TOL_S:
+                    spec = job.spec
+                    if not spec.has_deadline or job.job_id in penalised:
+                        continue
                     comps.missed += 1
                     penalised.add(job.job_id)
         self._changed = bool(ended) or comps.missed > missed_before

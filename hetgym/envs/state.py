@@ -90,9 +90,18 @@ def order_window(
     view: ClusterView, statics: JobStaticsCache, order: str | WindowOrder
 ) -> tuple[list[JobView], list[float]]:
     """Active jobs sorted most urgent first by ``order`` (a registered name or a key), with each job's slack."""
+    return sort_jobs(list(view.jobs), view.now_s, statics, order)
+
+
+def sort_jobs(
+    jobs: list[JobView], now: float, statics: JobStaticsCache, order: str | WindowOrder
+) -> tuple[list[JobView], list[float]]:
+    """``jobs`` (active at ``now``) in :func:`order_window`'s order, with each job's slack.
+
+    The keys are unique (ties go by submission time, then job id), so any subset of the active jobs comes
+    out in the relative order it has in the whole window.
+    """
     key = WINDOW_ORDERS.get(order) if isinstance(order, str) else order
-    now = view.now_s
-    jobs = list(view.jobs)
     stats = [statics.get(j) for j in jobs]
     slacks = [slack_s(j, st.best_rate, now) for j, st in zip(jobs, stats, strict=True)]
     keys = [(*key(j, s, st), j.submit_s, j.job_id) for j, s, st in zip(jobs, slacks, stats, strict=True)]
