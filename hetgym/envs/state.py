@@ -237,6 +237,18 @@ class DecisionState:
         self.free[type_idx] += old - num_gpus
         self.version += 1
 
+    def set_row(self, slot: int, counts: list[int]) -> None:
+        """Give slot ``slot`` ``counts[t]`` GPUs of each type ``t`` in the draft (``set_count`` for every type)."""
+        old = self.draft[slot].tolist()
+        if old == counts:
+            return
+        self.draft[slot] = counts
+        free = self.free
+        for t, (was, now) in enumerate(zip(old, counts, strict=True)):
+            if was != now:
+                free[t] += was - now
+        self.version += 1
+
     def reject(self, slot: int) -> None:
         """Reject the slot's job in the draft (its GPUs are released)."""
         self.free += self.draft[slot]

@@ -66,6 +66,12 @@ class JobwiseCodec(ActionCodec):
         self._type = idx // ((c - 1) * m)
         self._count = self.levels[1:][(idx // m) % (c - 1)]
         self._mode = idx % m
+        self._allowed = np.zeros((0, self.num_set), dtype=bool)
+        self._allowed_key: tuple[int, int] = (0, -1)
+        #: (type, count, mode) of each set action, as Python ints.
+        self._set_list: list[tuple[int, int, int]] = list(
+            zip(self._type.tolist(), self._count.tolist(), self._mode.tolist(), strict=True)
+        )
 
     @property
     def space(self) -> spaces.Discrete:
@@ -79,7 +85,7 @@ class JobwiseCodec(ActionCodec):
         return int(state.num_actions)
 
     def _num_jobs(self, state: DecisionState) -> int:
-        return int(state.used.sum())
+        return len(state.jobs)  # the used slots: the window's jobs fill slots 0..n-1
 
     def set_action(self, type_idx: int, level_idx: int, mode_idx: int = 0) -> int:
         """The index of 'the current job runs on ``levels[level_idx]`` GPUs of ``type_idx`` in ``mode_idx``'."""
@@ -108,7 +114,11 @@ class JobwiseCodec(ActionCodec):
         if slot >= self._num_jobs(state):
             return out
         avail = self._available(state, slot)
-        out[: self.num_set] = (self._count <= avail[self._type]) & state.allowed[slot, self._type]
+        if self._allowed_key != (id(state), state.version_of_load):
+            # Per slot and set action, whether the action's type is allowed: fixed for the epoch.
+            self._allowed = state.allowed[:, self._type]
+            self._allowed_key = (id(state), state.version_of_load)
+        out[: self.num_set] = (self._count <= avail[self._type]) & self._allowed[slot]
         out[self.none] = out[self.keep] = True
         if self.allow_reject:
             out[self.reject_action] = True
@@ -125,15 +135,15 @@ class JobwiseCodec(ActionCodec):
         invalid = not mask[a]
         if not invalid and a != self.keep:
             if a < self.num_set:
-                t, count, m = int(self._type[a]), int(self._count[a]), int(self._mode[a])
-                for ti in range(self.num_types):
-                    state.set_count(slot, ti, count if ti == t else 0)
+                t, count, m = self._set_list[a]
+                row = [0] * self.num_types
+                row[t] = count
+                state.set_row(slot, row)
                 if len(self.modes) > 1:
                     state.set_mode(slot, m)
                 self._preempt_later(state, slot, t)
             elif a == self.none:
-                for ti in range(self.num_types):
-                    state.set_count(slot, ti, 0)
+                state.set_row(slot, [0] * self.num_types)
             else:
                 state.reject(slot)
         state.num_actions += 1
@@ -147,8 +157,7 @@ class JobwiseCodec(ActionCodec):
         later = self._num_jobs(state) - 1
         while state.free[type_idx] < 0 and later > slot:
             if state.draft[later, type_idx] > 0:
-                for ti in range(self.num_types):
-                    state.set_count(later, ti, 0)
+                state.set_row(later, [0] * self.num_types)
             later -= 1
 
     # ----------------------------------------------------------------------------------------
