@@ -488,11 +488,11 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         else:
             # No job ended in the interval (and none active at t0 had ended before): every term is dt,
             # summed in the same order, so the totals are the same to the bit.
-            for job in view.jobs:
-                if job.job_id not in rejected:
-                    job_s += dt
+            for _ in range(len(view.jobs) - len(rejected)):  # the rejected are among the view's jobs
+                job_s += dt
             for ja in allocation.jobs.values():
-                busy += ja.total_gpus * dt
+                counts = ja.counts
+                busy += (counts[0][1] if len(counts) == 1 else ja.total_gpus) * dt
         # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
         comps.dt_s += dt
         comps.job_s += job_s
