@@ -304,25 +304,43 @@ _MISSING = object()
 
 
 def _batch_same_keys(infos: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:
-    """:func:`_batch_infos` when every sub-env reported the same keys (the usual case): one pass per key."""
-    out: dict[str, Any] = {}
-    present = np.ones(num_envs, dtype=bool)  # copied for each key: every key gets its own mask array
+    """:func:`_batch_infos` when every sub-env reported the same keys (the usual case): one pass per key.
+
+    Scalar keys of one type (the reward components, the counters) are converted together, one array of
+    shape ``(number of keys, num_envs)`` whose rows are the keys' arrays; every ``"_key"`` mask is a row of
+    one all-True array. Values and dtypes are those of a key-by-key conversion.
+    """
+    keys = list(infos[0])
+    if all(list(info) == keys for info in infos):
+        columns = list(zip(*(info.values() for info in infos), strict=True))  # one transposition
+    else:
+        columns = [tuple(info[key] for info in infos) for key in keys]
+    present = np.ones((len(keys), num_envs), dtype=bool)
+    batched: dict[str, Any] = {}
+    by_kind: dict[type, list[int]] = {}
     scalars = (int, float, bool)
-    for key, sample in infos[0].items():
-        values = [info[key] for info in infos]
+    for i, (key, values) in enumerate(zip(keys, columns, strict=True)):
+        sample = values[0]
         kind = type(sample)
         if isinstance(sample, dict):
-            out[key] = _batch_infos(values, num_envs)
+            batched[key] = _batch_infos(list(values), num_envs)
         elif kind in scalars or isinstance(sample, np.number):
-            out[key] = np.array(values, dtype=kind)
+            by_kind.setdefault(kind, []).append(i)
         elif isinstance(sample, np.ndarray) and all(
             isinstance(v, np.ndarray) and v.shape == sample.shape and v.dtype == sample.dtype for v in values
         ):
             # np.array of equal-shape numeric arrays is np.stack's result, built in one C call.
-            out[key] = np.stack(values) if sample.dtype.hasobject else np.array(values)
+            batched[key] = np.stack(values) if sample.dtype.hasobject else np.array(values)
         else:
-            out[key] = _batch_values(values, present.copy(), sample, num_envs)
-        out[f"_{key}"] = present.copy()
+            batched[key] = _batch_values(list(values), present[i].copy(), sample, num_envs)
+    for kind, rows in by_kind.items():
+        block = np.array([columns[i] for i in rows], dtype=kind)
+        for j, i in enumerate(rows):
+            batched[keys[i]] = block[j]
+    out: dict[str, Any] = {}
+    for i, key in enumerate(keys):
+        out[key] = batched[key]
+        out[f"_{key}"] = present[i]
     return out
 
 
