@@ -478,6 +478,7 @@ class WindowLevelsObservation(WindowObservation):
         self._rates: dict[tuple[str, int], np.ndarray] = {}
         #: The static rows of :meth:`begin_epoch` by (job type, batch size, allowed types).
         self._rows: dict[tuple[str, int, bytes], _LevelRow] = {}
+        self._zero_rates = np.zeros((len(state.types), self.num_levels))
         self._server = np.array([self.cluster.max_gpus_per_server[t] for t in state.types], dtype=np.int64)
 
     def _level_rates(self, job: JobView, types: tuple[str, ...]) -> np.ndarray:
@@ -531,12 +532,12 @@ class WindowLevelsObservation(WindowObservation):
         for slot, (job, row) in enumerate(zip(state.jobs, rows, strict=True)):
             if row.normalised is None:
                 slack_out[slot] = -1.0
-                continue
-            rate_out[slot] = row.normalised
-            if math.isfinite(job.deadline_s):
+            elif math.isfinite(job.deadline_s):
                 dated.append(slot)
             else:
                 slack_out[slot] = row.sign
+        # Rows of jobs with no usable rate stay 0 (begin_epoch of the window cleared the buffer).
+        rate_out[: len(rows)] = [self._zero_rates if row.normalised is None else row.normalised for row in rows]
         if not dated:
             return
         jobs = state.jobs

@@ -90,6 +90,7 @@ class WindowCursorObservation(WindowLevelsObservation):
         )
         self._rates = {}
         self._rows = {}
+        self._zero_rates = np.zeros((t, c))
         self._gather_dst, self._gather_src = self._cursor_gather()
         #: Each job's fastest type (-1: none), by the key of its rates in the simulator's RateTable.
         self._fastest: dict[tuple[object, ...], int] = {}
