@@ -6,9 +6,9 @@ sub-env) on one pinned core. Reported per mode and number of envs N, as medians 
 
 * ``env_steps_per_cpu_s``: sub-env ``step`` calls (autoreset steps excluded) per CPU second of this process,
   the agent's action choice excluded: the aggregate throughput a trainer gets from the env side;
-* ``overhead_us_per_step``: CPU microseconds per sub-env step spent outside ``HetClusterEnv.step``,
-  ``step_into`` (the vector env's step with the observation written into its batch row) and ``reset``
-  (batching, wrappers, info aggregation), measured by timing those methods.
+* ``overhead_us_per_step``: CPU microseconds per sub-env step spent outside ``HetClusterEnv.transition``
+  (a step's state change, reward and info, which every mode calls once per sub-env step) and ``reset``:
+  the observation's encoding and batching, wrappers, info aggregation, measured by timing those methods.
 
 CartPole-v1 (single env, random agent) gives the reference of what a minimal Gymnasium env costs here.
 
@@ -43,31 +43,23 @@ _cpu = time.process_time
 
 
 class _InnerClock:
-    """CPU time spent inside ``HetClusterEnv.step``/``step_into``/``reset`` and the number of real steps."""
+    """CPU time spent inside ``HetClusterEnv.transition``/``reset`` and the number of real steps."""
 
     def __init__(self) -> None:
         self.cpu_s = 0.0
         self.steps = 0
-        self._step = HetClusterEnv.step
-        self._step_into = HetClusterEnv.step_into
+        self._transition = HetClusterEnv.transition
         self._reset = HetClusterEnv.reset
 
     def __enter__(self) -> _InnerClock:
-        clock, step, step_into, reset = self, self._step, self._step_into, self._reset
+        clock, transition, reset = self, self._transition, self._reset
 
-        def timed_step(env: HetClusterEnv, action: Any) -> Any:
+        def timed_transition(env: HetClusterEnv, action: Any) -> Any:
             t = _cpu()
-            out = step(env, action)
+            out = transition(env, action)
             clock.cpu_s += _cpu() - t
             clock.steps += 1
             return out
-
-        def timed_step_into(env: HetClusterEnv, action: Any, out: np.ndarray) -> Any:
-            t = _cpu()
-            result = step_into(env, action, out)
-            clock.cpu_s += _cpu() - t
-            clock.steps += 1
-            return result
 
         def timed_reset(env: HetClusterEnv, **kwargs: Any) -> Any:
             t = _cpu()
@@ -75,14 +67,12 @@ class _InnerClock:
             clock.cpu_s += _cpu() - t
             return out
 
-        HetClusterEnv.step = timed_step  # type: ignore[method-assign]
-        HetClusterEnv.step_into = timed_step_into  # type: ignore[method-assign]
+        HetClusterEnv.transition = timed_transition  # type: ignore[method-assign]
         HetClusterEnv.reset = timed_reset  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        HetClusterEnv.step = self._step  # type: ignore[method-assign]
-        HetClusterEnv.step_into = self._step_into  # type: ignore[method-assign]
+        HetClusterEnv.transition = self._transition  # type: ignore[method-assign]
         HetClusterEnv.reset = self._reset  # type: ignore[method-assign]
 
 

@@ -243,7 +243,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one action (see the class docstring); commits advance the simulator."""
-        reward, terminated, truncated, info = self._transition(action)
+        reward, terminated, truncated, info = self.transition(action)
         return self.encoder.observe(self.state), reward, terminated, truncated, info
 
     def step_into(self, action: Any, out: np.ndarray) -> tuple[float, bool, bool, dict[str, Any]]:
@@ -256,12 +256,16 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         """
         if self.encoder.layout is None:
             raise HetgymError(f"observation {self.config.observation!r} has no flat layout; use step()")
-        reward, terminated, truncated, info = self._transition(action)
+        reward, terminated, truncated, info = self.transition(action)
         self.encoder.observe_into(self.state, out)
         return reward, terminated, truncated, info
 
-    def _transition(self, action: Any) -> tuple[float, bool, bool, dict[str, Any]]:
-        """Everything :meth:`step` does but the observation."""
+    def transition(self, action: Any) -> tuple[float, bool, bool, dict[str, Any]]:
+        """Everything :meth:`step` does but the observation: ``(reward, terminated, truncated, info)``.
+
+        For batching: the observation of the new state is then ``self.encoder.observe(self.state)`` (or
+        ``observe_into``; :class:`~hetgym.envs.vector.HetClusterVectorEnv` encodes all its sub-envs' at once).
+        """
         if not self._started:
             raise HetgymError("call reset() before step()")
         if self._done:

@@ -401,8 +401,52 @@ class WindowObservation(ObservationEncoder):
 
     def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
         """Write the observation into ``out`` (float32, the flat :attr:`layout`) instead of new arrays."""
+        if type(self).observe is not WindowObservation.observe:
+            super().observe_into(state, out)  # a subclass with its own observe: copy what it returns
+            return
         out[:] = self._buf
         self._write_draft(state, out)
+
+    def observe_batch(self, encoders: list[ObservationEncoder], states: list[DecisionState], out: np.ndarray) -> None:
+        """Row ``i`` of ``out`` (float32 ``(N, size)``) = ``encoders[i].observe_into(states[i], ...)``, with the
+        draft's features of all rows computed by numpy operations over the batch.
+
+        ``encoders`` are N instances of this class with this one's configuration (a vector env's); they
+        hold the epochs' buffers, this one the layout.
+        """
+        for i, enc in enumerate(encoders):
+            out[i] = enc._buf  # type: ignore[attr-defined]
+        live = []
+        for i, st in enumerate(states):
+            if st.view is None:
+                self._write_draft(st, out[i])  # the episode has ended: what observe_into writes then
+            else:
+                live.append(i)
+        if not live:
+            return
+        if self.num_modes > 1:  # rare; per row
+            for i in live:
+                self._write_draft(states[i], out[i])
+            return
+        rows = np.array(live)
+        batch = [states[i] for i in live]
+        drafts = np.stack([st.draft for st in batch])
+        frees = np.stack([st.free for st in batch])
+        out[rows, self._alloc_slice] = (drafts / self.capacity).reshape(len(batch), -1)
+        out[rows, self._free_slice] = frees / self.capacity
+        out[rows, self._actions_index] = [min(1.0, st.num_actions / self.max_actions) for st in batch]
+        if self.allow_reject:
+            out[rows, self._rejected_slice] = np.stack([st.rejected for st in batch])
+        self._write_batch_extra(rows, batch, drafts, frees, out)
+
+    def _write_batch_extra(
+        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
+    ) -> None:
+        """:meth:`observe_batch` after the draft's allocation, free GPUs, clock and rejections: the cursor."""
+        if self.slot_cursor:
+            for r, st in zip(rows.tolist(), batch, strict=True):
+                if st.num_actions < len(st.jobs):
+                    out[r, self._cursor_offset + st.num_actions] = 1.0
 
     @property
     def layout(self) -> dict[str, slice]:

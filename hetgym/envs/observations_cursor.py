@@ -132,6 +132,40 @@ class WindowCursorObservation(WindowLevelsObservation):
             src[slot] = np.concatenate(parts)
         return dst, src
 
+    def _write_batch_extra(
+        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
+    ) -> None:
+        super()._write_batch_extra(rows, batch, drafts, frees, out)
+        counts = [len(st.jobs) for st in batch]
+        slots = [
+            st.num_actions if self.slot_cursor and st.num_actions < n else -1
+            for st, n in zip(batch, counts, strict=True)
+        ]
+        on = [j for j, slot in enumerate(slots) if slot >= 0]
+        for j, slot in enumerate(slots):
+            if slot < 0:
+                out[rows[j], self._later_jobs + 1] = 1.0
+        if not on:
+            return
+        at = np.array(on)
+        cursor = np.array([slots[j] for j in on])
+        num = np.array([counts[j] for j in on])
+        rows_on = rows[at]
+        # The cursor slots' features, copied in one gather (after job_alloc, which holds the drafts).
+        out[rows_on[:, None], self._gather_dst] = out[rows_on[:, None], self._gather_src[cursor]]
+        slot_ids = np.arange(self.num_slots)
+        after = (slot_ids > cursor[:, None]) & (slot_ids < num[:, None])  # the jobs still to decide
+        sub = drafts[at]
+        later = (sub * after[:, :, None]).sum(axis=1)
+        own = sub[np.arange(len(on)), cursor]
+        out[rows_on, self._avail_slice] = np.minimum(1.0, (frees[at] + own + later) / self.capacity)
+        out[rows_on, self._held_slice] = np.minimum(1.0, later / self.capacity)
+        out[rows_on, self._later_jobs] = (num - cursor - 1) / self.num_slots
+        for j, r in zip(on, rows_on.tolist(), strict=True):
+            st = batch[j]
+            slacks = st.slacks_s[slots[j] + 1 : counts[j]]
+            out[r, self._later_jobs + 1] = _signed(min(slacks), self.time_scale_s) if slacks else 1.0
+
     def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         super()._write_draft(state, buf)
         n = len(state.jobs)

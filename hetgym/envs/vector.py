@@ -5,16 +5,18 @@
 ``AsyncVectorEnv``. The results are the same as ``SyncVectorEnv``'s (same observations, rewards, flags and
 infos for the same seeds and actions: ``tests/envs/test_vector.py``); what differs is the cost of batching:
 
-* Observations. Every built-in encoder keeps an epoch's features in one flat float32 buffer and writes a
-  step's observation as a copy of it plus the features the draft changed (``encoder.layout``,
-  ``encoder.observe_into``). Each step allocates one ``(N, size)`` array, every sub-env writes its row in
-  place (:meth:`HetClusterEnv.step_into`: no per-key arrays, no per-env dict), and the batched ``Dict``
-  observation is a set of column views of that array (a fresh array every step, so observations never
-  share memory across steps). ``SyncVectorEnv`` instead stacks every key of every sub-env's ``Dict``
-  separately and deep-copies the result. Encoders without a flat layout (user-registered ones may have
-  none) fall back to per-key copies.
+* Observations. Every built-in encoder keeps an epoch's features in one flat float32 buffer (its
+  ``layout``); a step's observation is a copy of it plus the features the draft changed. Each step
+  allocates one ``(N, size)`` array: the sub-envs only change state (:meth:`HetClusterEnv.transition`),
+  then the built-in encoders write all N rows at once (``observe_batch``: the epoch buffers copied in,
+  the drafts' features computed by numpy operations over the stacked drafts; other encoders with a layout
+  write their row through ``observe_into``). The batched ``Dict`` observation is a set of column views of
+  that array (a fresh array every step, so observations never share memory across steps).
+  ``SyncVectorEnv`` instead stacks every key of every sub-env's ``Dict`` separately and deep-copies the
+  result. Encoders without a flat layout (user-registered ones may have none) fall back to per-key copies.
 * Infos. Gymnasium's vector info layout (``info[key]`` an array over sub-envs, ``info["_key"]`` the mask of
-  sub-envs that reported it; dict values nested the same way), built in one pass.
+  sub-envs that reported it; dict values nested the same way), built in one pass, the scalar keys of one
+  type converted together.
 * No wrappers. Sub-envs are ``HetClusterEnv`` instances without Gymnasium's per-env checker and order
   enforcing wrappers (the vector env enforces reset-before-step itself); ``max_episode_steps`` is applied as
   Gymnasium's ``TimeLimit`` would.
@@ -35,7 +37,13 @@ from gymnasium.vector.utils import batch_space
 
 from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
+from hetgym.envs.observations import WindowLevelsObservation, WindowObservation
+from hetgym.envs.observations_cursor import WindowCursorObservation
 from hetgym.sim.errors import HetgymError
+
+#: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
+#: (exactly these classes: a subclass may change what an observation holds).
+BATCHED_ENCODERS: tuple[type, ...] = (WindowObservation, WindowLevelsObservation, WindowCursorObservation)
 
 
 class HetClusterVectorEnv(VectorEnv):
@@ -92,6 +100,9 @@ class HetClusterVectorEnv(VectorEnv):
         self._layout: dict[str, slice] | None = layout
         self._flat_size: int = max((sl.stop for sl in layout.values()), default=0) if layout else 0
         self._last_flat: np.ndarray | None = None
+        # The built-in encoders also encode the whole batch at once (numpy over the sub-envs' drafts).
+        encoder = first.encoder
+        self._batched = layout is not None and type(encoder) in BATCHED_ENCODERS
         self._started: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._autoreset: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._elapsed: np.ndarray = np.zeros(self.num_envs, dtype=np.int64)
@@ -150,14 +161,17 @@ class HetClusterVectorEnv(VectorEnv):
         flat = None if self._layout is None else np.empty((self.num_envs, self._flat_size), dtype=np.float32)
         autoreset = self._autoreset.tolist()
         elapsed = self._elapsed
+        batched = self._batched and flat is not None
         for i, env in enumerate(self.envs):
             if autoreset[i]:
                 obs, info = env.reset()
                 elapsed[i] = 0
-                if flat is not None:
+                if flat is not None and not batched:
                     env.encoder.observe_into(env.state, flat[i])
             else:
-                if flat is not None:
+                if batched:
+                    reward, term, trunc, info = env.transition(actions[i])
+                elif flat is not None:
                     reward, term, trunc, info = env.step_into(actions[i], flat[i])
                 else:
                     obs, step_reward, term, trunc, info = env.step(actions[i])
@@ -170,6 +184,10 @@ class HetClusterVectorEnv(VectorEnv):
                 self._last_obs[i] = obs
             infos[i] = info
         self._autoreset = terminated | truncated
+        if batched:
+            assert flat is not None
+            envs = self.envs
+            envs[0].encoder.observe_batch([env.encoder for env in envs], [env.state for env in envs], flat)  # type: ignore[attr-defined]
         return self._batch_obs(flat), rewards, terminated, truncated, _batch_infos(infos, self.num_envs)
 
     def render(self) -> tuple[Any, ...] | None:

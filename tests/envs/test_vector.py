@@ -43,11 +43,20 @@ def test_make_vec_builds_the_batched_env_by_default_and_sync_on_request() -> Non
     assert isinstance(gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync"), SyncVectorEnv)
 
 
-@pytest.mark.parametrize("env_id", [ENV_ID, "HetCluster-Tiny-v0"])
-def test_steps_equal_sync_vector_env_including_autoresets(env_id: str) -> None:
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        (ENV_ID, {}),
+        ("HetCluster-Tiny-v0", {}),
+        ("HetCluster-Tiny-v0", {"observation": "window-levels"}),
+        ("HetCluster-Tiny-v1", {"modes": ("sync", "fork")}),
+        ("HetCluster-v1", {}),
+    ],
+)
+def test_steps_equal_sync_vector_env_including_autoresets(env_id: str, kwargs: dict[str, Any]) -> None:
     num_envs, limit = 3, 25  # a short time limit so that every sub-env autoresets several times
-    ours = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=limit)
-    ref = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync", max_episode_steps=limit)
+    ours = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=limit, **kwargs)
+    ref = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync", max_episode_steps=limit, **kwargs)
     obs_a, info_a = ours.reset(seed=7)
     obs_b, info_b = ref.reset(seed=7)
     _assert_tree_equal(obs_a, obs_b, "reset obs")
