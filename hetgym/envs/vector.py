@@ -8,9 +8,10 @@ infos for the same seeds and actions: ``tests/envs/test_vector.py``); what diffe
 * Observations. Every built-in encoder keeps an epoch's features in one flat float32 buffer (its
   ``layout``); a step's observation is a copy of it plus the features the draft changed. Each step
   allocates one ``(N, size)`` array: the sub-envs only change state (:meth:`HetClusterEnv.transition`),
-  then the built-in encoders write all N rows at once (``observe_batch``: the epoch buffers copied in,
-  the drafts' features computed by numpy operations over the stacked drafts; other encoders with a layout
-  write their row through ``observe_into``). The batched ``Dict`` observation is a set of column views of
+  then, from :data:`BATCH_MIN_ENVS` sub-envs on, the built-in encoders write all N rows at once
+  (``observe_batch``: the epoch buffers copied in, the drafts' features computed by numpy operations over
+  the stacked drafts; with fewer sub-envs, or other encoders with a layout, each sub-env writes its row
+  through ``observe_into``). The batched ``Dict`` observation is a set of column views of
   that array (a fresh array every step, so observations never share memory across steps).
   ``SyncVectorEnv`` instead stacks every key of every sub-env's ``Dict`` separately and deep-copies the
   result. Encoders without a flat layout (user-registered ones may have none) fall back to per-key copies.
@@ -44,6 +45,10 @@ from hetgym.sim.errors import HetgymError
 #: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
 #: (exactly these classes: a subclass may change what an observation holds).
 BATCHED_ENCODERS: tuple[type, ...] = (WindowObservation, WindowLevelsObservation, WindowCursorObservation)
+#: From this many sub-envs on, batched encoding costs less than a row per sub-env (its numpy calls have a
+#: fixed cost per step: on ``HetCluster-v1`` with a random agent, about 73 µs a step against 33 µs, for
+#: 11 µs a sub-env against 18; ``scripts/bench_vector.py``).
+BATCH_MIN_ENVS = 6
 
 
 class HetClusterVectorEnv(VectorEnv):
@@ -100,9 +105,10 @@ class HetClusterVectorEnv(VectorEnv):
         self._layout: dict[str, slice] | None = layout
         self._flat_size: int = max((sl.stop for sl in layout.values()), default=0) if layout else 0
         self._last_flat: np.ndarray | None = None
-        # The built-in encoders also encode the whole batch at once (numpy over the sub-envs' drafts).
+        # The built-in encoders also encode the whole batch at once (numpy over the sub-envs' drafts), which
+        # pays off from BATCH_MIN_ENVS sub-envs on.
         encoder = first.encoder
-        self._batched = layout is not None and type(encoder) in BATCHED_ENCODERS
+        self._batched = layout is not None and type(encoder) in BATCHED_ENCODERS and self.num_envs >= BATCH_MIN_ENVS
         self._started: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._autoreset: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._elapsed: np.ndarray = np.zeros(self.num_envs, dtype=np.int64)

@@ -10,7 +10,7 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 import hetgym  # noqa: F401  (registers the ids)
-from hetgym.envs.vector import HetClusterVectorEnv
+from hetgym.envs.vector import BATCH_MIN_ENVS, HetClusterVectorEnv
 from hetgym.sim.errors import HetgymError
 
 ENV_ID = "HetCluster-Tiny-v1"
@@ -53,9 +53,11 @@ def test_make_vec_builds_the_batched_env_by_default_and_sync_on_request() -> Non
         ("HetCluster-v1", {}),
     ],
 )
-def test_steps_equal_sync_vector_env_including_autoresets(env_id: str, kwargs: dict[str, Any]) -> None:
-    num_envs, limit = 3, 25  # a short time limit so that every sub-env autoresets several times
+@pytest.mark.parametrize("num_envs", [3, BATCH_MIN_ENVS])  # a row per sub-env, then batched encoding
+def test_steps_equal_sync_vector_env_including_autoresets(env_id: str, kwargs: dict[str, Any], num_envs: int) -> None:
+    limit = 25  # a short time limit so that every sub-env autoresets several times
     ours = gym.make_vec(env_id, num_envs=num_envs, max_episode_steps=limit, **kwargs)
+    assert ours.unwrapped._batched == (num_envs >= BATCH_MIN_ENVS)
     ref = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync", max_episode_steps=limit, **kwargs)
     obs_a, info_a = ours.reset(seed=7)
     obs_b, info_b = ref.reset(seed=7)
