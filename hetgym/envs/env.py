@@ -454,7 +454,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         modes = self.state.mode_index
         holding: list[JobView] = []
         held: dict[int, JobAllocation] = {}
-        for job in view.jobs:
+        for job in view.running:  # the jobs holding GPUs (a waiting job has none); sorted below
             ja = job.allocation
             if ja:
                 if ja.mode not in modes:
@@ -492,7 +492,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         else:
             # No job ended in the interval (and none active at t0 had ended before): every term is dt,
             # summed in the same order, so the totals are the same to the bit.
-            for _ in range(len(view.jobs) - len(rejected)):  # the rejected are among the view's jobs
+            active = len(view.running) + len(view.waiting)  # len(view.jobs), without merging the two
+            for _ in range(active - len(rejected)):  # the rejected are among the view's jobs
                 job_s += dt
             for ja in allocation.jobs.values():
                 counts = ja.counts
@@ -522,7 +523,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
                     comps.missed += 1
                     penalised.add(jid)
         if next_view is not None:
-            for job in next_view.jobs:
+            for job in (*next_view.running, *next_view.waiting):  # next_view.jobs in another order
                 # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
                 if job.deadline_s < t1 and t1 > job.deadline_s + _DEADLINE_TOL_S:
                     spec = job.spec
