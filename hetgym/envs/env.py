@@ -144,7 +144,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     ``observation="window-cursor"``, ``queue_slots=32``); the ``-v0`` ids keep the defaults above.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
-    target allocation to actions (:mod:`hetgym.experts` builds on it).
+    target allocation to actions (:mod:`hetgym.experts` builds on it). For batching: :meth:`transition` is a
+    step without the observation, :meth:`step_into` a step that writes it into a row of a caller's array
+    (:class:`~hetgym.envs.vector.HetClusterVectorEnv` uses both).
 
     ## Version History
 
