@@ -410,15 +410,22 @@ class ElasticFlow(Policy):
         timeline = Timeline(view.now_s, self._cap, slot, np.array(deadlines))
         return _Pass(timeline, sorted(jobs, key=_order_key), 0, {}, set())
 
-    def _advance(self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None) -> None:
-        """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later."""
+    def _advance(
+        self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None, *, through: bool = False
+    ) -> None:
+        """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later.
+
+        With ``through``, the job whose key is ``stop`` is planned too (the first later one is not).
+        """
         jobs, timeline, plans, failed = state.jobs, state.timeline, state.plans, state.failed
         if self._inputs_view is not view:
             self._inputs_view = view
             self._inputs.clear()
         inputs = self._inputs
         pos = state.pos
-        while pos < len(jobs) and (stop is None or _order_key(jobs[pos]) < stop):
+        while pos < len(jobs) and (
+            stop is None or _order_key(jobs[pos]) < stop or (through and _order_key(jobs[pos]) == stop)
+        ):
             job = jobs[pos]
             got = inputs.get(job.job_id)
             if got is None:
@@ -473,15 +480,17 @@ class ElasticFlow(Policy):
 
         Each deadline arrival is admitted iff it gets a share when planned with the admitted jobs and no
         admitted job that had one loses it. The passes share their common prefix (see :meth:`_trial`):
-        the admitted jobs ordered before an arrival are planned once, and the pass of the admitted set
-        alone is completed only when the trial leaves some job without a share.
+        the admitted jobs ordered before an arrival are planned once. The pass of the admitted set alone
+        (to tell which jobs had a share) goes on from there only as far as the last job the trial left
+        without a share: the jobs before the arrival plan alike in both passes, and a job's plan does not
+        depend on the jobs after it. It is completed only when it is the result (every arrival declined).
         """
         rejected: set[int] = set()
         arrivals = sorted((view.job(j) for j in arrived), key=_order_key)
         deadline_keys = [_order_key(j) for j in arrivals if j.spec.has_deadline]
         last: _Pass | None = None
-        full: _Pass | None = None  # the complete pass of the admitted set, once made
-        failed_before: set[int] | None = None
+        # The pass of the admitted set, planned as far as needed so far (complete after an admission).
+        full: _Pass | None = None
         base: _Pass | None = None  # the pass of the admitted set, planned up to the current arrival
         for n, job in enumerate(j for j in arrivals if j.spec.has_deadline):
             if base is None:
@@ -491,16 +500,14 @@ class ElasticFlow(Policy):
             trial, snapshot = self._trial(view, base, job, following)
             ok = job.job_id in trial.plans
             if ok and trial.failed:  # did the newcomer take a share from a job that had one?
-                if failed_before is None:
+                if full is None:
                     full = base.copy()
-                    self._advance(view, full)
-                    failed_before = full.failed
-                ok = trial.failed <= failed_before
+                self._advance(view, full, max(_order_key(view.job(j)) for j in trial.failed), through=True)
+                ok = trial.failed <= full.failed
             if ok:
                 self._kind[job.job_id] = "admitted"
                 admitted = [*admitted, job]
                 last = full = trial
-                failed_before = trial.failed
                 base = snapshot
                 self.stats["admitted"] += 1
             else:
@@ -513,7 +520,11 @@ class ElasticFlow(Policy):
             if not job.spec.has_deadline:
                 self._kind[job.job_id] = "best_effort"
         if last is None:
-            last = full
+            # Every arrival was declined: finish the pass of the admitted set from where it stopped (the same
+            # as planning it afresh).
+            last = full if full is not None else base
+            if last is not None:
+                self._advance(view, last)
         return admitted, rejected, (last.result() if last is not None else None)
 
     def _leftover(
