@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.elasticflow import ElasticFlow, MSSPlan, Timeline, _Pass
+from baselines.hadar import Hadar
 from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
 from hetgym.sim.placement.priced import NodePool
 from hetgym.sim.view import ClusterView, JobView
@@ -155,3 +156,34 @@ def test_elasticflow_admission_matches_planning_every_pass_afresh(rejected_jobs:
     assert stats[0] == stats[1]
     assert stats[0]["rejected"] >= 5 and stats[0]["admitted"] >= 5 and stats[0]["late"] > 0
     assert results[0].equals(results[1])
+
+
+class CheckedHadar(Hadar):
+    """Hadar that checks every offer against one valued with every cache emptied (policy's and pool's)."""
+
+    checks = 0
+
+    def _evaluate(
+        self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool
+    ) -> tuple[float, list[tuple[int, int]], float, float, float, float] | None:
+        got = super()._evaluate(view, job, pool, keep_current)
+        self._candidates_pool = None
+        self._cache_view = None
+        pool._cheapest_cache.clear()
+        pool._level_cache.clear()
+        assert super()._evaluate(view, job, pool, keep_current) == got
+        CheckedHadar.checks += 1
+        return got
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"utility": "avg_jct"}, {"task_level_mixing": False}])
+def test_hadar_offers_from_caches_match_offers_made_afresh(kwargs: dict[str, object]) -> None:
+    """Cheapest placements kept per type set while its types are unchanged give the offers made afresh."""
+    cluster = ClusterSpec.from_inventory("mix", {"a100": (2, 8), "v100": (3, 4), "k80": (4, 4)})
+    wl = WorkloadConfig(recipe="elasticflow", num_jobs=60, arrival_rate_per_h=40.0, max_gpus_per_job=16)
+    jobs = wl.build(cluster, seed=2).jobs
+    CheckedHadar.checks = 0
+    checked = Simulator(cluster, jobs, config=SimConfig(record_timeline=False)).run(CheckedHadar(**kwargs))  # type: ignore[arg-type]
+    plain = Simulator(cluster, jobs, config=SimConfig(record_timeline=False)).run(make_policy("hadar", **kwargs))
+    assert CheckedHadar.checks > 500
+    assert checked.jobs.equals(plain.jobs)
