@@ -279,7 +279,7 @@ class Hadar(Policy):
         # Signatures as small ints (per view, like the shapes below).
         self._signature_ids: dict[_Signature, int] = {}
         self._signatures: list[_Signature] = []
-        self._per_set: dict[tuple[tuple[int, ...], int, tuple[int, ...]], tuple[tuple[int, ...], _Candidate | None]]
+        self._per_set: dict[tuple[tuple[int, ...], int, tuple[int, ...]], tuple[int, _Candidate | None]]
         self._per_set = {}
         # Placement shapes as small ints, so that the per-candidate lookups hash ints, not nested tuples.
         self._shape_ids: dict[tuple[int, tuple[str, ...], bool], int] = {}
@@ -506,7 +506,7 @@ class Hadar(Policy):
 
         Jobs with the same signature get the same placements while the pool is unchanged, so they are
         kept until the pool's next version; the placement on one type set is kept while none of the set's
-        types changes (``NodePool.type_versions``). Equal placements of several sets appear once (the
+        types changes (``NodePool.stamp``). Equal placements of several sets appear once (the
         first). cheapest() sums the node costs in the groups' order, as ``offer`` would.
         """
         if self._candidates_pool is not pool:
@@ -522,10 +522,10 @@ class Hadar(Policy):
         found: list[_Candidate] = []
         keys: set[tuple[tuple[int, int], ...]] = set()
         for eligible in sets:
-            stamp = tuple([versions[t] for t in eligible])
+            stamp = sum([versions[t] for t in eligible])
             entry = per_set.get((eligible, need, current_nodes))
             if entry is None or entry[0] != stamp:
-                got = pool.cheapest(eligible, need, current_nodes)
+                got = pool.walk(eligible, need, current_nodes)
                 cand = None if got is None else (got[0], got[1], tuple(sorted(got[0])), self._shape_id(got[0]))
                 entry = per_set[(eligible, need, current_nodes)] = (stamp, cand)
             cand = entry[1]

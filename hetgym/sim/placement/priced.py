@@ -74,10 +74,10 @@ class NodePool:
         self.type_versions = [0] * len(self.types)
         self._cheapest_cache: dict[
             tuple[tuple[int, ...], int, tuple[int, ...]],
-            tuple[tuple[int, ...], tuple[list[tuple[int, int]], float] | None],
+            tuple[int, tuple[list[tuple[int, int]], float] | None],
         ]
         self._cheapest_cache = {}
-        self._level_cache: dict[tuple[int, ...], tuple[tuple[int, ...], list[tuple[int, int, int]]]] = {}
+        self._level_cache: dict[tuple[int, ...], tuple[int, list[tuple[int, int, int]]]] = {}
         # (type, capacity, used) -> insertion-ordered node ids
         self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
         for h in range(len(self.cap)):
@@ -87,13 +87,14 @@ class NodePool:
         np.add.at(self.free_by_type, self.type_of, self.cap - self.used)
         self._free_type_list: list[int] = self.free_by_type.tolist()
 
-    def _versions(self, types: tuple[int, ...]) -> tuple[int, ...]:
+    def stamp(self, types: Iterable[int]) -> int:
+        """The sum of the versions of ``types``: it changes exactly when a node of one of them changes."""
         tv = self.type_versions
-        return tuple([tv[t] for t in types])
+        return sum([tv[t] for t in types])
 
     def _levels(self, types: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per type versions)."""
-        versions = self._versions(types)
+        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per stamp)."""
+        versions = self.stamp(types)
         hit = self._level_cache.get(types)
         if hit is not None and hit[0] == versions:
             return hit[1]
@@ -174,7 +175,7 @@ class NodePool:
         types = tuple(type_ids)
         pref = list(dict.fromkeys(preferred))
         key = (types, num_gpus, tuple(pref))
-        versions = self._versions(types)
+        versions = self.stamp(types)
         cached = self._cheapest_cache.get(key)
         if cached is not None and cached[0] == versions:
             hit = cached[1]
@@ -182,6 +183,12 @@ class NodePool:
         found = self._cheapest(types, num_gpus, pref)
         self._cheapest_cache[key] = (versions, found)
         return None if found is None else (list(found[0]), found[1])
+
+    def walk(
+        self, type_ids: Iterable[int], num_gpus: int, preferred: Iterable[int] = ()
+    ) -> tuple[list[tuple[int, int]], float] | None:
+        """:meth:`cheapest` without its cache, for callers that keep the answers themselves (by :meth:`stamp`)."""
+        return self._cheapest(tuple(type_ids), num_gpus, list(dict.fromkeys(preferred)))
 
     def _cheapest(
         self, types: tuple[int, ...], num_gpus: int, pref: list[int]
