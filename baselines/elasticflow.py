@@ -97,16 +97,19 @@ class Timeline:
             else:
                 self.default_horizon = False
         self.free = np.repeat(self.capacity[:, None], len(self.times) - 1, axis=1)
+        #: ``times[0]`` as a Python float (breakpoints are only ever inserted after it).
+        self.start_s = float(self.times[0])
 
     def copy(self) -> Timeline:
         out = Timeline.__new__(Timeline)
         out.slot_s, out.capacity, out.default_horizon = self.slot_s, self.capacity, self.default_horizon
+        out.start_s = self.start_s
         out.times, out.free = self.times.copy(), self.free.copy()
         return out
 
     def aligned(self, t: float) -> float:
         """``t`` rounded up to the slot grid (never before the start)."""
-        return max(self.times[0], math.ceil(t / self.slot_s - 1e-9) * self.slot_s)
+        return max(self.start_s, math.ceil(t / self.slot_s - 1e-9) * self.slot_s)
 
     def split(self, t: float) -> int:
         """Index of breakpoint ``t``, inserting it (and extending the horizon) as needed."""
@@ -234,8 +237,7 @@ def mss_plan(
         first_loss_s: Seconds of the first interval lost to a restart penalty.
         commit: Take the plan's GPUs from the timeline.
     """
-    now = float(timeline.times[0])
-    if deadline_s <= now + 1e-9 or len(levels.order) == 0:
+    if deadline_s <= timeline.start_s + 1e-9 or len(levels.order) == 0:
         return MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
     i_ddl = timeline.split(timeline.aligned(deadline_s))
     times = timeline.times
