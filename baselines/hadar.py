@@ -284,6 +284,8 @@ class Hadar(Policy):
         # Placement shapes as small ints, so that the per-candidate lookups hash ints, not nested tuples.
         self._shape_ids: dict[tuple[int, tuple[str, ...], bool], int] = {}
         self._shapes: list[tuple[int, tuple[str, ...], bool]] = []
+        # Rates per (job type, batch size) and shape id (what `_shape_rate` keys by the shape itself).
+        self._rate_by_kind: dict[tuple[str, int], dict[int, float]] = {}
         self._horizon_key: tuple[float, int] | None = None
         self._horizon_s = math.inf
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
@@ -473,7 +475,12 @@ class Hadar(Policy):
             # The rate depends on the placement's shape only, the delay on whether it is the current one.
             valued = valued_cache.get(2 * shape + stays)
             if valued is None:
-                rate = self._shape_rate(view, job, *self._shapes[shape])
+                kind = self._rate_by_kind.get((job.job_type, job.batch_size))
+                if kind is None:
+                    kind = self._rate_by_kind[(job.job_type, job.batch_size)] = {}
+                rate = kind.get(shape)
+                if rate is None:
+                    rate = kind[shape] = self._shape_rate(view, job, *self._shapes[shape])
                 if rate <= 0:
                     valued = (rate, 0.0, 0.0)
                 else:
@@ -654,6 +661,7 @@ class Hadar(Policy):
         self._per_set.clear()
         self._shape_ids.clear()
         self._shapes.clear()
+        self._rate_by_kind.clear()
         self._signature_ids.clear()
         self._signatures.clear()
 
