@@ -97,16 +97,19 @@ class Timeline:
             else:
                 self.default_horizon = False
         self.free = np.repeat(self.capacity[:, None], len(self.times) - 1, axis=1)
+        #: ``times[0]`` as a Python float (breakpoints are only ever inserted after it).
+        self.start_s = float(self.times[0])
 
     def copy(self) -> Timeline:
         out = Timeline.__new__(Timeline)
         out.slot_s, out.capacity, out.default_horizon = self.slot_s, self.capacity, self.default_horizon
+        out.start_s = self.start_s
         out.times, out.free = self.times.copy(), self.free.copy()
         return out
 
     def aligned(self, t: float) -> float:
         """``t`` rounded up to the slot grid (never before the start)."""
-        return max(self.times[0], math.ceil(t / self.slot_s - 1e-9) * self.slot_s)
+        return max(self.start_s, math.ceil(t / self.slot_s - 1e-9) * self.slot_s)
 
     def split(self, t: float) -> int:
         """Index of breakpoint ``t``, inserting it (and extending the horizon) as needed."""
@@ -234,8 +237,7 @@ def mss_plan(
         first_loss_s: Seconds of the first interval lost to a restart penalty.
         commit: Take the plan's GPUs from the timeline.
     """
-    now = float(timeline.times[0])
-    if deadline_s <= now + 1e-9 or len(levels.order) == 0:
+    if deadline_s <= timeline.start_s + 1e-9 or len(levels.order) == 0:
         return MSSPlan(-1, -1, np.zeros(0, dtype=np.int64), math.inf)
     i_ddl = timeline.split(timeline.aligned(deadline_s))
     times = timeline.times
@@ -250,7 +252,8 @@ def mss_plan(
     weights = np.empty((num_k, i_ddl))
     weights[:] = usable
     hist = np.bincount((free + _type_offsets(num_k, width)).ravel(), weights=weights.ravel(), minlength=num_k * width)
-    totals = np.add.reduce(rate_at_free * hist.reshape(num_k, width)[levels.type_idx], axis=1)
+    # take() on rows: the same gathers as fancy indexing, without its setup cost (this runs once a job a pass).
+    totals = np.add.reduce(rate_at_free * hist.reshape(num_k, width).take(levels.type_idx, axis=0), axis=1)
     target = work * (1.0 - 1e-9)
     ok = totals[levels.order] >= target
     first = int(ok.argmax())
@@ -260,19 +263,21 @@ def mss_plan(
     k = int(levels.type_idx[o])
     free_k = free[k]
     # The backward walk from the deadline reaches the work at interval `point`.
-    iters = rate_at_free[o, free_k] * usable
+    iters = rate_at_free[o].take(free_k) * usable
     point = i_ddl - 1 - int((iters[::-1].cumsum() >= target).argmax())
-    avail = levels.floor_count[k, free_k]
+    avail = levels.floor_count[k].take(free_k)
     plan = np.minimum(avail, levels.count[o])
     lower = int(levels.prev[o])
     if point > 0:
         plan[:point] = np.minimum(avail[:point], levels.count[lower]) if lower >= 0 else 0
-    rates = levels.rate_of[o, plan]
-    done = (rates * usable).cumsum()
+        # From `point` on the plan runs the share capped by the free GPUs: the rates of `iters`.
+        iters[:point] = levels.rate_of[o].take(plan[:point]) * usable[:point]
+    done = iters.cumsum()
     e = int((done >= target).argmax())
     before = done[e - 1] if e > 0 else 0.0
+    rate_e = levels.rate_of[o, plan[e]]
     start_e = times[e] + (first_loss_s if e == 0 else 0.0)
-    end = start_e + (work - before) / rates[e] if rates[e] > 0 else times[e + 1]
+    end = start_e + (work - before) / rate_e if rate_e > 0 else times[e + 1]
     end_al = min(timeline.aligned(end), times[e + 1])
     counts = plan[: e + 1]
     changed = counts != counts[0]
@@ -410,15 +415,22 @@ class ElasticFlow(Policy):
         timeline = Timeline(view.now_s, self._cap, slot, np.array(deadlines))
         return _Pass(timeline, sorted(jobs, key=_order_key), 0, {}, set())
 
-    def _advance(self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None) -> None:
-        """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later."""
+    def _advance(
+        self, view: ClusterView, state: _Pass, stop: tuple[float, float, int] | None = None, *, through: bool = False
+    ) -> None:
+        """Plan the pass's next jobs in deadline order, up to (excluding) the first whose key is ``stop`` or later.
+
+        With ``through``, the job whose key is ``stop`` is planned too (the first later one is not).
+        """
         jobs, timeline, plans, failed = state.jobs, state.timeline, state.plans, state.failed
         if self._inputs_view is not view:
             self._inputs_view = view
             self._inputs.clear()
         inputs = self._inputs
         pos = state.pos
-        while pos < len(jobs) and (stop is None or _order_key(jobs[pos]) < stop):
+        while pos < len(jobs) and (
+            stop is None or _order_key(jobs[pos]) < stop or (through and _order_key(jobs[pos]) == stop)
+        ):
             job = jobs[pos]
             got = inputs.get(job.job_id)
             if got is None:
@@ -473,15 +485,17 @@ class ElasticFlow(Policy):
 
         Each deadline arrival is admitted iff it gets a share when planned with the admitted jobs and no
         admitted job that had one loses it. The passes share their common prefix (see :meth:`_trial`):
-        the admitted jobs ordered before an arrival are planned once, and the pass of the admitted set
-        alone is completed only when the trial leaves some job without a share.
+        the admitted jobs ordered before an arrival are planned once. The pass of the admitted set alone
+        (to tell which jobs had a share) goes on from there only as far as the last job the trial left
+        without a share: the jobs before the arrival plan alike in both passes, and a job's plan does not
+        depend on the jobs after it. It is completed only when it is the result (every arrival declined).
         """
         rejected: set[int] = set()
         arrivals = sorted((view.job(j) for j in arrived), key=_order_key)
         deadline_keys = [_order_key(j) for j in arrivals if j.spec.has_deadline]
         last: _Pass | None = None
-        full: _Pass | None = None  # the complete pass of the admitted set, once made
-        failed_before: set[int] | None = None
+        # The pass of the admitted set, planned as far as needed so far (complete after an admission).
+        full: _Pass | None = None
         base: _Pass | None = None  # the pass of the admitted set, planned up to the current arrival
         for n, job in enumerate(j for j in arrivals if j.spec.has_deadline):
             if base is None:
@@ -491,16 +505,14 @@ class ElasticFlow(Policy):
             trial, snapshot = self._trial(view, base, job, following)
             ok = job.job_id in trial.plans
             if ok and trial.failed:  # did the newcomer take a share from a job that had one?
-                if failed_before is None:
+                if full is None:
                     full = base.copy()
-                    self._advance(view, full)
-                    failed_before = full.failed
-                ok = trial.failed <= failed_before
+                self._advance(view, full, max(_order_key(view.job(j)) for j in trial.failed), through=True)
+                ok = trial.failed <= full.failed
             if ok:
                 self._kind[job.job_id] = "admitted"
                 admitted = [*admitted, job]
                 last = full = trial
-                failed_before = trial.failed
                 base = snapshot
                 self.stats["admitted"] += 1
             else:
@@ -513,7 +525,11 @@ class ElasticFlow(Policy):
             if not job.spec.has_deadline:
                 self._kind[job.job_id] = "best_effort"
         if last is None:
-            last = full
+            # Every arrival was declined: finish the pass of the admitted set from where it stopped (the same
+            # as planning it afresh).
+            last = full if full is not None else base
+            if last is not None:
+                self._advance(view, last)
         return admitted, rejected, (last.result() if last is not None else None)
 
     def _leftover(

@@ -135,11 +135,13 @@ class _Decision:
 # The policy
 
 
-#: A candidate placement in ``Hadar.offer``: the node groups, their cost (``None``: to compute), the sorted
-#: groups, and their shape (GPUs, sorted GPU types, spans several nodes) when already known.
-_Candidate = tuple[
-    list[tuple[int, int]], float | None, tuple[tuple[int, int], ...], tuple[int, tuple[str, ...], bool] | None
-]
+#: A candidate placement in ``Hadar.offer``: the node groups, their cost, the sorted groups, and the id of
+#: their shape (GPUs, sorted GPU types, spans several nodes; see ``Hadar._shape_id``).
+_Candidate = tuple[list[tuple[int, int]], float, tuple[tuple[int, int], ...], int]
+#: An offer's ``(payoff, groups, rate, cost, utility, est_jct_s)``.
+_Valued = tuple[float, list[tuple[int, int]], float, float, float, float]
+#: A job's eligible type sets, GPUs and current nodes: jobs alike in these get the same cheapest placements.
+_Signature = tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -256,23 +258,34 @@ class Hadar(Policy):
         self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
         self._planner = PlanAhead(self)
-        # Per-view caches of `offer`: the job's current nodes, and (rate, estimated JCT, utility) per placement
-        # shape (GPUs, types, spans nodes) and whether it is the current placement.
+        # Per-view caches of `offer`: the job's current nodes (and their shape id), and (rate, estimated JCT,
+        # utility) per placement shape id and whether it is the current placement.
         self._cache_view: ClusterView | None = None
         self._prepared: dict[
             int,
             tuple[
                 list[tuple[int, int]],
                 bool,
-                tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]],
+                int,
                 tuple[tuple[int, int], ...] | None,
+                int,
+                dict[int, tuple[float, float, float]],
             ],
         ] = {}
-        # Per pool version: the cheapest placements per (eligible type sets, GPUs, current nodes).
+        # Per pool: the cheapest placements per signature (at one pool version), and per (eligible type set,
+        # GPUs, current nodes) at the versions of the set's types (the only nodes the walk reads).
         self._candidates_pool: NodePool | None = None
-        self._candidates_version = -1
-        self._candidates: dict[tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]], list[_Candidate]] = {}
-        self._valued: dict[tuple[int, tuple[int, tuple[str, ...], bool], bool], tuple[float, float, float]] = {}
+        self._candidates: dict[int, tuple[int, list[_Candidate]]] = {}
+        # Signatures as small ints (per view, like the shapes below).
+        self._signature_ids: dict[_Signature, int] = {}
+        self._signatures: list[_Signature] = []
+        self._per_set: dict[tuple[tuple[int, ...], int, tuple[int, ...]], tuple[int, _Candidate | None]]
+        self._per_set = {}
+        # Placement shapes as small ints, so that the per-candidate lookups hash ints, not nested tuples.
+        self._shape_ids: dict[tuple[int, tuple[str, ...], bool], int] = {}
+        self._shapes: list[tuple[int, tuple[str, ...], bool]] = []
+        # Rates per (job type, batch size) and shape id (what `_shape_rate` keys by the shape itself).
+        self._rate_by_kind: dict[tuple[str, int], dict[int, float]] = {}
         self._horizon_key: tuple[float, int] | None = None
         self._horizon_s = math.inf
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
@@ -405,12 +418,24 @@ class Hadar(Policy):
         return sets
 
     def offer(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool = True) -> Offer | None:
-        """The job's best placement under the pool's prices (the dual subroutine), or ``None``."""
+        """The job's best placement under the pool's prices (the dual subroutine), or ``None``.
+
+        The job's current placement is a candidate when ``keep_current``, the job runs as one gang (mode
+        ``sync``: a forked job's primary and copies are none) and its nodes are still free.
+        """
+        best = self._evaluate(view, job, pool, keep_current)
+        if best is None:
+            return None
+        payoff, groups, rate, cost, u, est = best
+        return Offer(job.job_id, list(groups), rate, cost, u, payoff, est)
+
+    def _evaluate(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool) -> _Valued | None:
+        """:meth:`offer` as ``(payoff, groups, rate, cost, utility, est_jct_s)`` (the greedy's re-evaluations
+        build an :class:`Offer` only for the job they commit)."""
         if self._cache_view is not view:
             # What depends on the view and the job but not on the pool is kept for this view's offers.
             self._cache_view = view
             self._prepared.clear()
-            self._valued.clear()
         jid = job.job_id
         prepared = self._prepared.get(jid)
         if prepared is None:
@@ -418,27 +443,44 @@ class Hadar(Policy):
             sync_now = job.allocation is not None and job.allocation.mode == "sync"
             sets = self._eligible_sets(view, job)
             signature = (tuple(tuple(e) for e in sets), job.num_gpus, tuple(h for h, _ in current))
-            prepared = self._prepared[jid] = (current, sync_now, signature, tuple(current) if sync_now else None)
-        current, sync_now, signature, current_key = prepared
-        candidates: list[_Candidate] = []
-        if keep_current and current and sync_now and all(pool.free(h) >= n for h, n in current):
-            candidates.append((current, None, tuple(current), None))
-        candidates.extend(self._cheapest_candidates(pool, signature))
-        if not candidates:
+            sig_id = self._signature_ids.get(signature)
+            if sig_id is None:
+                sig_id = self._signature_ids[signature] = len(self._signatures)
+                self._signatures.append(signature)
+            prepared = self._prepared[jid] = (
+                current,
+                sync_now,
+                sig_id,
+                tuple(current) if sync_now else None,
+                self._shape_id(current) if current else -1,
+                {},
+            )
+        current, sync_now, sig_id, current_key, current_shape, valued_cache = prepared
+        hit = self._candidates.get(sig_id) if self._candidates_pool is pool else None
+        found = hit[1] if hit is not None and hit[0] == pool.version else self._cheapest_candidates(pool, sig_id)
+        # The current placement is the first candidate when it is still free; a cheapest placement equal to
+        # it is then the same candidate (the first one of equal placements is kept).
+        with_current = bool(keep_current and current and sync_now and pool.fits(current))
+        if not found and not with_current:
             return None
-        best: Offer | None = None
-        seen: set[tuple[tuple[int, int], ...]] = set()
-        for groups, known_cost, key, shape in candidates:
-            if key in seen:
-                continue
-            seen.add(key)
-            if shape is None:
-                shape = (*self._groups_shape(groups), len(groups) > 1)
+        best: _Valued | None = None
+        for i in range(-1 if with_current else 0, len(found)):
+            if i < 0:
+                groups, cost, shape, stays = current, None, current_shape, True
+            else:
+                groups, cost, key, shape = found[i]
+                stays = key == current_key
+                if stays and with_current:
+                    continue
             # The rate depends on the placement's shape only, the delay on whether it is the current one.
-            stays = key == current_key
-            valued = self._valued.get((jid, shape, stays))
+            valued = valued_cache.get(2 * shape + stays)
             if valued is None:
-                rate = self._shape_rate(view, job, *shape)
+                kind = self._rate_by_kind.get((job.job_type, job.batch_size))
+                if kind is None:
+                    kind = self._rate_by_kind[(job.job_type, job.batch_size)] = {}
+                rate = kind.get(shape)
+                if rate is None:
+                    rate = kind[shape] = self._shape_rate(view, job, *self._shapes[shape])
                 if rate <= 0:
                     valued = (rate, 0.0, 0.0)
                 else:
@@ -446,40 +488,58 @@ class Hadar(Policy):
                     delay = job.penalty_left_s if stays else view.restart_penalty_s(job)
                     est = elapsed + delay + job.remaining_iters / rate
                     valued = (rate, est, self.utility_of(view, job, est))
-                self._valued[(jid, shape, stays)] = valued
+                valued_cache[2 * shape + stays] = valued
             rate, est, u = valued
             if rate <= 0:
                 continue
-            cost = sum(pool.cost(h, n) for h, n in groups) if known_cost is None else known_cost
+            if cost is None:
+                cost = sum(pool.cost(h, n) for h, n in groups)
             payoff = u - cost
-            if best is None or payoff > best.payoff + 1e-15:
-                best = Offer(jid, list(groups), rate, cost, u, payoff, est)
+            if best is None or payoff > best[0] + 1e-15:
+                best = (payoff, groups, rate, cost, u, est)
         return best
 
-    def _cheapest_candidates(
-        self, pool: NodePool, signature: tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]
-    ) -> list[_Candidate]:
+    def _shape_id(self, groups: Sequence[tuple[int, int]]) -> int:
+        """The id of the shape (GPUs, sorted GPU types, spans several nodes) of ``groups``."""
+        shape = (*self._groups_shape(groups), len(groups) > 1)
+        found = self._shape_ids.get(shape)
+        if found is None:
+            found = self._shape_ids[shape] = len(self._shapes)
+            self._shapes.append(shape)
+        return found
+
+    def _cheapest_candidates(self, pool: NodePool, sig_id: int) -> list[_Candidate]:
         """The cheapest placement on each eligible type set of jobs with this (sets, GPUs, current nodes).
 
         Jobs with the same signature get the same placements while the pool is unchanged, so they are
-        kept until the pool's next version. cheapest() sums the node costs in the groups' order, as
-        ``offer`` would.
+        kept until the pool's next version; the placement on one type set is kept while none of the set's
+        types changes (``NodePool.stamp``). Equal placements of several sets appear once (the
+        first). cheapest() sums the node costs in the groups' order, as ``offer`` would.
         """
-        if self._candidates_pool is not pool or self._candidates_version != pool.version:
+        if self._candidates_pool is not pool:
             self._candidates_pool = pool
-            self._candidates_version = pool.version
             self._candidates.clear()
-        found = self._candidates.get(signature)
-        if found is None:
-            sets, need, current_nodes = signature
-            found = []
-            for eligible in sets:
-                hit = pool.cheapest(eligible, need, current_nodes)
-                if hit is not None:
-                    found.append(
-                        (hit[0], hit[1], tuple(sorted(hit[0])), (*self._groups_shape(hit[0]), len(hit[0]) > 1))
-                    )
-            self._candidates[signature] = found
+            self._per_set.clear()
+        hit = self._candidates.get(sig_id)
+        if hit is not None and hit[0] == pool.version:
+            return hit[1]
+        sets, need, current_nodes = self._signatures[sig_id]
+        versions = pool.type_versions
+        per_set = self._per_set
+        found: list[_Candidate] = []
+        keys: set[tuple[tuple[int, int], ...]] = set()
+        for eligible in sets:
+            stamp = sum([versions[t] for t in eligible])
+            entry = per_set.get((eligible, need, current_nodes))
+            if entry is None or entry[0] != stamp:
+                got = pool.walk(eligible, need, current_nodes)
+                cand = None if got is None else (got[0], got[1], tuple(sorted(got[0])), self._shape_id(got[0]))
+                entry = per_set[(eligible, need, current_nodes)] = (stamp, cand)
+            cand = entry[1]
+            if cand is not None and cand[2] not in keys:
+                keys.add(cand[2])
+                found.append(cand)
+        self._candidates[sig_id] = (pool.version, found)
         return found
 
     def greedy(
@@ -495,29 +555,31 @@ class Hadar(Policy):
         fill = self.work_conserving if admit_nonpositive is None else admit_nonpositive
         version = 0
         heap: list[tuple[float, float, int, int]] = []
-        offers: dict[int, Offer] = {}
+        offers: dict[int, _Valued] = {}
         by_id = {j.job_id: j for j in jobs}
+        evaluate = self._evaluate
         for job in jobs:
-            o = self.offer(view, job, pool)
+            o = evaluate(view, job, pool, True)
             if o is not None:
                 offers[job.job_id] = o
-                heapq.heappush(heap, (-o.payoff, job.submit_s, job.job_id, version))
+                heapq.heappush(heap, (-o[0], job.submit_s, job.job_id, version))
         while heap:
             neg, sub, jid, ver = heapq.heappop(heap)
             if not fill and -neg <= 0:
                 break  # stale entries are upper bounds: nothing left has a positive payoff
             if ver != version:
-                o = self.offer(view, by_id[jid], pool)
+                o = evaluate(view, by_id[jid], pool, True)
                 if o is None:
                     continue
                 offers[jid] = o
-                heapq.heappush(heap, (-o.payoff, sub, jid, version))
+                heapq.heappush(heap, (-o[0], sub, jid, version))
                 continue
-            o = offers[jid]
-            for h, n in o.groups:
+            payoff, groups, rate, cost, u, est = offers[jid]
+            committed = Offer(jid, list(groups), rate, cost, u, payoff, est)
+            for h, n in committed.groups:
                 pool.take(h, n)
-            decision.groups[jid] = o.groups
-            decision.offers[jid] = o
+            decision.groups[jid] = committed.groups
+            decision.offers[jid] = committed
             version += 1
 
     # ----------------------------------------------------------------------------------------
@@ -594,9 +656,14 @@ class Hadar(Policy):
         """Drop the per-view caches of :meth:`offer` (they hold the view)."""
         self._cache_view = None
         self._prepared.clear()
-        self._valued.clear()
         self._candidates_pool = None
         self._candidates.clear()
+        self._per_set.clear()
+        self._shape_ids.clear()
+        self._shapes.clear()
+        self._rate_by_kind.clear()
+        self._signature_ids.clear()
+        self._signatures.clear()
 
     # ----------------------------------------------------------------------------------------
     @property

@@ -48,7 +48,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import ClassVar, Literal
 
-from baselines.hadar import Hadar, HadarKnobs, NodePool, Offer, UtilityFn, _Decision, _merge, groups_to_server_groups
+from baselines.hadar import Hadar, HadarKnobs, UtilityFn, _Decision, _merge, groups_to_server_groups
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
@@ -159,11 +159,6 @@ class HadarE(Hadar):
         self.fork_between_rounds = fork_between_rounds
 
     # ----------------------------------------------------------------------------------------
-    def offer(self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool = True) -> Offer | None:
-        # A forked job's current placement is primary + copies: not a gang candidate. Its current
-        # nodes are still preferred (at equal price) by the dual subroutine.
-        return super().offer(view, job, pool, keep_current=job.allocation is None or job.allocation.mode == "sync")
-
     def _copy_key(
         self, view: ClusterView, job: JobView, rate: float, had_copy: bool, unplaced: bool
     ) -> tuple[float, ...]:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.elasticflow import ElasticFlow, MSSPlan, Timeline, _Pass
+from baselines.hadar import Hadar
 from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
 from hetgym.sim.placement.priced import NodePool
 from hetgym.sim.view import ClusterView, JobView
@@ -109,3 +110,80 @@ def test_cached_cheapest_matches_a_fresh_walk(
                 assert pool.cheapest(types, need, pref) == fresh
         if node is not None and pool.free(node) >= n:
             pool.take(node, n)
+
+
+class NaiveAdmissionElasticFlow(ElasticFlow):
+    """ElasticFlow's admission planned afresh: every trial and every pass of the admitted set from the start."""
+
+    def _admit(
+        self, view: ClusterView, admitted: list[JobView], arrived: list[int]
+    ) -> tuple[list[JobView], set[int], PassResult | None]:
+        rejected: set[int] = set()
+        last: PassResult | None = None
+        for job in sorted((view.job(j) for j in arrived), key=lambda j: (j.deadline_s, j.submit_s, j.job_id)):
+            if not job.spec.has_deadline:
+                self._kind[job.job_id] = "best_effort"
+                continue
+            trial = self.plan_all(view, [*admitted, job])
+            before = self.plan_all(view, admitted)
+            if job.job_id in trial[1] and trial[2] <= before[2]:
+                self._kind[job.job_id] = "admitted"
+                admitted = [*admitted, job]
+                last = trial
+                self.stats["admitted"] += 1
+            else:
+                self.stats["rejected"] += 1
+                if self.rejected_jobs == "drop":
+                    rejected.add(job.job_id)
+                else:
+                    self._kind[job.job_id] = "best_effort"
+                last = last if last is not None else before
+        return admitted, rejected, last
+
+
+@pytest.mark.parametrize("rejected_jobs", ["drop", "best_effort"])
+def test_elasticflow_admission_matches_planning_every_pass_afresh(rejected_jobs: str) -> None:
+    """The admission passes stopped early (trial failures, declined arrivals) decide as planning all afresh."""
+    cluster = ClusterSpec.from_inventory("mix", {"v100": (2, 4), "k80": (2, 4)})
+    wl = WorkloadConfig(recipe="elasticflow", num_jobs=60, arrival_rate_per_h=90.0, tightness=0.5, max_gpus_per_job=8)
+    # A burst at time 0, then arrivals one by one: many declined, admitted jobs that are late.
+    jobs = [j if i % 3 else dataclasses.replace(j, submit_s=0.0) for i, j in enumerate(wl.build(cluster, seed=5).jobs)]
+    results = []
+    stats = []
+    for policy in (ElasticFlow(rejected_jobs=rejected_jobs), NaiveAdmissionElasticFlow(rejected_jobs=rejected_jobs)):
+        results.append(Simulator(cluster, jobs, config=SimConfig(record_timeline=False)).run(policy).jobs)
+        stats.append(dict(policy.stats))
+    assert stats[0] == stats[1]
+    assert stats[0]["rejected"] >= 5 and stats[0]["admitted"] >= 5 and stats[0]["late"] > 0
+    assert results[0].equals(results[1])
+
+
+class CheckedHadar(Hadar):
+    """Hadar that checks every offer against one valued with every cache emptied (policy's and pool's)."""
+
+    checks = 0
+
+    def _evaluate(
+        self, view: ClusterView, job: JobView, pool: NodePool, keep_current: bool
+    ) -> tuple[float, list[tuple[int, int]], float, float, float, float] | None:
+        got = super()._evaluate(view, job, pool, keep_current)
+        self._candidates_pool = None
+        self._cache_view = None
+        pool._cheapest_cache.clear()
+        pool._level_cache.clear()
+        assert super()._evaluate(view, job, pool, keep_current) == got
+        CheckedHadar.checks += 1
+        return got
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"utility": "avg_jct"}, {"task_level_mixing": False}])
+def test_hadar_offers_from_caches_match_offers_made_afresh(kwargs: dict[str, object]) -> None:
+    """Cheapest placements kept per type set while its types are unchanged give the offers made afresh."""
+    cluster = ClusterSpec.from_inventory("mix", {"a100": (2, 8), "v100": (3, 4), "k80": (4, 4)})
+    wl = WorkloadConfig(recipe="elasticflow", num_jobs=60, arrival_rate_per_h=40.0, max_gpus_per_job=16)
+    jobs = wl.build(cluster, seed=2).jobs
+    CheckedHadar.checks = 0
+    checked = Simulator(cluster, jobs, config=SimConfig(record_timeline=False)).run(CheckedHadar(**kwargs))  # type: ignore[arg-type]
+    plain = Simulator(cluster, jobs, config=SimConfig(record_timeline=False)).run(make_policy("hadar", **kwargs))
+    assert CheckedHadar.checks > 500
+    assert checked.jobs.equals(plain.jobs)

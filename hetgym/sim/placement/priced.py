@@ -62,14 +62,22 @@ class NodePool:
         self.price_l = float(price_l)
         self.price_u = float(price_u)
         self._cum: dict[int, np.ndarray] = {}
+        # Python mirrors of `cap`, `used` and the cumulative prices: cost() and free() run once per candidate
+        # placement, where numpy scalars cost more than the arithmetic (the values are the same floats).
+        self._cap_list: list[int] = self.cap.tolist()
+        self._used_list: list[int] = self.used.tolist()
+        self._type_list: list[int] = self.type_of.tolist()
+        self._cum_list: dict[int, list[float]] = {}
         self.version = 0
-        # cheapest() answers at `self.version` (the pool only changes in take(), which bumps the version).
+        #: Per GPU type, how many times take() changed one of its nodes: cheapest() and the bucket levels only
+        #: read the nodes of the types asked for, so their answers stand while those types' versions do.
+        self.type_versions = [0] * len(self.types)
         self._cheapest_cache: dict[
-            tuple[tuple[int, ...], int, tuple[int, ...]], tuple[list[tuple[int, int]], float] | None
+            tuple[tuple[int, ...], int, tuple[int, ...]],
+            tuple[int, tuple[list[tuple[int, int]], float] | None],
         ]
         self._cheapest_cache = {}
-        self._cheapest_version = 0
-        self._level_cache: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
+        self._level_cache: dict[tuple[int, ...], tuple[int, list[tuple[int, int, int]]]] = {}
         # (type, capacity, used) -> insertion-ordered node ids
         self._buckets: dict[tuple[int, int, int], dict[int, None]] = {}
         for h in range(len(self.cap)):
@@ -77,26 +85,31 @@ class NodePool:
                 self._bucket(h)[h] = None
         self.free_by_type = np.zeros(len(self.types), dtype=np.int64)
         np.add.at(self.free_by_type, self.type_of, self.cap - self.used)
+        self._free_type_list: list[int] = self.free_by_type.tolist()
+
+    def stamp(self, types: Iterable[int]) -> int:
+        """The sum of the versions of ``types``: it changes exactly when a node of one of them changes."""
+        tv = self.type_versions
+        return sum([tv[t] for t in types])
 
     def _levels(self, types: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per version)."""
-        key = (types, self.version)
-        levels = self._level_cache.get(key)
-        if levels is None:
-            wanted = set(types)
-            ranked = sorted(
-                (used / cap, -(cap - used), t, cap, used)
-                for (t, cap, used), nodes in self._buckets.items()
-                if t in wanted and nodes
-            )
-            levels = [(t, cap, used) for _, _, t, cap, used in ranked]
-            if len(self._level_cache) > 64:
-                self._level_cache.clear()
-            self._level_cache[key] = levels
+        """Non-empty buckets of ``types`` as ``(type, capacity, used)``, cheapest first (cached per stamp)."""
+        versions = self.stamp(types)
+        hit = self._level_cache.get(types)
+        if hit is not None and hit[0] == versions:
+            return hit[1]
+        wanted = set(types)
+        ranked = sorted(
+            (used / cap, -(cap - used), t, cap, used)
+            for (t, cap, used), nodes in self._buckets.items()
+            if t in wanted and nodes
+        )
+        levels = [(t, cap, used) for _, _, t, cap, used in ranked]
+        self._level_cache[types] = (versions, levels)
         return levels
 
     def _bucket(self, h: int) -> dict[int, None]:
-        key = (int(self.type_of[h]), int(self.cap[h]), int(self.used[h]))
+        key = (self._type_list[h], self._cap_list[h], self._used_list[h])
         b = self._buckets.get(key)
         if b is None:
             b = self._buckets[key] = {}
@@ -118,16 +131,21 @@ class NodePool:
 
     def cost(self, node: int, num_gpus: int) -> float:
         """Price of taking ``num_gpus`` more GPUs on ``node``."""
-        cap = int(self.cap[node])
-        cum = self._cum.get(cap)
+        cap = self._cap_list[node]
+        cum = self._cum_list.get(cap)
         if cum is None:
-            cum = self.cumulative_prices(cap)
-        u = int(self.used[node])
-        return float(cum[u + num_gpus] - cum[u])
+            cum = self._cum_list[cap] = self.cumulative_prices(cap).tolist()
+        u = self._used_list[node]
+        return cum[u + num_gpus] - cum[u]
 
     def free(self, node: int) -> int:
         """Uncommitted GPUs on ``node``."""
-        return int(self.cap[node] - self.used[node])
+        return self._cap_list[node] - self._used_list[node]
+
+    def fits(self, groups: Iterable[tuple[int, int]]) -> bool:
+        """Whether every ``(node, num_gpus)`` of ``groups`` has that many uncommitted GPUs."""
+        cap, used = self._cap_list, self._used_list
+        return all(cap[h] - used[h] >= n for h, n in groups)
 
     def take(self, node: int, num_gpus: int) -> None:
         """Commit ``num_gpus`` GPUs of ``node``."""
@@ -137,9 +155,12 @@ class NodePool:
             raise ValueError(f"node {node}: {num_gpus} GPUs requested, {self.free(node)} free")
         del self._bucket(node)[node]
         self.version += 1
+        self.type_versions[self._type_list[node]] += 1
         self.used[node] += num_gpus
+        self._used_list[node] += num_gpus
         self.free_by_type[self.type_of[node]] -= num_gpus
-        if self.used[node] < self.cap[node]:
+        self._free_type_list[self._type_list[node]] -= num_gpus
+        if self._used_list[node] < self._cap_list[node]:
             self._bucket(node)[node] = None
 
     def cheapest(
@@ -153,21 +174,27 @@ class NodePool:
         """
         types = tuple(type_ids)
         pref = list(dict.fromkeys(preferred))
-        if self._cheapest_version != self.version:
-            self._cheapest_cache.clear()
-            self._cheapest_version = self.version
         key = (types, num_gpus, tuple(pref))
-        if key in self._cheapest_cache:
-            hit = self._cheapest_cache[key]
+        versions = self.stamp(types)
+        cached = self._cheapest_cache.get(key)
+        if cached is not None and cached[0] == versions:
+            hit = cached[1]
             return None if hit is None else (list(hit[0]), hit[1])
         found = self._cheapest(types, num_gpus, pref)
-        self._cheapest_cache[key] = found
+        self._cheapest_cache[key] = (versions, found)
         return None if found is None else (list(found[0]), found[1])
+
+    def walk(
+        self, type_ids: Iterable[int], num_gpus: int, preferred: Iterable[int] = ()
+    ) -> tuple[list[tuple[int, int]], float] | None:
+        """:meth:`cheapest` without its cache, for callers that keep the answers themselves (by :meth:`stamp`)."""
+        return self._cheapest(tuple(type_ids), num_gpus, list(dict.fromkeys(preferred)))
 
     def _cheapest(
         self, types: tuple[int, ...], num_gpus: int, pref: list[int]
     ) -> tuple[list[tuple[int, int]], float] | None:
-        if sum(int(self.free_by_type[t]) for t in types) < num_gpus:
+        free_by_type = self._free_type_list
+        if sum([free_by_type[t] for t in types]) < num_gpus:
             return None
         levels = self._levels(types)
         out: list[tuple[int, int]] = []
