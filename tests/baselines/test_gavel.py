@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from baselines.gavel import (
@@ -149,6 +149,7 @@ def test_makespan_hand_checked() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(min_value=1, max_value=12), st.integers(min_value=1, max_value=3), st.integers(0, 10**6))
+@example(m=9, k=1, seed=966)  # the IPM's loosest answer found so far (below)
 def test_makespan_jobs_finish_together_and_match_gavel_bisection(m: int, k: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     rates = rng.uniform(0.5, 10.0, size=(m, k))
@@ -163,8 +164,10 @@ def test_makespan_jobs_finish_together_and_match_gavel_bisection(m: int, k: int,
     np.testing.assert_allclose(finish, sol.duration_s, rtol=1e-5)  # all predicted to finish at T*
     bis = solve_min_total_duration(rates, scale, cap, rem, method="bisection")
     # Gavel's search stops within 5% of the optimum, from above.
-    # Both solve LPs (the bisection one per probe) to the solver's feasibility tolerance: compare to 1e-4.
-    assert sol.duration_s <= bis.duration_s * (1 + 1e-4)
+    # The LP is solved by HiGHS's interior point without crossover (the policies' solver, kept for bit-identical
+    # results), whose answer can sit above the optimum by more than its nominal tolerance: m=9, k=1, seed=966
+    # gives 62,615.0 s against the bisection's 62,593.75 s (3.4e-4; the allocation uses 5.9963 of 6 GPUs).
+    assert sol.duration_s <= bis.duration_s * (1 + 1e-3)
     assert bis.duration_s <= sol.duration_s * 1.06
 
 
