@@ -92,6 +92,21 @@ class JobAllocation:
         object.__setattr__(self, "servers", srv)
         object.__setattr__(self, "mode", mode)
 
+    @classmethod
+    def _placed(
+        cls, counts: tuple[tuple[str, int], ...], servers: tuple[tuple[int, int], ...], mode: ExecutionMode
+    ) -> JobAllocation:
+        """A checked allocation's ``counts`` and ``mode`` with the servers the engine placed it on
+        (simulator-internal: skips the checks those passed; the same value as the constructor's)."""
+        srv = tuple(sorted((int(s), int(n)) for s, n in servers))
+        if len({s for s, _ in srv}) != len(srv) or any(n <= 0 for _, n in srv):
+            return cls(counts, srv, mode)  # merged or dropped by the constructor
+        out = object.__new__(cls)
+        object.__setattr__(out, "counts", counts)
+        object.__setattr__(out, "servers", srv)
+        object.__setattr__(out, "mode", mode)
+        return out
+
     @property
     def total_gpus(self) -> int:
         """GPUs over all types."""
@@ -378,6 +393,8 @@ class AllocationBuilder:
         # since (in the order of their last assignment), so only those are checked and applied.
         self._base: object | None = None
         self._touched: dict[int, None] = {}
+        # With replacing: the epoch's running allocations, to tell a kept job from a changed one.
+        self._current: Mapping[int, JobAllocation] | None = None
 
     @classmethod
     def keeping_running(cls, view: ClusterView) -> AllocationBuilder:
@@ -386,6 +403,17 @@ class AllocationBuilder:
         builder.free = dict(view.free_gpus)
         builder._jobs = view.active.allocations_copy()
         builder._base = view.active.token
+        return builder
+
+    @classmethod
+    def replacing(cls, view: ClusterView) -> AllocationBuilder:
+        """A builder from an empty cluster, like ``AllocationBuilder(view)``, that records which jobs end
+        up with other GPUs than they hold now, so that the engine checks and applies only those: a
+        running job given back its current allocation (the very object, as :meth:`take` or :meth:`keep`
+        does) is no change, a running job left out is one."""
+        builder = cls(view)
+        builder._base = view.active.token
+        builder._current = view.active.allocations
         return builder
 
     def can_fit(self, counts: Mapping[str, int]) -> bool:
@@ -419,6 +447,9 @@ class AllocationBuilder:
         for t, n in ja.counts:
             free[t] -= n
         self._jobs[job_id] = ja
+        current = self._current
+        if current is not None and current.get(job_id) is ja and job_id not in self._touched:
+            return  # replacing: a running job keeps its GPUs, no change
         touched = self._touched
         touched.pop(job_id, None)
         touched[job_id] = None
@@ -448,4 +479,9 @@ class AllocationBuilder:
     def build(self) -> Allocation:
         """The finished allocation."""
         delta = None if self._base is None else (self._base, tuple(self._touched))
+        current = self._current
+        if delta is not None and current is not None:
+            # Running jobs this builder left out lose their GPUs: changes too.
+            gone = current.keys() - self._jobs.keys() - self._touched.keys()
+            delta = (self._base, (*self._touched, *sorted(gone)))
         return Allocation._built(dict(self._jobs), frozenset(self._reject), delta)

@@ -11,9 +11,9 @@ type checker only.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
+import operator
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -24,9 +24,11 @@ from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import PlacementRequest, Placer
-from hetgym.sim.runtime import JobRecord, job_order
+from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ServerGroup, ThroughputModel, allocation_rate
-from hetgym.sim.view import JobView, _submission_order
+from hetgym.sim.view import JobView
+
+_RANK = operator.attrgetter("rank")  # submission order of job records, in C
 
 
 class ApplyMixin:
@@ -44,11 +46,14 @@ class ApplyMixin:
     _waiting_views: dict[int, JobView]  # the others' (cached) views, in submission order
     _state: ClusterState
     _jobs: dict[int, JobRecord]
+    _rank: dict[int, int]  # each job's place in submission order
+    _order_dirty: bool  # running or waiting jobs out of submission order until _restore_order
     _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
     _seq: int
     _now: float
     _round_s: float
     _ended: int
+    _changed: list[int]  # the jobs this step changed, for the next view
     _ended_log: list[tuple[int, float, JobStatus]]
     _timeline: list[tuple[float, tuple[int, ...]]]
 
@@ -94,6 +99,7 @@ class ApplyMixin:
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
             job.version += 1
             job.view = None
+            self._changed.append(jid)
             self._ended += 1
             self._ended_log.append((jid, now, JobStatus.REJECTED))
 
@@ -117,7 +123,7 @@ class ApplyMixin:
             # submission order, the running jobs' order), then the changed ones in the allocation's order.
             running = self._running
             gone = [running[jid] for jid in touched if jid in running and jid not in new]
-            changes = {job.spec.job_id: None for job in sorted(gone, key=job_order)}
+            changes = {job.spec.job_id: None for job in sorted(gone, key=_RANK)}
             candidates = {jid: new[jid] for jid in touched if jid in new}
         for jid, ja in candidates.items():
             cur = active[jid].alloc
@@ -233,6 +239,7 @@ class ApplyMixin:
         self, job: JobRecord, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float
     ) -> None:
         job.flush(now)
+        self._changed.append(job.spec.job_id)
         started_before = job.first_start_s is not None
         job.version += 1
         job.view = None
@@ -247,7 +254,7 @@ class ApplyMixin:
                 job.run_start_s = now
             charge = started_before or self.config.charge_first_start
             job.penalty_until_s = now + (self.config.restart_penalty_for(job.spec.job_type) if charge else 0.0)
-            job.alloc = JobAllocation(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
+            job.alloc = JobAllocation._placed(ja.counts, tuple((g.server_id, g.num_gpus) for g in groups), ja.mode)
             if job.status != JobStatus.RUNNING:
                 self._insert_running(job)
             else:
@@ -273,29 +280,33 @@ class ApplyMixin:
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:
-        """Add a job to the running ones, keeping submission order (views need no sorting)."""
+        """Add a job to the running ones; out of submission order, :meth:`_restore_order` sorts them."""
         running = self._running
         assert job.alloc is not None
         self._set_alloc(job.spec.job_id, job.alloc)
-        if not running or job_order(next(reversed(running.values()))) < job_order(job):
-            running[job.spec.job_id] = job
-            return
-        self._running = {j.spec.job_id: j for j in sorted([*running.values(), job], key=job_order)}
-        allocs = self._allocs
-        self._allocs = {jid: allocs[jid] for jid in self._running}
+        if running and not self._order_dirty and next(reversed(running.values())).rank > job.rank:
+            self._order_dirty = True
+        running[job.spec.job_id] = job
 
     def _insert_waiting(self, job: JobRecord, now: float) -> None:
-        """Put a preempted job's view back among the waiting ones, keeping submission order."""
+        """Put a preempted job's view back among the waiting ones (sorted by :meth:`_restore_order`)."""
         views = self._waiting_views
-        view = job.make_view(now)
-        if not views or _submission_order(next(reversed(views.values()))) < _submission_order(view):
-            views[job.spec.job_id] = view
+        if views and not self._order_dirty and self._rank[next(reversed(views))] > job.rank:
+            self._order_dirty = True
+        views[job.spec.job_id] = job.make_view(now)
+
+    def _restore_order(self) -> None:
+        """After a step: the running jobs, their allocations and the waiting jobs' views in submission
+        order again (views need no sorting), with one sort per step rather than one per job moved."""
+        if not self._order_dirty:
             return
-        items = list(views.items())
-        keys = [_submission_order(v) for _, v in items]
-        pos = bisect.bisect_left(keys, _submission_order(view))
-        items.insert(pos, (job.spec.job_id, view))
-        self._waiting_views = dict(items)
+        self._order_dirty = False
+        running = sorted(self._running.values(), key=_RANK)
+        self._running = {j.spec.job_id: j for j in running}
+        allocs = self._allocs
+        self._allocs = {jid: allocs[jid] for jid in self._running}
+        views = self._waiting_views
+        self._waiting_views = {jid: views[jid] for jid in sorted(views, key=self._rank.__getitem__)}
 
     def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
         comm = self.config.comm_model

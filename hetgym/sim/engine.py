@@ -243,6 +243,10 @@ class Simulator(ApplyMixin):
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
         self._jobs: dict[int, JobRecord] = {s.job_id: JobRecord(s) for s in self.specs}
         self._order: list[JobRecord] = [self._jobs[s.job_id] for s in self.specs]
+        for rank, record in enumerate(self._order):
+            record.rank = rank
+        self._rank: dict[int, int] = {s.job_id: rank for rank, s in enumerate(self.specs)}
+        self._order_dirty = False  # a step put running or waiting jobs out of submission order
         self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
         self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
@@ -253,6 +257,9 @@ class Simulator(ApplyMixin):
         # snapshots still referenced have the records they show saved before those change.
         self._snapshots: list[weakref.ref[EpochJobs]] = []
         self._epoch_token: object | None = None
+        # The previous epoch's token and the jobs its step changed, for the next view.
+        self._previous_token: object | None = None
+        self._changed: list[int] = []
         self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
         self._state = ClusterState(self.cluster)
         self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
@@ -288,6 +295,7 @@ class Simulator(ApplyMixin):
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         self._seal_snapshots()
+        self._changed = []
         delta = allocation._delta if isinstance(allocation, Allocation) else None
         if delta is not None and delta[0] is self._epoch_token:
             # Built from this epoch's running allocations: check and apply only the jobs it changed.
@@ -299,6 +307,8 @@ class Simulator(ApplyMixin):
         else:
             check_allocation(allocation, self.cluster, self._active, self._now)
             self._apply(allocation)
+        self._restore_order()
+        self._previous_token = self._epoch_token
         self._epoch_token = None
         if self._gavel_rounds and not self._running:
             # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
@@ -377,6 +387,7 @@ class Simulator(ApplyMixin):
             if not self._active:
                 # Nothing to decide (the last active job just completed): no ticks until the next arrival.
                 self._next_tick_s = math.inf
+                self._previous_token = None  # the next epoch follows no epoch: its view cannot say what ended
                 continue
             if self._ticks and self._next_tick_s == math.inf:
                 if self._gavel_rounds and is_tick:
@@ -541,6 +552,8 @@ class Simulator(ApplyMixin):
             rate_table=self.rate_table,
             num_pending=len(self._order) - self._next_arrival,
             num_ended=self._ended,
+            changed=tuple(self._changed),
+            previous_token=self._previous_token,
         )
 
     def _seal_snapshots(self) -> None:

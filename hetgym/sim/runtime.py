@@ -36,6 +36,7 @@ class JobRecord:
         "num_gpus_now",
         "num_reconfigs",
         "penalty_until_s",
+        "rank",
         "rate",
         "remaining",
         "run_start_s",
@@ -66,6 +67,7 @@ class JobRecord:
         self.num_reconfigs = 0
         self.version = 0
         self.view: JobView | None = None
+        self.rank = 0  # the job's place in submission order (set by the engine)
 
     @property
     def allocation(self) -> JobAllocation | None:

@@ -162,6 +162,23 @@ class EpochJobs:
             return iter(self.waiting())
         return iter(self._waiting_src.values())
 
+    def view_of(self, job_id: int) -> JobView:
+        """The view of the active job ``job_id`` (``KeyError`` if not active), without building the others."""
+        records = self._records
+        if records is not None:
+            record = records.get(job_id)
+            if record is not None:
+                return record.make_view(self.now_s)
+            assert self._waiting_src is not None
+            return self._waiting_src[job_id]
+        for job in self.running():
+            if job.job_id == job_id:
+                return job
+        for job in self.waiting():
+            if job.job_id == job_id:
+                return job
+        raise KeyError(job_id)
+
     @property
     def allocations(self) -> Mapping[int, JobAllocation]:
         """``{job_id: JobAllocation}`` of the running jobs, in submission order (read-only)."""
@@ -227,6 +244,12 @@ class ClusterView:
         rate_table: Each job's rates per GPU type, kept for the whole run (:class:`~hetgym.sim.rates.RateTable`).
         num_pending: Jobs not yet submitted (their count only; their content is unknown).
         num_ended: Jobs completed or rejected so far.
+        changed: Ids of the jobs whose GPUs the previous step changed (started, moved, resized,
+            preempted or rejected), in the order it changed them.
+        previous_token: The token (``active.token``) of the epoch this one directly follows, or ``None``
+            when there is none (the first epoch, or the cluster fell empty in between): a policy that
+            keeps state across epochs updates it from ``arrived``, ``completed`` and ``changed`` only
+            when this is the token of the last view it saw.
 
     ``running`` and ``waiting`` are built on first use (:class:`EpochJobs`), so a policy that reads
     only ``running_allocations`` and walks :meth:`iter_waiting` costs nothing per job it does not reach.
@@ -247,6 +270,8 @@ class ClusterView:
     rate_table: RateTable = field(repr=False)
     num_pending: int = 0
     num_ended: int = 0
+    changed: tuple[int, ...] = ()
+    previous_token: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def running(self) -> tuple[JobView, ...]:
@@ -290,7 +315,8 @@ class ClusterView:
 
     def job(self, job_id: int) -> JobView:
         """The active job ``job_id`` (``KeyError`` if not active)."""
-        return self.job_index[job_id]
+        index = self.__dict__.get("job_index")
+        return self.active.view_of(job_id) if index is None else index[job_id]
 
     def allowed_types(self, job: JobView) -> tuple[str, ...]:
         """GPU types of this cluster the job may use, in the cluster's order."""
