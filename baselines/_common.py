@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
+from hetgym.sim.job import JobSpec
 from hetgym.sim.view import ClusterView, JobView
 
 TypeChoice = Literal["order", "fastest"]
+#: A job as :func:`fill_in_order` walks it: its id, its view or spec, and its current allocation (``None``
+#: while waiting), so a policy that keeps its own order need not build the running jobs' views.
+JobRef = tuple[int, JobView | JobSpec, JobAllocation | None]
 TYPE_CHOICES: tuple[str, ...] = ("order", "fastest")
 TYPE_CHOICE_DOC = "'order' (first type with room, cluster order) or 'fastest' (for the job)"
 
 
 def gang_counts(
     view: ClusterView,
-    job: JobView,
+    job: JobView | JobSpec,
     free: Mapping[str, int],
     num_gpus: int,
     type_choice: TypeChoice = "order",
@@ -72,36 +76,58 @@ def greedy_fill(
     A job that cannot keep its GPUs gets a new gang or, if none fits, is preempted. Jobs not in
     ``ordered`` get nothing. With ``strict``, the walk stops at the first job that does not fit.
     """
-    builder = builder or AllocationBuilder(view)
+    return fill_in_order(
+        view,
+        ((job.job_id, job, job.allocation) for job in ordered),
+        type_choice=type_choice,
+        strict=strict,
+        builder=builder,
+        upgrade_margin=upgrade_margin,
+    )
+
+
+def fill_in_order(
+    view: ClusterView,
+    ordered: Iterable[JobRef],
+    *,
+    type_choice: TypeChoice = "order",
+    strict: bool = False,
+    builder: AllocationBuilder | None = None,
+    upgrade_margin: float = 0.2,
+) -> Allocation:
+    """:func:`greedy_fill` over ``(job_id, job, current allocation)`` triples (:data:`JobRef`).
+
+    Without a ``builder`` it starts from an empty cluster and tells the engine which jobs changed
+    (:meth:`AllocationBuilder.replacing`), so only those are checked and applied.
+    """
+    builder = builder or AllocationBuilder.replacing(view)
     free = builder.free
     assigned = builder.assigned
-    for job in ordered:
+    for job_id, job, current in ordered:
         if not any(free.values()):
             break  # every GPU is taken: the remaining jobs get nothing (waiting or preempted)
-        if assigned(job.job_id) is not None:
+        if assigned(job_id) is not None:
             continue
-        current = job.allocation
         if current is not None and current.counts and all(free.get(t, 0) >= n for t, n in current.counts):
             if type_choice != "fastest":
-                builder.take(job.job_id, current)  # keep(job), without re-checking what was just checked
+                builder.take(job_id, current)  # keep(job), without re-checking what was just checked
                 continue
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
-            current_counts = current.as_dict()
             if counts is None or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(
-                view, job, current_counts
+                view, job, current.as_dict()
             ):
-                builder.keep(job)
+                builder.assign(job_id, current)  # keep(job)
                 continue
         else:
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
         if counts:
-            builder.assign(job.job_id, counts)
+            builder.assign(job_id, counts)
         elif strict:
             break
     return builder.build()
 
 
-def counts_rate(view: ClusterView, job: JobView, counts: Mapping[str, int]) -> float:
+def counts_rate(view: ClusterView, job: JobView | JobSpec, counts: Mapping[str, int]) -> float:
     """Rate of ``job`` on ``counts`` in ``sync`` mode on one server per type (slowest type bounds)."""
     total = sum(counts.values())
     table = view.rate_table

@@ -13,13 +13,15 @@ back in Q0 (its attained service counts from zero again). Heterogeneity-agnostic
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, greedy_fill
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.job import JobStatus
+from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -76,6 +78,16 @@ class TiresiasLAS(Policy):
 
     def _reset(self) -> None:
         self._service_offset: dict[int, float] = {}
+        # Incremental state, valid for the epoch whose token is _token (see _sync):
+        self._token: object | None = None
+        self._key: dict[int, tuple[int, float, int]] = {}  # (queue, submit_s, job_id) of each active job
+        self._order: list[tuple[int, float, int]] = []  # the keys, sorted: the walk's priority order
+        self._spec: dict[int, JobSpec] = {}
+        # When each job's queue may next change (a running job's service reaching the next threshold, a
+        # waiting job's promotion), a little early; a heap of (time, job_id) with _due_s the live entries.
+        self._due_heap: list[tuple[float, int]] = []
+        self._due_s: dict[int, float] = {}
+        self._watch: set[int] = set()  # jobs too close to their change to predict it: checked at every epoch
 
     def queue_of(self, job: JobView) -> int:
         """Index of the job's queue (0 = highest priority)."""
@@ -90,15 +102,100 @@ class TiresiasLAS(Policy):
             self._service_offset[job.job_id] = job.attained_gpu_s
 
     def schedule(self, view: ClusterView) -> Allocation:
+        # The walk is in (queue, submit_s, job_id) order: view.jobs sorted stably by queue.
+        self._sync(view)
+        allocations = view.running_allocations
+        spec = self._spec
+        ordered = ((k[2], spec[k[2]], allocations.get(k[2])) for k in self._order)
+        return fill_in_order(view, ordered, type_choice=self.type_choice)
+
+    # ----------------------------------------------------------------------------------------
+    # The priority order, kept across epochs: a job's queue is recomputed only when it arrives, its
+    # GPUs change, or its service or wait may have crossed a boundary (exactly as the view gives it).
+
+    def _sync(self, view: ClusterView) -> None:
+        """Bring the order up to ``view``: incrementally when it follows the last view seen, else afresh."""
+        token, self._token = self._token, view.active.token
+        if token is None or view.previous_token is not token:
+            self._rebuild(view)
+            return
+        now = view.now_s
+        for jid in view.completed:
+            self._forget(jid)
+        recheck = {*view.arrived, *view.changed, *self._watch}
+        heap, due = self._due_heap, self._due_s
+        while heap and heap[0][0] <= now:
+            t, jid = heapq.heappop(heap)
+            if due.get(jid) == t:
+                del due[jid]
+                recheck.add(jid)
+        self._watch = set()
+        for jid in sorted(recheck):
+            try:
+                job = view.job(jid)
+            except KeyError:  # ended (rejected) since
+                self._forget(jid)
+                continue
+            self._update(view, job)
+
+    def _rebuild(self, view: ClusterView) -> None:
         active = view.job_index
         for jid in [j for j in self._service_offset if j not in active]:
             del self._service_offset[jid]
-        for job in view.waiting:  # only waiting jobs are promoted
-            self._maybe_promote(view, job)
-        # view.jobs is in (submit_s, job_id) order and the sort is stable: ordering by queue alone gives
-        # the (queue, submit_s, job_id) order.
-        thresholds, offset = self.thresholds_gpu_s, self._service_offset
-        ordered = sorted(
-            view.jobs, key=lambda j: bisect.bisect_right(thresholds, j.attained_gpu_s - offset.get(j.job_id, 0.0))
-        )
-        return greedy_fill(view, ordered, type_choice=self.type_choice)
+        self._key, self._order, self._spec = {}, [], {}
+        self._due_heap, self._due_s, self._watch = [], {}, set()
+        for job in view.jobs:
+            self._update(view, job)
+
+    def _forget(self, jid: int) -> None:
+        key = self._key.pop(jid, None)
+        if key is not None:
+            order = self._order
+            del order[bisect.bisect_left(order, key)]
+            del self._spec[jid]
+        self._service_offset.pop(jid, None)
+        self._due_s.pop(jid, None)
+        self._watch.discard(jid)
+
+    def _update(self, view: ClusterView, job: JobView) -> None:
+        """Promote ``job`` if due, place it by its queue, and note when its queue may change next."""
+        jid = job.job_id
+        self._maybe_promote(view, job)
+        offset = self._service_offset.get(jid, 0.0)
+        service = job.attained_gpu_s - offset
+        thresholds = self.thresholds_gpu_s
+        queue = bisect.bisect_right(thresholds, service)
+        key = (queue, job.submit_s, jid)
+        old = self._key.get(jid)
+        if old != key:
+            order = self._order
+            if old is not None:
+                del order[bisect.bisect_left(order, old)]
+            bisect.insort(order, key)
+            self._key[jid] = key
+            self._spec[jid] = job.spec
+        # The next change: a running job's service reaches the next threshold (it grows at one GPU-second
+        # per GPU per second); a waiting job is promoted once its wait exceeds promote_knob times its last
+        # run. Predicted a little early (a margin far above rounding), then checked exactly.
+        now = view.now_s
+        change_s = math.inf
+        if job.status == JobStatus.RUNNING:
+            gpus = sum(g.num_gpus for g in job.groups)
+            if queue < len(thresholds) and gpus > 0:
+                change_s = now + (thresholds[queue] - service) / gpus
+        elif (
+            self.promote_knob > 0
+            and job.last_change_s is not None
+            and job.last_run_s > 0
+            and offset != job.attained_gpu_s  # not promoted already (promoting again changes nothing)
+        ):
+            change_s = job.last_change_s + self.promote_knob * job.last_run_s
+        self._due_s.pop(jid, None)
+        if change_s == math.inf:
+            return
+        check_s = change_s - (1e-9 * abs(change_s) + 1e-6)
+        if check_s <= now:
+            self._watch.add(jid)
+        else:
+            self._due_s[jid] = check_s
+            heapq.heappush(self._due_heap, (check_s, jid))
