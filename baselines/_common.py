@@ -102,26 +102,42 @@ def fill_in_order(
     """
     builder = builder or AllocationBuilder.replacing(view)
     free = builder.free
-    assigned = builder.assigned
+    free_get = free.get
+    assigned = builder.assignments  # live
+    take = builder.take
+    if not any(free.values()):
+        return builder.build()
+    # "Every GPU is taken" is checked whenever GPUs are taken: then the remaining jobs get nothing.
     for job_id, job, current in ordered:
-        if not any(free.values()):
-            break  # every GPU is taken: the remaining jobs get nothing (waiting or preempted)
-        if assigned(job_id) is not None:
+        if job_id in assigned:
             continue
-        if current is not None and current.counts and all(free.get(t, 0) >= n for t, n in current.counts):
+        held = current.counts if current is not None else ()
+        if len(held) == 1:
+            t, n = held[0]
+            fits = free_get(t, 0) >= n
+        else:
+            fits = bool(held) and all(free_get(t, 0) >= n for t, n in held)
+        if fits:
+            assert current is not None
             if type_choice != "fastest":
-                builder.take(job_id, current)  # keep(job), without re-checking what was just checked
+                take(job_id, current)  # keep(job), without re-checking what was just checked
+                if not any(free.values()):
+                    break
                 continue
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
             if counts is None or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(
                 view, job, current.as_dict()
             ):
                 builder.assign(job_id, current)  # keep(job)
+                if not any(free.values()):
+                    break
                 continue
         else:
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
         if counts:
             builder.assign(job_id, counts)
+            if not any(free.values()):
+                break
         elif strict:
             break
     return builder.build()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order
-from hetgym.sim.allocation import Allocation
+from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
@@ -80,9 +80,10 @@ class TiresiasLAS(Policy):
         self._service_offset: dict[int, float] = {}
         # Incremental state, valid for the epoch whose token is _token (see _sync):
         self._token: object | None = None
-        self._key: dict[int, tuple[int, float, int]] = {}  # (queue, submit_s, job_id) of each active job
-        self._order: list[tuple[int, float, int]] = []  # the keys, sorted: the walk's priority order
-        self._spec: dict[int, JobSpec] = {}
+        # (queue, submit_s, job_id, spec) of each active job (ids are unique: specs are never compared)
+        self._key: dict[int, tuple[int, float, int, JobSpec]] = {}
+        self._order: list[tuple[int, float, int, JobSpec]] = []  # the keys, sorted: the walk's priority order
+        self._last: Allocation | None = None  # the last decision
         # When each job's queue may next change (a running job's service reaching the next threshold, a
         # waiting job's promotion), a little early; a heap of (time, job_id) with _due_s the live entries.
         self._due_heap: list[tuple[float, int]] = []
@@ -102,26 +103,49 @@ class TiresiasLAS(Policy):
             self._service_offset[job.job_id] = job.attained_gpu_s
 
     def schedule(self, view: ClusterView) -> Allocation:
-        # The walk is in (queue, submit_s, job_id) order: view.jobs sorted stably by queue.
-        self._sync(view)
-        allocations = view.running_allocations
-        spec = self._spec
-        ordered = ((k[2], spec[k[2]], allocations.get(k[2])) for k in self._order)
-        return fill_in_order(view, ordered, type_choice=self.type_choice)
+        moved = self._sync(view)
+        if not moved and not view.arrived and not view.completed and self._last_applied(view):
+            # The same order over the GPUs the last walk gave: the walk would give them again.
+            decision = AllocationBuilder.keeping_running(view).build()
+        else:
+            # The walk is in (queue, submit_s, job_id) order: view.jobs sorted stably by queue.
+            allocations = view.running_allocations
+            ordered = ((k[2], k[3], allocations.get(k[2])) for k in self._order)
+            decision = fill_in_order(view, ordered, type_choice=self.type_choice)
+        self._last = decision
+        return decision
+
+    def _last_applied(self, view: ClusterView) -> bool:
+        """Whether the jobs hold what the last decision gave them (per-type counts and mode): it
+        changed only jobs the step changed, and those as it said."""
+        last = self._last
+        touched = None if last is None else last.touched
+        if touched is None:
+            return False
+        if not set(view.changed).issubset(touched):
+            return False
+        held, given = view.running_allocations, last.jobs
+        for jid in touched:
+            now, want = held.get(jid), given.get(jid)
+            if now is not want and (now is None or want is None or not now.same_resources(want)):
+                return False
+        return True
 
     # ----------------------------------------------------------------------------------------
     # The priority order, kept across epochs: a job's queue is recomputed only when it arrives, its
     # GPUs change, or its service or wait may have crossed a boundary (exactly as the view gives it).
 
-    def _sync(self, view: ClusterView) -> None:
-        """Bring the order up to ``view``: incrementally when it follows the last view seen, else afresh."""
+    def _sync(self, view: ClusterView) -> bool:
+        """Bring the order up to ``view``: incrementally when it follows the last view seen, else afresh.
+        Whether the order changed (or was rebuilt)."""
         token, self._token = self._token, view.active.token
         if token is None or view.previous_token is not token:
             self._rebuild(view)
-            return
+            return True
+        moved = False
         now = view.now_s
         for jid in view.completed:
-            self._forget(jid)
+            moved = self._forget(jid) or moved
         recheck = {*view.arrived, *view.changed, *self._watch}
         heap, due = self._due_heap, self._due_s
         while heap and heap[0][0] <= now:
@@ -134,46 +158,49 @@ class TiresiasLAS(Policy):
             try:
                 job = view.job(jid)
             except KeyError:  # ended (rejected) since
-                self._forget(jid)
+                moved = self._forget(jid) or moved
                 continue
-            self._update(view, job)
+            moved = self._update(view, job) or moved
+        return moved
 
     def _rebuild(self, view: ClusterView) -> None:
         active = view.job_index
         for jid in [j for j in self._service_offset if j not in active]:
             del self._service_offset[jid]
-        self._key, self._order, self._spec = {}, [], {}
+        self._key, self._order, self._last = {}, [], None
         self._due_heap, self._due_s, self._watch = [], {}, set()
         for job in view.jobs:
             self._update(view, job)
 
-    def _forget(self, jid: int) -> None:
+    def _forget(self, jid: int) -> bool:
+        """Drop an ended job; whether it was in the order."""
         key = self._key.pop(jid, None)
         if key is not None:
             order = self._order
             del order[bisect.bisect_left(order, key)]
-            del self._spec[jid]
         self._service_offset.pop(jid, None)
         self._due_s.pop(jid, None)
         self._watch.discard(jid)
+        return key is not None
 
-    def _update(self, view: ClusterView, job: JobView) -> None:
-        """Promote ``job`` if due, place it by its queue, and note when its queue may change next."""
+    def _update(self, view: ClusterView, job: JobView) -> bool:
+        """Promote ``job`` if due, place it by its queue, and note when its queue may change next;
+        whether its place changed."""
         jid = job.job_id
         self._maybe_promote(view, job)
         offset = self._service_offset.get(jid, 0.0)
         service = job.attained_gpu_s - offset
         thresholds = self.thresholds_gpu_s
         queue = bisect.bisect_right(thresholds, service)
-        key = (queue, job.submit_s, jid)
         old = self._key.get(jid)
-        if old != key:
+        moved = old is None or old[0] != queue
+        if moved:
+            key = (queue, job.submit_s, jid, job.spec)
             order = self._order
             if old is not None:
                 del order[bisect.bisect_left(order, old)]
             bisect.insort(order, key)
             self._key[jid] = key
-            self._spec[jid] = job.spec
         # The next change: a running job's service reaches the next threshold (it grows at one GPU-second
         # per GPU per second); a waiting job is promoted once its wait exceeds promote_knob times its last
         # run. Predicted a little early (a margin far above rounding), then checked exactly.
@@ -192,10 +219,11 @@ class TiresiasLAS(Policy):
             change_s = job.last_change_s + self.promote_knob * job.last_run_s
         self._due_s.pop(jid, None)
         if change_s == math.inf:
-            return
+            return moved
         check_s = change_s - (1e-9 * abs(change_s) + 1e-6)
         if check_s <= now:
             self._watch.add(jid)
         else:
             self._due_s[jid] = check_s
             heapq.heappush(self._due_heap, (check_s, jid))
+        return moved

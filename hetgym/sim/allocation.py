@@ -191,6 +191,12 @@ class Allocation:
                     raise InvalidAllocationError(f"job {j}: {err}") from None
         return cls(jobs, frozenset(reject))
 
+    @property
+    def touched(self) -> tuple[int, ...] | None:
+        """For an allocation built from an epoch's running allocations (:class:`AllocationBuilder`'s
+        ``keeping_running`` or ``replacing``): the only jobs whose GPUs it may change; else ``None``."""
+        return None if self._delta is None else self._delta[1]
+
     def gpus_by_type(self) -> dict[str, int]:
         """Total GPUs allocated per type."""
         out: dict[str, int] = {}
@@ -471,6 +477,11 @@ class AllocationBuilder:
         """Refuse ``job_id`` for good."""
         self.release(job_id)
         self._reject.add(job_id)
+
+    @property
+    def assignments(self) -> Mapping[int, JobAllocation]:
+        """``{job_id: JobAllocation}`` assigned so far (a live read-only view)."""
+        return MappingProxyType(self._jobs)
 
     def assigned(self, job_id: int) -> JobAllocation | None:
         """The assignment made so far for ``job_id``."""
