@@ -21,6 +21,8 @@ Usage::
 
     nice python scripts/bench.py               # the full benchmark (22 minutes on 2 shared cores)
     python scripts/bench.py --quick --out /tmp/results.json   # small sizes, one repeat: checks it works
+    python scripts/bench.py --cases-only --case-policies tiresias --clusters gavel-108
+        # part 1 alone (some of its cases), printed as JSON; written only to an --out given explicitly
 """
 
 from __future__ import annotations
@@ -34,11 +36,14 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from hetgym.atomic import atomic_write
 from hetgym.sim import SimConfig, Simulator, ThroughputModel, list_policies, make_policy
+from hetgym.sim.cluster import get_cluster
+from hetgym.sim.errors import HetgymError
 from hetgym.workloads import Load, gavel_philly
 from hetgym.workloads.scenario import get_scenario
 
@@ -48,6 +53,11 @@ UTILISATION = 0.8
 
 def workload(num_jobs: int, cluster: str, seed: int = 0) -> list[Any]:
     return list(gavel_philly(num_jobs, seed=seed, cluster=cluster, load=Load(target_utilisation=UTILISATION)))
+
+
+#: The policies and clusters of part 1 (``cases``).
+CASE_POLICIES: tuple[str, ...] = ("fifo", "tiresias")
+CASE_CLUSTERS: tuple[str, ...] = ("gavel-108", "large")
 
 
 def timed_run(policy: str, cluster: str, jobs: list[Any]) -> dict[str, float]:
@@ -199,25 +209,15 @@ def env_part(repeats: int, steps_per_env: int) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes and one repeat (checks that it works)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--num-jobs", type=int, default=10_000)
-    parser.add_argument("--cut-s", type=float, default=8.0, help="CPU seconds after which a policy's run is cut")
-    parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
-    args = parser.parse_args()
-    if args.repeats < 1 or args.num_jobs < 10 or not args.cut_s > 0:
-        parser.error("give --repeats >= 1, --num-jobs >= 10 and --cut-s > 0")
-    num_jobs = 2_000 if args.quick else args.num_jobs
-    repeats = 1 if args.quick else args.repeats
-    cut_s = min(args.cut_s, 2.0) if args.quick else args.cut_s
-    load_start = os.getloadavg()
-    ThroughputModel.default()  # load the table outside the timed region
-    cases = []
-    for cluster in ("gavel-108", "large"):
+def cases_part(
+    num_jobs: int, repeats: int, policies: Sequence[str], clusters: Sequence[str], log: TextIO = sys.stdout
+) -> list[dict[str, Any]]:
+    """Part 1: each policy on a ``num_jobs`` Gavel-Philly workload on each cluster, ``repeats`` runs
+    (progress lines to ``log``)."""
+    cases: list[dict[str, Any]] = []
+    for cluster in clusters:
         jobs = workload(num_jobs, cluster)
-        for policy in ("fifo", "tiresias"):
+        for policy in policies:
             runs = [timed_run(policy, cluster, jobs) for _ in range(repeats)]
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             case = {
@@ -226,16 +226,90 @@ def main() -> int:
                 "num_jobs": num_jobs,
                 "repeats": repeats,
                 "wall_s_all": [round(r["wall_s"], 4) for r in runs],
+                "cpu_s_all": [round(r["cpu_s"], 4) for r in runs],
                 **{f"median_{k}": round(v, 4) for k, v in med.items()},
                 "peak_memory_mb": round(peak_memory_mb(policy, cluster, jobs), 2),
             }
             cases.append(case)
             print(
                 f"{policy:9s} {cluster:9s} {num_jobs} jobs: median {med['wall_s']:.2f} s wall, "
-                f"{med['events_per_s']:.0f} events/s, {med['sim_s_per_wall_s']:.3g} sim-s/wall-s, "
-                f"peak {case['peak_memory_mb']:.1f} MB",
+                f"{med['cpu_s']:.2f} CPU-s, {med['events_per_s']:.0f} events/s, "
+                f"{med['sim_s_per_wall_s']:.3g} sim-s/wall-s, peak {case['peak_memory_mb']:.1f} MB",
+                file=log,
                 flush=True,
             )
+    return cases
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes and one repeat (checks that it works)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--num-jobs", type=int, default=10_000)
+    parser.add_argument("--cut-s", type=float, default=8.0, help="CPU seconds after which a policy's run is cut")
+    parser.add_argument("--out", type=Path, default=None, help="where to write (default bench/results.json)")
+    parser.add_argument(
+        "--cases-only",
+        action="store_true",
+        help="run part 1 (cases) alone and print it as JSON; nothing is written unless --out is given",
+    )
+    parser.add_argument(
+        "--case-policies",
+        type=_names,
+        default=None,
+        help=f"with --cases-only: comma-separated policies (default {','.join(CASE_POLICIES)})",
+    )
+    parser.add_argument(
+        "--clusters",
+        type=_names,
+        default=None,
+        help=f"with --cases-only: comma-separated clusters (default {','.join(CASE_CLUSTERS)})",
+    )
+    args = parser.parse_args()
+    if args.repeats < 1 or args.num_jobs < 10 or not args.cut_s > 0:
+        parser.error("give --repeats >= 1, --num-jobs >= 10 and --cut-s > 0")
+    if (args.case_policies is not None or args.clusters is not None) and not args.cases_only:
+        parser.error("--case-policies and --clusters filter part 1 only: give --cases-only with them")
+    args.case_policies = CASE_POLICIES if args.case_policies is None else args.case_policies
+    args.clusters = CASE_CLUSTERS if args.clusters is None else args.clusters
+    if args.cases_only:
+        bad = [p for p in args.case_policies if p not in list_policies()]
+        if bad or not args.case_policies:
+            parser.error(f"--case-policies: unknown or none: {bad}; choose from {sorted(list_policies())}")
+        try:
+            for cluster in args.clusters:
+                get_cluster(cluster)
+        except HetgymError as err:
+            parser.error(f"--clusters: {err}")
+        if not args.clusters:
+            parser.error("--clusters: give at least one cluster")
+    args.out_given = args.out is not None
+    args.out = args.out or Path("bench/results.json")
+    num_jobs = 2_000 if args.quick else args.num_jobs
+    repeats = 1 if args.quick else args.repeats
+    cut_s = min(args.cut_s, 2.0) if args.quick else args.cut_s
+    load_start = os.getloadavg()
+    ThroughputModel.default()  # load the table outside the timed region
+    if args.cases_only:
+        part: dict[str, Any] = {
+            "benchmark": "simulator speed, part 1 only (scripts/bench.py --cases-only)",
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "load_average_at_start": load_start,
+            "cases": cases_part(num_jobs, repeats, args.case_policies, args.clusters, log=sys.stderr),
+            "load_average_at_end": os.getloadavg(),
+        }
+        text = json.dumps(part, indent=2) + "\n"
+        if args.out_given:
+            atomic_write(args.out, lambda tmp: tmp.write_text(text))
+            print(f"wrote {args.out}")
+        else:
+            print(text, end="")
+        return 0
+    cases = cases_part(num_jobs, repeats, CASE_POLICIES, CASE_CLUSTERS)
 
     scaling = []
     sizes = [500, 1_000, 2_000] if args.quick else [2_500, 5_000, 10_000, 20_000]
