@@ -120,7 +120,7 @@ class TiresiasLAS(Policy):
         changed only jobs the step changed, and those as it said."""
         last = self._last
         touched = None if last is None else last.touched
-        if touched is None:
+        if last is None or touched is None:
             return False
         if not set(view.changed).issubset(touched):
             return False
