@@ -104,26 +104,22 @@ def fill_in_order(
     free = builder.free
     free_get = free.get
     assigned = builder.assignments  # live
-    take = builder.take
+    take_if_fits = builder.take_if_fits
+    fastest = type_choice == "fastest"
     if not any(free.values()):
         return builder.build()
     # "Every GPU is taken" is checked whenever GPUs are taken: then the remaining jobs get nothing.
     for job_id, job, current in ordered:
         if job_id in assigned:
             continue
-        held = current.counts if current is not None else ()
-        if len(held) == 1:
-            t, n = held[0]
-            fits = free_get(t, 0) >= n
-        else:
-            fits = bool(held) and all(free_get(t, 0) >= n for t, n in held)
-        if fits:
-            assert current is not None
-            if type_choice != "fastest":
-                take(job_id, current)  # keep(job), without re-checking what was just checked
+        if not fastest:
+            # keep(job) when its GPUs are still free, without checking twice
+            if current is not None and current.counts and take_if_fits(job_id, current):
                 if not any(free.values()):
                     break
                 continue
+            counts = gang_counts(view, job, free, job.num_gpus, type_choice)
+        elif current is not None and current.counts and all(free_get(t, 0) >= n for t, n in current.counts):
             counts = gang_counts(view, job, free, job.num_gpus, type_choice)
             if counts is None or counts_rate(view, job, counts) <= (1.0 + upgrade_margin) * counts_rate(
                 view, job, current.as_dict()

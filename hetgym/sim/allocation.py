@@ -460,6 +460,31 @@ class AllocationBuilder:
         touched.pop(job_id, None)
         touched[job_id] = None
 
+    def take_if_fits(self, job_id: int, ja: JobAllocation) -> bool:
+        """:meth:`take` of a non-empty ``ja`` if it fits in the GPUs still free; whether it did."""
+        free = self.free
+        counts = ja.counts
+        if len(counts) == 1:
+            t, n = counts[0]
+            left = free.get(t, 0) - n
+            if left < 0:
+                return False
+            free[t] = left
+        else:
+            for t, n in counts:
+                if free.get(t, 0) < n:
+                    return False
+            for t, n in counts:
+                free[t] -= n
+        self._jobs[job_id] = ja
+        current = self._current
+        if current is not None and current.get(job_id) is ja and job_id not in self._touched:
+            return True  # replacing: a running job keeps its GPUs, no change
+        touched = self._touched
+        touched.pop(job_id, None)
+        touched[job_id] = None
+        return True
+
     def keep(self, job: JobView) -> None:
         """Keep a running job's current allocation (servers included)."""
         if job.allocation:

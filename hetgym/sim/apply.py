@@ -48,6 +48,7 @@ class ApplyMixin:
     _jobs: dict[int, JobRecord]
     _rank: dict[int, int]  # each job's place in submission order
     _order_dirty: bool  # running or waiting jobs out of submission order until _restore_order
+    _rate_cache: dict[tuple[object, ...], float]  # _rate's results by job kind, mode and groups (one run)
     _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
     _seq: int
     _now: float
@@ -312,6 +313,13 @@ class ApplyMixin:
         comm = self.config.comm_model
         if comm.is_bandwidth and ja.mode != "fork" and spec.model_bytes is not None:
             return placement_rate(self.throughput, self.cluster, comm, spec, groups, ja.mode)
+        cached = ja.mode != "fork"  # a fork's aggregation time depends on its servers' NICs
+        if cached:
+            # Without the bandwidth model the rate depends on the types and counts of the groups only.
+            key = (spec.job_type, spec.batch_size, ja.mode, tuple([(g.gpu_type, g.num_gpus) for g in groups]))
+            rate = self._rate_cache.get(key)
+            if rate is not None:
+                return rate
         aggregation_s = 0.0
         if ja.mode == "fork" and self.config.fork_aggregation and spec.model_bytes and len(groups) > 1:
             nic = min(self.cluster.servers[g.server_id].nic_bw_gb_per_s for g in groups)
@@ -333,6 +341,8 @@ class ApplyMixin:
             # iteration on one of the job's GPUs.
             steps_per_round = ja.total_gpus * self._round_s
             rate = math.floor(rate * steps_per_round + 1e-9) / steps_per_round
+        if cached:
+            self._rate_cache[key] = rate
         return rate
 
     def _prune_heap(self) -> None:

@@ -247,6 +247,7 @@ class Simulator(ApplyMixin):
             record.rank = rank
         self._rank: dict[int, int] = {s.job_id: rank for rank, s in enumerate(self.specs)}
         self._order_dirty = False  # a step put running or waiting jobs out of submission order
+        self._rate_cache: dict[tuple[object, ...], float] = {}  # the round length is fixed for the run
         self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
         self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
