@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order, gang_counts
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import Policy, register_policy
@@ -84,6 +84,9 @@ class TiresiasLAS(Policy):
         self._key: dict[int, tuple[int, float, int, JobSpec]] = {}
         self._order: list[tuple[int, float, int, JobSpec]] = []  # the keys, sorted: the walk's priority order
         self._last: Allocation | None = None  # the last decision
+        # The keys of the waiting jobs, sorted (the walk tries only these while nothing is preempted).
+        self._waiting_order: list[tuple[int, float, int, JobSpec]] = []
+        self._waiting_key: dict[int, tuple[int, float, int, JobSpec]] = {}
         # When each job's queue may next change (a running job's service reaching the next threshold, a
         # waiting job's promotion), a little early; a heap of (time, job_id) with _due_s the live entries.
         self._due_heap: list[tuple[float, int]] = []
@@ -108,12 +111,80 @@ class TiresiasLAS(Policy):
             # The same order over the GPUs the last walk gave: the walk would give them again.
             decision = AllocationBuilder.keeping_running(view).build()
         else:
-            # The walk is in (queue, submit_s, job_id) order: view.jobs sorted stably by queue.
-            allocations = view.running_allocations
-            ordered = ((k[2], k[3], allocations.get(k[2])) for k in self._order)
-            decision = fill_in_order(view, ordered, type_choice=self.type_choice)
+            decision = self._walk(view)
         self._last = decision
         return decision
+
+    def _walk(self, view: ClusterView) -> Allocation:
+        """:func:`greedy_fill` in (queue, submit_s, job_id) order (view.jobs sorted stably by queue).
+
+        With ``order`` types the walk looks at the running jobs only where one may lose its GPUs.
+        ``slack`` counts, per type, the GPUs free at this point of the walk beyond what the running
+        jobs still ahead hold (at first the GPUs idle now): keeping a running job leaves it unchanged,
+        a start takes from it, a running job that loses its GPUs gives them back to it. While no type's
+        slack is negative every running job ahead finds its GPUs free, so the running jobs between two
+        waiting ones are kept wholesale; otherwise they are walked one by one until it is not.
+        """
+        order = self._order
+        builder = AllocationBuilder.replacing(view)
+        if self.type_choice != "order":
+            allocations = view.running_allocations
+            ordered = ((k[2], k[3], allocations.get(k[2])) for k in order)
+            return fill_in_order(view, ordered, type_choice=self.type_choice, builder=builder)
+        free = builder.free
+        slack = dict(view.free_gpus)
+        start = 0
+        for wkey in [*self._waiting_order, None]:
+            at = len(order) if wkey is None else bisect.bisect_left(order, wkey, start)
+            if not self._keep_running(view, builder, slack, order[start:at], last=wkey is None):
+                return builder.build()  # no GPU left: the rest get nothing
+            if wkey is None:
+                break
+            start = at + 1
+            if not any(free.values()):
+                return builder.build()
+            spec = wkey[3]
+            counts = gang_counts(view, spec, free, spec.num_gpus, "order")
+            if counts:
+                builder.assign(wkey[2], counts)
+                for t, n in counts.items():
+                    slack[t] = slack.get(t, 0) - n
+        return builder.build()
+
+    def _keep_running(
+        self,
+        view: ClusterView,
+        builder: AllocationBuilder,
+        slack: dict[str, int],
+        keys: list[tuple[int, float, int, JobSpec]],
+        *,
+        last: bool,
+    ) -> bool:
+        """Walk the running jobs of ``keys`` (see :meth:`_walk`); ``False`` when every GPU is taken
+        (the walk stops)."""
+        free = builder.free
+        allocations = view.running_allocations
+        i = 0
+        while i < len(keys) and any(n < 0 for n in slack.values()):
+            if not any(free.values()):
+                return False
+            jid, spec = keys[i][2], keys[i][3]
+            i += 1
+            current = allocations[jid]
+            if builder.take_if_fits(jid, current):
+                continue
+            counts = gang_counts(view, spec, free, spec.num_gpus, "order")
+            if counts:
+                builder.assign(jid, counts)
+                for t, n in counts.items():
+                    slack[t] = slack.get(t, 0) - n
+            for t, n in current.counts:
+                slack[t] += n
+        if i < len(keys):
+            ids = [k[2] for k in keys[i:]]
+            # After the last waiting job nothing runs ahead: what stays free is the slack.
+            builder.keep_current(ids, free_after=slack if last else None)
+        return True
 
     def _last_applied(self, view: ClusterView) -> bool:
         """Whether the jobs hold what the last decision gave them (per-type counts and mode): it
@@ -168,6 +239,7 @@ class TiresiasLAS(Policy):
         for jid in [j for j in self._service_offset if j not in active]:
             del self._service_offset[jid]
         self._key, self._order, self._last = {}, [], None
+        self._waiting_order, self._waiting_key = [], {}
         self._due_heap, self._due_s, self._watch = [], {}, set()
         for job in view.jobs:
             self._update(view, job)
@@ -178,10 +250,24 @@ class TiresiasLAS(Policy):
         if key is not None:
             order = self._order
             del order[bisect.bisect_left(order, key)]
+        self._set_waiting(jid, None)
         self._service_offset.pop(jid, None)
         self._due_s.pop(jid, None)
         self._watch.discard(jid)
         return key is not None
+
+    def _set_waiting(self, jid: int, key: tuple[int, float, int, JobSpec] | None) -> None:
+        """Record the job as waiting under ``key``, or as not waiting (``None``)."""
+        old = self._waiting_key.get(jid)
+        if old is key:
+            return
+        waiting = self._waiting_order
+        if old is not None:
+            del waiting[bisect.bisect_left(waiting, old)]
+            del self._waiting_key[jid]
+        if key is not None:
+            bisect.insort(waiting, key)
+            self._waiting_key[jid] = key
 
     def _update(self, view: ClusterView, job: JobView) -> bool:
         """Promote ``job`` if due, place it by its queue, and note when its queue may change next;
@@ -201,6 +287,7 @@ class TiresiasLAS(Policy):
                 del order[bisect.bisect_left(order, old)]
             bisect.insort(order, key)
             self._key[jid] = key
+        self._set_waiting(jid, None if job.status == JobStatus.RUNNING else self._key[jid])
         # The next change: a running job's service reaches the next threshold (it grows at one GPU-second
         # per GPU per second); a waiting job is promoted once its wait exceeds promote_knob times its last
         # run. Predicted a little early (a margin far above rounding), then checked exactly.

@@ -11,7 +11,7 @@ with :meth:`AllocationBuilder.keep`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
@@ -459,6 +459,29 @@ class AllocationBuilder:
         touched = self._touched
         touched.pop(job_id, None)
         touched[job_id] = None
+
+    def keep_current(self, job_ids: Sequence[int], free_after: Mapping[str, int] | None = None) -> None:
+        """Keep each of these running jobs' current allocation, in order, without checking that it fits:
+        for a caller that knows they all do (running jobs walked while no other job took GPUs).
+
+        ``free_after``, when the caller knows it, is what stays free afterwards (the count is skipped).
+        """
+        replacing = self._current is not None
+        current = self._current if self._current is not None else self.view.active.allocations
+        free, jobs, touched = self.free, self._jobs, self._touched
+        if replacing and free_after is not None and not touched.keys() & job_ids:
+            jobs.update(zip(job_ids, map(current.__getitem__, job_ids), strict=True))
+            free.clear()
+            free.update(free_after)
+            return
+        for job_id in job_ids:
+            ja = current[job_id]
+            for t, n in ja.counts:
+                free[t] -= n
+            jobs[job_id] = ja
+            if not replacing or job_id in touched:
+                touched.pop(job_id, None)
+                touched[job_id] = None
 
     def take_if_fits(self, job_id: int, ja: JobAllocation) -> bool:
         """:meth:`take` of a non-empty ``ja`` if it fits in the GPUs still free; whether it did."""
