@@ -15,7 +15,9 @@ Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.s
 that builds job views only when they are read and is sealed (copied out) at the next step if still
 referenced; a decision built from the running jobs' allocations carries the ids it changed, and only
 those are checked and applied. So an epoch costs what changes and what the policy reads, not the
-number of active jobs.
+number of active jobs. Each view also names the jobs the previous step changed (``changed``) and
+the epoch it follows (``previous_token``), so a policy can keep its own structures across epochs and
+update them for those jobs only.
 
 This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
 the per-job runtime records in :mod:`hetgym.sim.runtime`, applying a decision (release, place,
