@@ -165,7 +165,7 @@ class TiresiasLAS(Policy):
         free = builder.free
         allocations = view.running_allocations
         i = 0
-        while i < len(keys) and any(n < 0 for n in slack.values()):
+        while i < len(keys) and min(slack.values()) < 0:
             if not any(free.values()):
                 return False
             jid, spec = keys[i][2], keys[i][3]
