@@ -357,7 +357,8 @@ class ApplyMixin:
     def _record_usage(self) -> None:
         if not self.config.record_timeline:
             return
-        used = tuple(self._state.used_by_type().tolist())
+        held = self._alloc_totals  # what the servers' used GPUs add up to per type
+        used = tuple([held[t] for t in self.cluster.gpu_types])
         timeline = self._timeline
         if timeline and timeline[-1][1] == used:
             return

@@ -534,7 +534,9 @@ class Simulator(ApplyMixin):
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now
-        free = self._state.free_by_type()
+        # Free GPUs per type from the running allocations' totals (kept as they change): what the
+        # servers' free GPUs add up to, without summing them.
+        capacity, held = self.cluster.capacity, self._alloc_totals
         # The jobs' views are built only if read (EpochJobs): no per-job cost here.
         jobs = EpochJobs(now, self._running, self._waiting_views, self._allocs)
         self._snapshots.append(weakref.ref(jobs))
@@ -544,7 +546,7 @@ class Simulator(ApplyMixin):
             epoch=self._epoch,
             cluster=self.cluster,
             active=jobs,
-            free_gpus=dict(zip(self.cluster.gpu_types, free.tolist(), strict=True)),
+            free_gpus={t: capacity[t] - held[t] for t in self.cluster.gpu_types},
             free_servers=self._state.free.copy(),
             arrived=arrived,
             completed=completed,
