@@ -48,7 +48,7 @@ class ApplyMixin:
     _jobs: dict[int, JobRecord]
     _rank: dict[int, int]  # each job's place in submission order
     _order_dirty: bool  # running or waiting jobs out of submission order until _restore_order
-    _rate_cache: dict[tuple[object, ...], float]  # _rate's results by job kind, mode and groups (one run)
+    _rate_cache: dict[tuple[object, ...], float]  # _rate's results by job kind, mode, type and count (one run)
     _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
     _seq: int
     _now: float
@@ -313,10 +313,12 @@ class ApplyMixin:
         comm = self.config.comm_model
         if comm.is_bandwidth and ja.mode != "fork" and spec.model_bytes is not None:
             return placement_rate(self.throughput, self.cluster, comm, spec, groups, ja.mode)
-        cached = ja.mode != "fork"  # a fork's aggregation time depends on its servers' NICs
+        # Without the bandwidth model the rate of a job on one server depends on its kind, mode, type and
+        # count only: those are cached (not forks, whose aggregation time depends on the servers' NICs;
+        # not multi-server placements, whose combinations are too many to keep).
+        cached = ja.mode != "fork" and len(groups) == 1
         if cached:
-            # Without the bandwidth model the rate depends on the types and counts of the groups only.
-            key = (spec.job_type, spec.batch_size, ja.mode, tuple([(g.gpu_type, g.num_gpus) for g in groups]))
+            key = (spec.job_type, spec.batch_size, ja.mode, groups[0].gpu_type, groups[0].num_gpus)
             rate = self._rate_cache.get(key)
             if rate is not None:
                 return rate

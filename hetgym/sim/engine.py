@@ -573,7 +573,10 @@ class Simulator(ApplyMixin):
     def __getstate__(self) -> dict[str, Any]:
         # Weak references do not pickle: build the views of live snapshots, then drop the references.
         self._seal_snapshots()
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        if "_rate_cache" in state:
+            state["_rate_cache"] = {}  # a cache, rebuilt as it is used
+        return state
 
     # ----------------------------------------------------------------------------------------
     # Results
