@@ -118,7 +118,13 @@ def _score_changed(
 ) -> np.ndarray:
     """Scores after jobs ``a`` and ``b`` (arrays of candidates) take JCTs ``new_a`` and ``new_b``."""
     s = cur.size
-    total = cur.sum() - cur[a] - cur[b] + new_a + new_b
+    finite = np.isfinite(cur)
+    if finite.all():
+        total = cur.sum() - cur[a] - cur[b] + new_a + new_b
+    else:  # a job holds only workers it cannot use: leave its inf out of the differences (inf - inf is nan)
+        c0 = np.where(finite, cur, 0.0)
+        others_inf = (~finite).sum() - (~finite[a]).astype(int) - (~finite[b]).astype(int)
+        total = c0.sum() - c0[a] - c0[b] + new_a + new_b + np.where(others_inf > 0, np.inf, 0.0)
     avg = total / s
     if beta >= 1.0 or equal is None:
         return avg
@@ -152,7 +158,8 @@ def local_search(
     cur = score_of(cur_times, beta, times_equal)
     for _ in range(max_steps):
         sizes = x.sum(axis=1, keepdims=True)
-        best_score, best_x = cur - 1e-12 * abs(cur), None
+        best_score = cur - 1e-12 * abs(cur) if math.isfinite(cur) else math.inf  # inf - inf is nan
+        best_x = None
         # Moves of m workers of class cls from a to b, m = 1 or the whole movable block.
         block = np.where(sizes - x >= 1, x, x - 1)  # a keeps at least one worker
         for m in (np.minimum(block, 1), block):
@@ -258,9 +265,13 @@ def jps(
     for sizes in categories:
         x = solve_category(inst, sizes, **kw)  # type: ignore[arg-type]
         sc = score_of(times_of(inst, x), beta, equal)
-        if sc < best:
+        # A category can score inf: the throughput-maximising matching leaves a job only workers it
+        # cannot use. Keep the first such answer when none is finite (the local search may still mend
+        # it; the policy leaves such a job waiting), rather than no answer at all.
+        if best_x is None or sc < best:
             best, best_x = sc, x
-    assert best_x is not None
+    if best_x is None:
+        raise ValueError("JPS: no category to evaluate (an instance needs at least one job and one worker)")
     if local_search_steps > 0:
         best_x = local_search(inst, best_x, beta, equal, local_search_steps)
         best = score_of(times_of(inst, best_x), beta, equal)
@@ -294,9 +305,13 @@ def exhaustive_search(
     for sizes in iter_categories(inst.num_workers, inst.num_jobs):
         x = solve_category(inst, sizes, **kw)  # type: ignore[arg-type]
         sc = score_of(times_of(inst, x), beta, equal)
-        if sc < best:
+        # A category can score inf: the throughput-maximising matching leaves a job only workers it
+        # cannot use. Keep the first such answer when none is finite (the local search may still mend
+        # it; the policy leaves such a job waiting), rather than no answer at all.
+        if best_x is None or sc < best:
             best, best_x = sc, x
-    assert best_x is not None
+    if best_x is None:
+        raise ValueError("JPS: no category to evaluate (an instance needs at least one job and one worker)")
     return _result(inst, best_x, best, total)
 
 

@@ -269,3 +269,21 @@ def test_jobs_restricted_to_fewer_workers_than_they_are_wait_their_turn() -> Non
     )
     assert result.jobs["status"].tolist() == ["completed", "completed"]
     assert sorted(result.jobs["finish_s"].tolist()) == [1.0, 2.0]
+
+
+def test_a_category_that_leaves_a_job_unusable_workers_still_gives_an_answer() -> None:
+    # Two workers (classes A, B), two jobs: job 0 runs only on A, job 1 much faster on A. The throughput
+    # matching gives A to job 1 and B to job 0, which cannot use it: every category scores inf. Without
+    # a finite score JPS used to have no answer at all (an assertion at HetCluster-v1's defaults, seed 1002).
+    inst = PlacementInstance(
+        rho=np.array([[1.0, 0.0], [10.0, 0.5]]),
+        counts=np.array([1, 1]),
+        bw=np.array([1e9, 1e9]),
+        batch=np.array([32.0, 32.0]),
+        iters=np.array([100.0, 100.0]),
+        model_bytes=np.array([0.0, 0.0]),
+    )
+    plain = jps(inst, valuation="rho", local_search_steps=0)
+    assert plain.counts.tolist() == [[0, 1], [1, 0]] and math.isinf(plain.times_s[0])
+    mended = jps(inst, valuation="rho", local_search_steps=10)  # a swap gives job 0 its usable worker
+    assert mended.counts.tolist() == [[1, 0], [0, 1]] and np.isfinite(mended.times_s).all()
