@@ -46,6 +46,9 @@ from agents.common import (
 )
 from agents.smdp import TimeDiscountCallback, time_discount_kwargs
 
+#: ``gym.make`` settings a fine-tuning run may change: they shape the reward only.
+REWARD_ONLY_KEYS = frozenset({"reward", "reward_baseline", "shaping", "shaping_gamma"})
+
 
 def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     """Run the PPO / MaskablePPO recipe (see the module docstring)."""
@@ -70,8 +73,14 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         assert args.init is not None
         init_model, init_meta = load_agent(args.init)
         env_kwargs = dict(init_meta.env_kwargs)
-        if args.env:
-            raise AgentError("a fine-tuning run uses its clone's environment; drop --env (or clone again with it)")
+        changed = sorted(set(args.env) - REWARD_ONLY_KEYS)
+        if changed:
+            raise AgentError(
+                f"a fine-tuning run uses its clone's environment; drop --env {', '.join(changed)} (or clone again "
+                f"with it); only the reward settings {sorted(REWARD_ONLY_KEYS)} may change, as they leave the "
+                "observations and actions the clone was trained on as they were"
+            )
+        env_kwargs.update(args.env)
         if init_meta.env_id != args.env_id:
             raise AgentError(f"{args.init} was trained in {init_meta.env_id}, not {args.env_id}")
         arch = init_meta.arch
@@ -167,4 +176,4 @@ class _ProgressCallback(BaseCallback):
         return True
 
 
-__all__ = ["PPOArgs", "train"]
+__all__ = ["REWARD_ONLY_KEYS", "PPOArgs", "train"]

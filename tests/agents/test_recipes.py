@@ -229,3 +229,23 @@ def test_actor_parameters_follow_the_graph_not_the_names(bc_run: bc.RunResult) -
     assert any(n.startswith("action_net") for n in names)
     assert not any(n.startswith("value_net") for n in names)
     assert len(actor) < len(list(policy.parameters()))
+
+
+def test_fine_tuning_may_change_the_reward_only(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    args = PPOArgs(
+        env_id=TINY,
+        init=str(bc_run.path),
+        env={"reward_baseline": "edf"},
+        total_timesteps=256,
+        n_steps=256,
+        batch_size=128,
+        n_epochs=1,
+        eval_seeds="",
+        out_dir=str(tmp_path),
+        run_name="relative",
+        track=False,
+    )
+    run = ppo.train(args)
+    assert run.meta.env_kwargs == {**bc_run.meta.env_kwargs, "reward_baseline": "edf"}
+    with pytest.raises(AgentError, match="drop --env queue_slots"):
+        ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), env={"queue_slots": 8, "reward": "jct"}))
