@@ -520,11 +520,6 @@ class GavelPolicy(Policy):
                 self._greedy(view, builder, candidates)
         return builder.build()
 
-    def wants_next_epoch(self) -> bool:
-        """A recompute is pending (jobs arrived or completed since the last one, which the minimum
-        recompute interval postponed): new jobs get GPUs only once it has run."""
-        return bool(self._need_update)
-
     def _fails(self, job: JobView) -> bool:
         """Whether Gavel's micro-task of ``job`` fails this round: fewer steps left than GPUs."""
         if not (self._compat and self.gavel_failures) or job.num_gpus <= 1:

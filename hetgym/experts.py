@@ -100,6 +100,10 @@ class ExpertTracker:
 
     Args:
         policy: A registered policy name or a policy instance (used as is, not copied).
+        request_epochs: Ask the env for the next epoch whenever the policy's ``wants_next_epoch()`` says its
+            decision may change without news (``HetClusterEnv.request_decision``; it matters under
+            ``decisions="on-change"``). :class:`ExpertAgent` asks (an expert acting alone); the labelling
+            wrapper does not, so demonstrations hold the epochs a learner is asked at.
         **policy_kwargs: The policy's knobs when given by name.
 
     Attributes:
@@ -111,8 +115,9 @@ class ExpertTracker:
         reasons: The reasons of the latest inexact epoch.
     """
 
-    def __init__(self, policy: PolicyProtocol | str, **policy_kwargs: Any) -> None:
+    def __init__(self, policy: PolicyProtocol | str, *, request_epochs: bool = False, **policy_kwargs: Any) -> None:
         self.policy = _make(policy, policy_kwargs)
+        self.request_epochs = request_epochs
         self.name = str(getattr(self.policy, "name", type(self.policy).__name__))
         self.target: Allocation | None = None
         self.encoding: Encoding | None = None
@@ -154,7 +159,7 @@ class ExpertTracker:
         if key != self._key:
             self._key = key
             self.target = self.policy.schedule(base.view)
-            wants = getattr(self.policy, "wants_next_epoch", None)
+            wants = getattr(self.policy, "wants_next_epoch", None) if self.request_epochs else None
             if callable(wants) and wants():
                 base.request_decision()  # its decision may change at the next tick without news
             self.encoding = base.encode(self.target)
@@ -206,7 +211,7 @@ class ExpertAgent:
             for i, sub in enumerate(locals_):
                 _unwrap(sub)
                 pol = prototype if i == 0 else self._fresh(prototype)
-                self.trackers.append(ExpertTracker(pol))
+                self.trackers.append(ExpertTracker(pol, request_epochs=True))
             self._envs = locals_
         else:
             names = env.get_attr("expert_policy_name")

@@ -96,11 +96,11 @@ class Policy(ABC):
 
     def wants_next_epoch(self) -> bool:
         """Whether this policy's decision may change at the next epoch even if nothing arrives, completes
-        or misses its deadline (e.g. a recompute it postponed to a later round). The simulator calls
-        every policy at every epoch anyway; the Gym environment asked only on news
+        or misses its deadline (a plan's next slot, a round's rotation, a postponed recompute). The
+        simulator calls every policy at every epoch anyway; the Gym environment asked only on news
         (``decisions="on-change"``) reads it through ``ExpertAgent`` to ask the policy at the next epoch.
-        ``False`` by default."""
-        return False
+        By default :attr:`uses_ticks`: a policy that round ticks can change always asks."""
+        return bool(self.uses_ticks)
 
     def params(self) -> dict[str, Any]:
         """The constructor arguments (knobs) and their current values."""

@@ -93,3 +93,18 @@ def test_a_postponed_gavel_recompute_is_asked_for_and_the_episode_ends() -> None
         action, _ = agent.predict(obs)
     assert info["stop_reason"] == "done" and info["metrics"]["num_unfinished"] == 0
     assert make_policy("fifo").wants_next_epoch() is False  # the default
+
+
+def test_only_an_acting_expert_asks_for_ticks_and_only_if_ticks_change_it() -> None:
+    from hetgym.experts import ExpertAgent, ExpertTracker
+
+    assert make_policy("dancer").wants_next_epoch() and make_policy("gandiva").wants_next_epoch()
+    assert not make_policy("edf").wants_next_epoch()  # uses_ticks=False: decides on news only
+    env = gym.make("HetCluster-Tiny-v1")
+    obs, _ = env.reset(seed=0)
+    with pytest.warns(UserWarning, match="physics differ"):
+        ExpertTracker("dancer").label(env)  # the labelling wrapper's tracker
+    assert not env.unwrapped._requested  # type: ignore[attr-defined]
+    with pytest.warns(UserWarning, match="physics differ"):
+        ExpertAgent("dancer", env).predict(obs)
+    assert env.unwrapped._requested  # type: ignore[attr-defined]
