@@ -15,17 +15,15 @@ Regenerate the file only for a deliberate change of behaviour (never for a speed
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import struct
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from helpers import write_digests_cli
 
 DIGESTS_PATH = Path(__file__).resolve().parent / "data" / "env_digests.json"
 
@@ -107,17 +105,7 @@ def digest(case: Case) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"(re)write {DIGESTS_PATH.name}")
-    args = parser.parse_args()
-    if not args.write:
-        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
-    table = {}
-    for case in cases():
-        table[case.key] = digest(case)
-        print(case.key, table[case.key], file=sys.stderr)
-    DIGESTS_PATH.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
-    return 0
+    return write_digests_cli(__doc__, DIGESTS_PATH, cases(), digest, str, indent=2)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,13 @@
-"""Test helpers: a hand-made throughput table, a scripted policy and the hypothesis profiles."""
+"""Test helpers: a hand-made throughput table, a scripted policy, the hypothesis profiles and the digest
+modules' ``--write`` command line."""
 
 from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from hypothesis import HealthCheck, settings
@@ -81,3 +88,34 @@ def slow_settings() -> settings:
     profile's when it asks for more (``--hypothesis-profile=nightly``)."""
     examples = max(HYPOTHESIS_PROFILES["slow"], settings.default.max_examples)
     return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def write_digests_cli(
+    doc: str | None,
+    path: Path,
+    cases: Iterable[Any],
+    digest: Callable[[Any], Any],
+    summary: Callable[[Any], str],
+    *,
+    indent: int = 1,
+) -> int:
+    """The command line of the digest modules (``tests/sim_digests.py``, ``tests/env_digests.py``).
+
+    Refuses to run without ``--write``; with it, digests every case (printing ``key summary``) and
+    replaces ``path`` (JSON with ``indent``) through a temporary sibling, so an interrupted run leaves the
+    committed file intact.
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help=f"(re)write {path.name}")
+    args = parser.parse_args()
+    if not args.write:
+        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
+    table = {}
+    for case in cases:
+        table[case.key] = digest(case)
+        print(case.key, summary(table[case.key]), flush=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(table, indent=indent, sort_keys=True) + "\n")
+    tmp.replace(path)
+    print(f"wrote {len(table)} digests to {path}")
+    return 0

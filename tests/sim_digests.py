@@ -14,15 +14,14 @@ Regenerate the file only for a deliberate change of behaviour (never for a speed
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from helpers import write_digests_cli
 
 DIGESTS_PATH = Path(__file__).resolve().parent / "data" / "sim_digests.json"
 
@@ -111,20 +110,7 @@ def digest(case: Case) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"(re)write {DIGESTS_PATH.name}")
-    args = parser.parse_args()
-    if not args.write:
-        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
-    table = {}
-    for case in cases():
-        table[case.key] = digest(case)
-        print(case.key, table[case.key]["jobs_sha256"][:16], flush=True)
-    tmp = DIGESTS_PATH.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    tmp.replace(DIGESTS_PATH)
-    print(f"wrote {len(table)} digests to {DIGESTS_PATH}")
-    return 0
+    return write_digests_cli(__doc__, DIGESTS_PATH, cases(), digest, lambda d: d["jobs_sha256"][:16])
 
 
 if __name__ == "__main__":
