@@ -41,16 +41,9 @@ from hetgym.atomic import atomic_write  # noqa: E402
 from hetgym.experts import ExpertAgent, expert_env_kwargs  # noqa: E402
 from hetgym.sim import Simulator, make_policy  # noqa: E402
 from hetgym.sim.policy import list_policies  # noqa: E402
+from hetgym.sweep.checks import parse_seeds  # noqa: E402
 
 DEFAULT_IDS = ("HetCluster-v1", "HetCluster-Tiny-v1")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1000-1009"`` or ``"1,2,5"``."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def run_one(task: tuple[str, str, int, int]) -> dict[str, Any]:
