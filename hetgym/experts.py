@@ -16,9 +16,15 @@ action codec maps such an allocation to the actions an agent would take
   ``info["expert_reasons"]``. It holds its own policy instance, so it works inside vector-env worker
   processes (``SubprocVecEnv``, ``AsyncVectorEnv``), where only observations and infos cross the pipe.
 
+By default (``sees="window"``) an expert is shown the running jobs and only those waiting jobs the
+env's window holds (:func:`window_view`): a job entering that set arrives to it, one leaving it ends.
+Shown the whole cluster (``sees="all"``) an expert may give the free GPUs to waiting jobs the agent
+cannot reach, and some experts then stall at ``HetCluster-v1``'s 32-slot window
+(docs/results/experts_at_defaults.md). The two are the same whenever the window holds every waiting job.
+
 When a codec cannot express the expert's allocation exactly (a count off the count levels, an
 execution mode the codec does not offer, an explicit server placement other than keeping a job where it
-is, a job outside the window), the actions express the nearest allocation it can (counts rounded down to
+is, a running job outside the window), the actions express the nearest allocation it can (counts rounded down to
 a level, the simulator's default placement, the job's current mode, out-of-window jobs left alone);
 ``info["expert_exact"]`` is then ``False`` and ``info["expert_reasons"]`` says why, and the environment's
 own steps of that epoch report ``info["target_exact"]``/``info["target_reasons"]`` likewise.
@@ -33,7 +39,9 @@ once when the env's physics differ from the policy's declaration (:func:`physics
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
+from collections.abc import Collection
 from typing import Any
 
 import gymnasium as gym
@@ -44,6 +52,11 @@ from hetgym.envs.exactness import Encoding
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.policy import Policy, PolicyProtocol, make_policy, policy_modes, policy_placer
+from hetgym.sim.view import ClusterView, EpochJobs
+
+#: What an expert is shown at each epoch (``sees=``): ``"all"`` the simulator's whole view, ``"window"``
+#: the running jobs and only those waiting jobs the env's window holds (see :func:`window_view`).
+SEES = ("all", "window")
 
 
 def _make(policy: PolicyProtocol | str, policy_kwargs: dict[str, Any]) -> PolicyProtocol:
@@ -95,6 +108,48 @@ def physics_gaps(policy: PolicyProtocol, env: Any) -> list[str]:
     return gaps
 
 
+def window_view(
+    view: ClusterView, window_ids: Collection[int], shown_before: Collection[int] = ()
+) -> tuple[ClusterView, frozenset[int]]:
+    """``view`` as an expert with ``sees="window"`` is shown it, and the ids it shows.
+
+    To such an expert the cluster holds the running jobs and the waiting jobs whose ids are in
+    ``window_ids`` (the env's window); every other waiting job is hidden. The free GPUs are unchanged
+    (hidden jobs hold none). A job that enters this set arrives (``arrived`` names it, so a policy
+    that admits or plans jobs at their arrival, such as ElasticFlow or Dancer, takes it in), and a job
+    still active that leaves it ends (``completed`` names it, so the policy drops what it kept about
+    it): ``shown_before`` is the set returned at the previous epoch of the episode. ``changed`` keeps the
+    jobs shown. When the view is restricted, its ``previous_token`` is ``None`` and its snapshot new, so
+    a policy that keeps structures across epochs rebuilds them from it. When nothing is hidden and no
+    job enters or leaves but by the simulator's own arrivals and completions, ``view`` itself is
+    returned.
+
+    Why: an expert shown the whole view may give free GPUs to waiting jobs the window does not hold,
+    which the codec cannot express; when those are the jobs it always prefers (e.g. the earliest
+    arrivals under a slack-ordered window), the GPUs stay idle epoch after epoch and the episode
+    stalls. Shown only the window, it decides among the jobs the agent can act on.
+    """
+    window = set(window_ids)
+    running = view.running_allocations
+    shown = frozenset(window.union(running))
+    entered = [jid for jid in shown if jid not in shown_before and jid not in view.arrived]
+    left = [jid for jid in shown_before if jid not in shown]
+    hidden = any(job.job_id not in window for job in view.iter_waiting())
+    if not hidden and not entered and not left:
+        return view, shown
+    index = view.job_index
+    left_active = sorted(jid for jid in left if jid in index)
+    out = dataclasses.replace(
+        view,
+        active=EpochJobs.of_views(view.now_s, view.running, tuple(job for job in view.waiting if job.job_id in window)),
+        arrived=(*(j for j in view.arrived if j in shown), *sorted(entered, key=lambda j: index[j].submit_s)),
+        completed=(*view.completed, *left_active),
+        changed=tuple(j for j in view.changed if j in shown),
+        previous_token=None,
+    )
+    return out, shown
+
+
 class ExpertTracker:
     """One policy following one environment, decision epoch by decision epoch.
 
@@ -104,6 +159,10 @@ class ExpertTracker:
             decision may change without news (``HetClusterEnv.request_decision``; it matters under
             ``decisions="on-change"``). :class:`ExpertAgent` asks (an expert acting alone); the labelling
             wrapper does not, so demonstrations hold the epochs a learner is asked at.
+        sees: ``"window"`` (default): the policy decides on :func:`window_view`, the running jobs and the
+            waiting jobs in the env's window, so it never gives GPUs to a waiting job the agent cannot
+            reach (identical to ``"all"`` whenever the window holds every waiting job). ``"all"``: on the
+            simulator's whole view, as before this option existed.
         **policy_kwargs: The policy's knobs when given by name.
 
     Attributes:
@@ -115,9 +174,17 @@ class ExpertTracker:
         reasons: The reasons of the latest inexact epoch.
     """
 
-    def __init__(self, policy: PolicyProtocol | str, *, request_epochs: bool = False, **policy_kwargs: Any) -> None:
+    def __init__(
+        self, policy: PolicyProtocol | str, *, request_epochs: bool = False, sees: str = "window", **policy_kwargs: Any
+    ) -> None:
+        if sees not in SEES:
+            raise HetgymError(
+                f"sees={sees!r} is not one of {SEES}: 'all' shows the expert the whole cluster, "
+                "'window' only the waiting jobs in the env's window"
+            )
         self.policy = _make(policy, policy_kwargs)
         self.request_epochs = request_epochs
+        self.sees = sees
         self.name = str(getattr(self.policy, "name", type(self.policy).__name__))
         self.target: Allocation | None = None
         self.encoding: Encoding | None = None
@@ -128,6 +195,7 @@ class ExpertTracker:
         self._key: tuple[int, int] | None = None
         self._env_id: int | None = None
         self._checked = False
+        self._shown: frozenset[int] = frozenset()  # with sees="window": the ids shown at the last epoch
 
     def label(self, env: Any) -> Any:
         """The expert's action for ``env``'s current observation (calls ``schedule`` at new epochs only)."""
@@ -152,13 +220,17 @@ class ExpertTracker:
             self.policy.reset(base.cluster, rng=np.random.default_rng(base.sim_config.seed))
             self._episode = base.episode_id
             self._key = None
+            self._shown = frozenset()
             self.num_epochs = 0
             self.num_inexact = 0
             self.reasons = ()
         key = base.decision_key
         if key != self._key:
             self._key = key
-            self.target = self.policy.schedule(base.view)
+            view = base.view
+            if self.sees == "window":
+                view, self._shown = window_view(view, [job.job_id for job in base.state.jobs], self._shown)
+            self.target = self.policy.schedule(view)
             wants = getattr(self.policy, "wants_next_epoch", None) if self.request_epochs else None
             if callable(wants) and wants():
                 base.request_decision()  # its decision may change at the next tick without news
@@ -195,10 +267,11 @@ class ExpertAgent:
     Args:
         policy: A registered policy name, or a policy instance (copied for each sub-env).
         env: The environment (or vector env) the agent acts in.
+        sees: What the policy is shown at each epoch (:class:`ExpertTracker`'s ``sees``).
         **policy_kwargs: The policy's knobs when given by name.
     """
 
-    def __init__(self, policy: PolicyProtocol | str, env: Any, **policy_kwargs: Any) -> None:
+    def __init__(self, policy: PolicyProtocol | str, env: Any, *, sees: str = "window", **policy_kwargs: Any) -> None:
         self._policy = policy
         self._policy_kwargs = policy_kwargs
         prototype = _make(policy, dict(policy_kwargs))
@@ -211,7 +284,7 @@ class ExpertAgent:
             for i, sub in enumerate(locals_):
                 _unwrap(sub)
                 pol = prototype if i == 0 else self._fresh(prototype)
-                self.trackers.append(ExpertTracker(pol, request_epochs=True))
+                self.trackers.append(ExpertTracker(pol, request_epochs=True, sees=sees))
             self._envs = locals_
         else:
             names = env.get_attr("expert_policy_name")
@@ -273,15 +346,21 @@ class ExpertLabelWrapper(gym.Wrapper[dict[str, np.ndarray], Any, dict[str, np.nd
     Args:
         env: A ``HetClusterEnv`` (possibly wrapped).
         policy: A registered policy name or a policy instance (not copied).
+        sees: What the policy is shown at each epoch (:class:`ExpertTracker`'s ``sees``).
         **policy_kwargs: The policy's knobs when given by name.
     """
 
     def __init__(
-        self, env: gym.Env[dict[str, np.ndarray], Any], policy: PolicyProtocol | str = "edf", **policy_kwargs: Any
+        self,
+        env: gym.Env[dict[str, np.ndarray], Any],
+        policy: PolicyProtocol | str = "edf",
+        *,
+        sees: str = "window",
+        **policy_kwargs: Any,
     ) -> None:
         super().__init__(env)
         _unwrap(env)
-        self.tracker = ExpertTracker(policy, **policy_kwargs)
+        self.tracker = ExpertTracker(policy, sees=sees, **policy_kwargs)
         self.expert_policy_name = self.tracker.name
         self.expert_action: Any = None
 

@@ -38,7 +38,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import hetgym  # noqa: E402,F401  (registers the ids)
 from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.experts import ExpertAgent, expert_env_kwargs  # noqa: E402
+from hetgym.experts import SEES, ExpertAgent, expert_env_kwargs  # noqa: E402
 from hetgym.sim import Simulator, make_policy  # noqa: E402
 from hetgym.sim.policy import list_policies  # noqa: E402
 from hetgym.sweep.checks import parse_seeds  # noqa: E402
@@ -46,16 +46,16 @@ from hetgym.sweep.checks import parse_seeds  # noqa: E402
 DEFAULT_IDS = ("HetCluster-v1", "HetCluster-Tiny-v1")
 
 
-def run_one(task: tuple[str, str, int, int]) -> dict[str, Any]:
+def run_one(task: tuple[str, str, int, int, str]) -> dict[str, Any]:
     """One expert episode through ``gym.make(env_id)`` and the same policy on the simulator."""
-    env_id, policy, seed, max_steps = task
+    env_id, policy, seed, max_steps, sees = task
     t0 = time.perf_counter()
     env = gym.make(env_id)
     steps, stop = 0, "step-limit"
     info: dict[str, Any] = {}
     with warnings.catch_warnings():  # "acts in an env whose physics differ from its own": the point here
         warnings.simplefilter("ignore", UserWarning)
-        agent = ExpertAgent(policy, env)
+        agent = ExpertAgent(policy, env, sees=sees)
         obs, _ = env.reset(seed=seed)
         while steps < max_steps:
             action, _ = agent.predict(obs)
@@ -79,6 +79,7 @@ def run_one(task: tuple[str, str, int, int]) -> dict[str, Any]:
         "env_id": env_id,
         "policy": policy,
         "seed": seed,
+        "sees": sees,
         "stop": stop,
         "steps": steps,
         "unfinished": int(metrics.get("num_unfinished", -1)),
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policies", default="all", help="registered policy names, comma-separated, or 'all'")
     p.add_argument("--seeds", default="1000-1002", help="workload seeds: '1000-1002' or '1,5'")
     p.add_argument("--max-steps", type=int, default=200_000, help="step limit of an episode")
+    p.add_argument("--sees", choices=SEES, default="window", help="what each expert is shown (ExpertAgent's sees=)")
     p.add_argument("--workers", type=int, default=1, help="processes (one task per id, policy and seed)")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results")
     args = p.parse_args(argv)
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--workers and --max-steps must be >= 1")
     if args.out.exists() and not args.out.is_dir():
         p.error(f"--out {args.out} is a file; give a folder")
-    tasks = [(e, pol, s, args.max_steps) for e in env_ids for pol in policies for s in seeds]
+    tasks = [(e, pol, s, args.max_steps, args.sees) for e in env_ids for pol in policies for s in seeds]
     t0 = time.perf_counter()
     if args.workers > 1:
         with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
@@ -152,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     command = "python scripts/experts_at_defaults.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = f"""# Every registered policy at the registered ids' defaults
 
-An `ExpertAgent` through plain `gym.make(ID)` (no `policy_compat`, no override), workload seeds
-{args.seeds}; beside it the same policy on `Simulator.run` on the same workload under its own physics
-(`expert_env_kwargs`: its round, placer and modes). Where a policy's decision cannot be expressed at the
-id's defaults (a job on several GPU types, a count level the id does not offer, a job outside the window),
-the env runs what can be expressed, so the env's DSR may differ from the simulator's; what this page checks
-is that every episode ends.
+An `ExpertAgent` shown `sees="{args.sees}"` through plain `gym.make(ID)` (no `policy_compat`, no override),
+workload seeds {args.seeds}; beside it the same policy on `Simulator.run` on the same workload under its own
+physics (`expert_env_kwargs`: its round, placer and modes). Where a policy's decision cannot be expressed
+at the id's defaults (a job on several GPU types, a count level the id does not offer, a running job
+outside the window), the env runs what can be expressed, so the env's DSR may differ from the
+simulator's; what this page checks is that every episode ends.
 
 {verdict}
 
