@@ -10,6 +10,13 @@ class HetgymError(Exception):
     """Base class of every error hetgym raises on bad input."""
 
 
+def _plural(noun: str) -> str:
+    """``policy`` -> ``policies``, ``GPU type`` -> ``GPU types``, ``config key`` -> ``config keys``."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
 class UnknownNameError(HetgymError, KeyError):
     """A name (GPU type, preset, policy, job type, config key) that is not known.
 
@@ -23,7 +30,7 @@ class UnknownNameError(HetgymError, KeyError):
         if close:
             msg += f"; did you mean {' or '.join(repr(c) for c in close)}?"
         shown = ", ".join(valid_list[:20]) + (", ..." if len(valid_list) > 20 else "")
-        msg += f" Valid {kind}s: {shown}."
+        msg += f" Valid {_plural(kind)}: {shown}."
         if hint:
             msg += f" {hint}"
         self.kind = kind

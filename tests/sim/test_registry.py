@@ -58,3 +58,11 @@ def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
         reg["alpah"]
     reg.unregister("alpha")
     assert len(reg) == 0 and Registry.ALL["toy component"] is reg
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural"), [("policy", "policies"), ("GPU type", "GPU types"), ("config key", "config keys")]
+)
+def test_an_unknown_name_lists_the_valid_ones_in_plain_english(kind: str, plural: str) -> None:
+    with pytest.raises(UnknownNameError, match=f"Valid {plural}: a, b"):
+        raise UnknownNameError(kind, "zzz", ["b", "a"])
