@@ -12,9 +12,11 @@ action codec maps such an allocation to the actions an agent would take
   deterministic)``, so ``stable_baselines3.common.evaluation.evaluate_policy`` scores experts and
   learned agents alike.
 * :class:`ExpertLabelWrapper` adds ``info["expert_action"]``, the teacher's label for the observation
-  returned with it (for behaviour cloning and DAgger), plus ``info["expert_exact"]`` and
-  ``info["expert_reasons"]``. It holds its own policy instance, so it works inside vector-env worker
-  processes (``SubprocVecEnv``, ``AsyncVectorEnv``), where only observations and infos cross the pipe.
+  returned with it (for behaviour cloning and DAgger), plus ``info["expert_exact"]``,
+  ``info["expert_reasons"]`` and ``info["expert_changes"]`` (whether the teacher's allocation at this
+  epoch changes anything in force, :func:`allocation_changes`). It holds its own policy instance, so
+  it works inside vector-env worker processes (``SubprocVecEnv``, ``AsyncVectorEnv``), where only
+  observations and infos cross the pipe.
 
 By default (``sees="window"``) an expert is shown the running jobs and only those waiting jobs the
 env's window holds (:func:`window_view`): a job entering that set arrives to it, one leaving it ends.
@@ -150,6 +152,37 @@ def window_view(
     return out, shown
 
 
+def skips_epoch(policy: PolicyProtocol, view: ClusterView) -> bool:
+    """Whether :meth:`Simulator.run <hetgym.sim.Simulator.run>` would not ask ``policy`` at ``view``'s epoch.
+
+    A policy with ``uses_ticks = False`` runs on the simulator without round ticks: it is asked at
+    arrivals and completions only (and once a round when every active job waits with none left to
+    arrive). The environment always has ticks, so at a tick without such news the expert keeps what is
+    in force instead of being asked: asked there, a policy like SRTF may re-rank jobs whose remaining
+    times crossed since the last event and act where its run on the simulator does not.
+    """
+    if getattr(policy, "uses_ticks", True) or not view.is_tick or view.arrived or view.completed:
+        return False
+    return bool(view.running_allocations) or view.num_pending > 0
+
+
+def allocation_changes(view: ClusterView, target: Allocation) -> bool:
+    """Whether ``target`` changes anything in force at ``view``: a job's GPU counts or mode, or a rejection.
+
+    Server placements are not compared (a target may leave them to the placer).
+    """
+    if target.reject:
+        return True
+    current = view.running_allocations
+    if len(target.jobs) != len(current):
+        return True
+    for jid, ja in target.jobs.items():
+        now = current.get(jid)
+        if now is None or now.counts != ja.counts or now.mode != ja.mode:
+            return True
+    return False
+
+
 class ExpertTracker:
     """One policy following one environment, decision epoch by decision epoch.
 
@@ -196,6 +229,7 @@ class ExpertTracker:
         self._env_id: int | None = None
         self._checked = False
         self._shown: frozenset[int] = frozenset()  # with sees="window": the ids shown at the last epoch
+        self._view: ClusterView | None = None  # the env's view of the current epoch
 
     def label(self, env: Any) -> Any:
         """The expert's action for ``env``'s current observation (calls ``schedule`` at new epochs only)."""
@@ -230,7 +264,11 @@ class ExpertTracker:
             view = base.view
             if self.sees == "window":
                 view, self._shown = window_view(view, [job.job_id for job in base.state.jobs], self._shown)
-            self.target = self.policy.schedule(view)
+            if skips_epoch(self.policy, view):
+                self.target = Allocation(dict(view.running_allocations))  # it keeps what is in force
+            else:
+                self.target = self.policy.schedule(view)
+            self._view = base.view
             wants = getattr(self.policy, "wants_next_epoch", None) if self.request_epochs else None
             if callable(wants) and wants():
                 base.request_decision()  # its decision may change at the next tick without news
@@ -243,6 +281,11 @@ class ExpertTracker:
             return first.copy() if isinstance(first, np.ndarray) else first
         assert self.target is not None
         return base.encode_next(self.target)
+
+    @property
+    def changes(self) -> bool:
+        """Whether the current epoch's allocation changes anything: a job's GPU counts or mode, a rejection."""
+        return self.target is not None and self._view is not None and allocation_changes(self._view, self.target)
 
     @property
     def exact(self) -> bool:
@@ -340,7 +383,9 @@ class ExpertLabelWrapper(gym.Wrapper[dict[str, np.ndarray], Any, dict[str, np.nd
 
     ``info["expert_action"]`` is the action the policy takes for the observation returned with it
     (on the step that ends an episode, the codec's no-op), ``info["expert_exact"]`` whether the
-    policy's allocation is expressed exactly, ``info["expert_reasons"]`` why not. The latest label is
+    policy's allocation is expressed exactly, ``info["expert_reasons"]`` why not,
+    ``info["expert_changes"]`` whether that allocation changes anything in force (a state where
+    imitation matters more than at the many epochs where the teacher keeps everything). The latest label is
     also the attribute :attr:`expert_action` (SB3's ``VecEnv.get_attr("expert_action")``).
 
     Args:
@@ -384,6 +429,7 @@ class ExpertLabelWrapper(gym.Wrapper[dict[str, np.ndarray], Any, dict[str, np.nd
         live = _unwrap(self.env).view is not None
         info["expert_exact"] = bool(enc.exact) if (enc is not None and live) else True
         info["expert_reasons"] = list(enc.reasons) if (enc is not None and live) else []
+        info["expert_changes"] = bool(live and self.tracker.changes)
 
 
 def labelled_env(
