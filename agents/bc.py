@@ -178,7 +178,10 @@ def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> 
     Returns:
         ``agreement`` (all states), ``agreement_commit`` / ``agreement_edit`` (states where the teacher
         commits / edits the draft; sequential codec), ``agreement_per_dim`` (one-shot codec: share of
-        dimensions), ``edit_share`` (share of states where the teacher edits) and ``states``.
+        dimensions), ``edit_share`` (share of states where the teacher edits), ``states``, and, when
+        the demonstrations record it, ``agreement_changing`` / ``changing_share`` (the states of epochs
+        at which the teacher's decision changes anything in force: a one-shot codec's "keep everything"
+        epochs, most of a run, are easy to agree on).
     """
     if len(data) == 0:
         raise AgentError("no states to measure agreement on")
@@ -194,8 +197,13 @@ def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> 
         out["agreement_edit"] = float(ok[~commit].mean()) if (~commit).any() else math.nan
     else:
         ok_dims = pred == acts
-        out["agreement"] = float(ok_dims.all(axis=1).mean())
+        ok = ok_dims.all(axis=1)
+        out["agreement"] = float(ok.mean())
         out["agreement_per_dim"] = float(ok_dims.mean())
+    if data.changing is not None:
+        changing = np.asarray(data.changing, dtype=bool)
+        out["changing_share"] = float(changing.mean())
+        out["agreement_changing"] = float(ok[changing].mean()) if changing.any() else math.nan
     return out
 
 

@@ -8,7 +8,8 @@ than being cut short). Observations are the environment's ``Dict`` of arrays, so
 actions at each observation, which the masked cross-entropy needs), ``rews`` and the episode's final
 ``metrics``. ``infos`` is columnar (a dict of per-step arrays): ``executed`` (the action actually taken),
 ``expert_acted`` (whether it was the teacher's), ``expert_exact`` (whether the teacher's decision was
-expressible exactly) and ``epoch``.
+expressible exactly), ``expert_changes`` (whether the teacher's decision at that epoch changes anything in
+force; absent from demonstrations saved before it existed) and ``epoch``.
 
 :func:`rollout` runs episodes in an environment wrapped in
 :class:`~hetgym.experts.ExpertLabelWrapper`: the teacher labels every state, and the action taken is the
@@ -31,7 +32,7 @@ import numpy as np
 
 from agents.common import AgentError, atomic_write
 
-INFO_KEYS: tuple[str, ...] = ("executed", "expert_acted", "expert_exact", "epoch")
+INFO_KEYS: tuple[str, ...] = ("executed", "expert_acted", "expert_exact", "expert_changes", "epoch")
 
 
 @dataclass
@@ -74,6 +75,8 @@ class Transitions:
         rews: ``(N,)`` rewards.
         dones: ``(N,)`` whether the step ended its episode.
         returns: ``(N,)`` discounted returns to go (filled by :meth:`Demonstrations.transitions`).
+        changing: ``(N,)`` whether the teacher's decision at the state's epoch changes anything in force
+            (``infos["expert_changes"]``), or ``None`` when the demonstrations do not record it.
     """
 
     obs: dict[str, np.ndarray]
@@ -82,6 +85,7 @@ class Transitions:
     rews: np.ndarray
     dones: np.ndarray
     returns: np.ndarray
+    changing: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.acts)
@@ -95,6 +99,7 @@ class Transitions:
             self.rews[index],
             self.dones[index],
             self.returns[index],
+            None if self.changing is None else self.changing[index],
         )
 
 
@@ -137,6 +142,11 @@ class Demonstrations:
                 d[-1] = True
             dones.append(d)
             returns.append(discounted_returns(t.rews, gamma))
+        changing = (
+            np.concatenate([np.asarray(t.infos["expert_changes"], dtype=bool) for t in self.trajectories])
+            if all("expert_changes" in t.infos for t in self.trajectories)
+            else None
+        )
         return Transitions(
             obs,
             np.concatenate([t.acts for t in self.trajectories]),
@@ -144,6 +154,7 @@ class Demonstrations:
             np.concatenate([t.rews for t in self.trajectories]).astype(np.float32),
             np.concatenate(dones),
             np.concatenate(returns).astype(np.float32),
+            changing,
         )
 
     def episode_metrics(self) -> list[dict[str, float]]:
@@ -309,6 +320,7 @@ def rollout(
             cols["executed"].append(np.array(action, copy=True))
             cols["expert_acted"].append(expert_acts)
             cols["expert_exact"].append(bool(info.get("expert_exact", True)))
+            cols["expert_changes"].append(bool(info.get("expert_changes", True)))
             cols["epoch"].append(int(info.get("epoch", 0)))
             acts.append(label)
             masks.append(mask)

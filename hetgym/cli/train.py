@@ -162,6 +162,11 @@ def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
                 "  on the teacher's edits / commits",
                 f"{_pct(agree['agreement_edit'])} / {_pct(agree['agreement_commit'])}",
             )
+        if "agreement_changing" in agree:
+            table.add_row(
+                f"  at epochs where the teacher changes something ({_pct(agree['changing_share'])} of states)",
+                _pct(agree["agreement_changing"]),
+            )
     ev = res.get("evaluation") or {}
     if ev:
         table.add_row(f"DSR on held-out seeds {ev['seeds']}", f"{ev['dsr']:.3f}")

@@ -12,7 +12,7 @@ import torch as th
 
 import hetgym  # noqa: F401
 from agents.args import AgentError, parse_seeds
-from agents.bc import action_agreement, bc_loss, fit, forward_logits, new_model
+from agents.bc import action_agreement, bc_loss, fit, forward_logits, new_model, predict_actions
 from agents.common import agent_env_kwargs, make_env
 from agents.dagger import beta_at
 from agents.demos import Demonstrations, Transitions, collect_demonstrations, model_learner, rollout
@@ -184,3 +184,30 @@ def test_invalid_labels_are_left_out(edf_demos: Demonstrations) -> None:
     assert history[0]["dropped_labels"] == 1.0
     with pytest.raises(AgentError, match="no demonstrations"):
         fit(model.policy, bad.take(np.arange(0)), epochs=1)
+
+
+def test_demonstrations_mark_the_epochs_at_which_the_teacher_changes_something() -> None:
+    # Tiresias re-decides at every round tick and mostly keeps everything: both kinds of epoch occur.
+    kwargs = agent_env_kwargs("tiresias", {"codec": "multidiscrete"})
+    demos = collect_demonstrations(TINY, kwargs, "tiresias", [0])
+    traj = demos.trajectories[0]
+    changes = traj.infos["expert_changes"]
+    assert changes.dtype == bool and 0 < changes.sum() < len(changes)
+    # A "keep everything" epoch's label is the codec's no-op for that state; a changing one's is not.
+    env = make_env(TINY, kwargs, teacher="tiresias")
+    _, info = env.reset(options={"workload_seed": 0})
+    for step in range(len(traj)):
+        noop = env.unwrapped.noop_action()  # type: ignore[attr-defined]
+        assert info["expert_changes"] == changes[step]
+        assert np.array_equal(info["expert_action"], noop) != bool(changes[step]), step
+        _, _, term, trunc, info = env.step(info["expert_action"])
+        if term or trunc:
+            break
+    data = demos.transitions()
+    assert data.changing is not None and data.changing.tolist() == changes.tolist()
+    assert data.take(np.arange(5)).changing.tolist() == changes[:5].tolist()  # type: ignore[union-attr]
+    model = new_model("maskable-ppo", make_env(TINY, kwargs), "slot", 16, 0, seed=0)
+    agree = action_agreement(model.policy, data)
+    whole = (predict_actions(model.policy, data) == data.acts).all(axis=1)
+    assert agree["changing_share"] == pytest.approx(changes.mean())
+    assert agree["agreement_changing"] == pytest.approx(whole[changes].mean())

@@ -1,0 +1,95 @@
+"""How often saved clones take their teacher's action, on the teacher's own episodes of held-out workloads.
+
+Usage::
+
+    python scripts/clone_agreement.py runs/bc-tiny-v1-hadare-md-every --seeds 100000-100019
+    python scripts/clone_agreement.py RUN [RUN ...] --seeds 100000-100019 --out docs/results/agents_v1/agreement.json
+
+For each run folder (a ``hetgym train --algo bc`` or ``dagger`` run, whose ``agent.json`` names its teacher
+and environment) the teacher acts alone in the run's own environment on the given workload seeds, labelling
+every state (:func:`agents.demos.collect_demonstrations`), and the clone's deterministic action is compared
+with each label (:func:`agents.bc.action_agreement`): the agreement over all states, on the teacher's edits
+and commits (one-job-at-a-time codecs), and at the epochs where the teacher's decision changes anything in
+force (``agreement_changing``, with ``changing_share`` the share of such states: with a one-shot codec under
+``decisions="every-epoch"`` most states are round ticks at which the teacher keeps everything, so the
+overall figure says little about the decisions that matter). Beside them, ``teacher_dsr_in_env``: the
+DSR the teacher meets by following its own labels in that env (what a perfect clone would meet, which may
+be less than the teacher's run on the simulator when the env does not ask at every epoch the teacher
+decides at). Seeds a run trained on are refused.
+
+Prints one line per run and, with ``--out``, writes the figures as JSON (through a temporary file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from agents.args import AgentError, parse_seeds  # noqa: E402
+from agents.bc import action_agreement  # noqa: E402
+from agents.common import load_agent, make_env  # noqa: E402
+from agents.demos import collect_demonstrations  # noqa: E402
+from hetgym.atomic import atomic_write  # noqa: E402
+
+
+def measure(run: Path, seeds: list[int]) -> dict[str, Any]:
+    """The clone of ``run`` against its teacher on ``seeds`` (see the module docstring)."""
+    model, meta = load_agent(run)
+    if not meta.teacher:
+        raise AgentError(f"{run} has no teacher (trained by {meta.recipe}); agreement needs one")
+    trained = set(parse_seeds(str(meta.args.get("train_seeds", "")))) if meta.args.get("train_seeds") else set()
+    if trained & set(seeds):
+        raise AgentError(f"{run} trained on seeds {sorted(trained & set(seeds))[:5]}...; give held-out seeds")
+    model.set_env(make_env(meta.env_id, meta.env_kwargs))
+    demos = collect_demonstrations(meta.env_id, meta.env_kwargs, meta.teacher, seeds)
+    agree = action_agreement(model.policy, demos.transitions())
+    dsrs = [m["dsr"] for m in demos.episode_metrics() if "dsr" in m]
+    teacher_dsr = float(sum(dsrs) / len(dsrs)) if dsrs else float("nan")
+    return {
+        "run": str(run),
+        "teacher": meta.teacher,
+        "env_id": meta.env_id,
+        "seeds": seeds,
+        "teacher_dsr_in_env": teacher_dsr,
+        **agree,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run folders (bc or dagger)")
+    p.add_argument("--seeds", default="100000-100019", help="held-out workload seeds, e.g. '100000-100019'")
+    p.add_argument("--out", type=Path, default=None, help="write the figures to this JSON file")
+    args = p.parse_args(argv)
+    try:
+        seeds = parse_seeds(args.seeds)
+        rows = [measure(run, seeds) for run in args.runs]
+    except (AgentError, FileNotFoundError, ValueError) as err:
+        p.error(str(err))
+    for row in rows:
+        parts = [
+            f"{row['run']}: agreement {100 * row['agreement']:.1f}% over {row['states']:.0f} states",
+            f"the teacher following its labels meets DSR {row['teacher_dsr_in_env']:.3f}",
+        ]
+        if "agreement_edit" in row:
+            parts.append(f"edits {100 * row['agreement_edit']:.1f}% / commits {100 * row['agreement_commit']:.1f}%")
+        if "agreement_changing" in row:
+            share = 100 * row["changing_share"]
+            parts.append(f"at changing epochs {100 * row['agreement_changing']:.1f}% ({share:.1f}% of states)")
+        print(", ".join(parts))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(rows, indent=1, sort_keys=True) + "\n"
+        atomic_write(args.out, lambda tmp: tmp.write_text(text))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
