@@ -229,7 +229,7 @@ class ExpertTracker:
         self._env_id: int | None = None
         self._checked = False
         self._shown: frozenset[int] = frozenset()  # with sees="window": the ids shown at the last epoch
-        self._view: ClusterView | None = None  # the env's view of the current epoch
+        self._changes = False  # whether the current epoch's target changes anything in force
 
     def label(self, env: Any) -> Any:
         """The expert's action for ``env``'s current observation (calls ``schedule`` at new epochs only)."""
@@ -254,6 +254,7 @@ class ExpertTracker:
             self.policy.reset(base.cluster, rng=np.random.default_rng(base.sim_config.seed))
             self._episode = base.episode_id
             self._key = None
+            self._changes = False
             self._shown = frozenset()
             self.num_epochs = 0
             self.num_inexact = 0
@@ -268,7 +269,7 @@ class ExpertTracker:
                 self.target = Allocation(dict(view.running_allocations))  # it keeps what is in force
             else:
                 self.target = self.policy.schedule(view)
-            self._view = base.view
+            self._changes = allocation_changes(base.view, self.target)
             wants = getattr(self.policy, "wants_next_epoch", None) if self.request_epochs else None
             if callable(wants) and wants():
                 base.request_decision()  # its decision may change at the next tick without news
@@ -285,7 +286,7 @@ class ExpertTracker:
     @property
     def changes(self) -> bool:
         """Whether the current epoch's allocation changes anything: a job's GPU counts or mode, a rejection."""
-        return self.target is not None and self._view is not None and allocation_changes(self._view, self.target)
+        return self._changes
 
     @property
     def exact(self) -> bool:
