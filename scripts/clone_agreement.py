@@ -44,7 +44,7 @@ def measure(run: Path, seeds: list[int]) -> dict[str, Any]:
     model, meta = load_agent(run)
     if not meta.teacher:
         raise AgentError(f"{run} has no teacher (trained by {meta.recipe}); agreement needs one")
-    trained = set(parse_seeds(str(meta.args.get("train_seeds", "")))) if meta.args.get("train_seeds") else set()
+    trained = set(parse_seeds(meta.args.get("train_seeds") or []))
     if trained & set(seeds):
         raise AgentError(f"{run} trained on seeds {sorted(trained & set(seeds))[:5]}...; give held-out seeds")
     model.set_env(make_env(meta.env_id, meta.env_kwargs))

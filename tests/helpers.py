@@ -1,17 +1,21 @@
-"""Test helpers: a hand-made throughput table, a scripted policy, the hypothesis profiles and the digest
-modules' ``--write`` command line."""
+"""Test helpers: a hand-made throughput table, a scripted policy, the hypothesis profiles, the digest
+modules' ``--write`` command line and loading a script of ``scripts/`` as a module."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
 from hypothesis import HealthCheck, settings
 
+from hetgym.atomic import atomic_write
 from hetgym.sim import ThroughputModel
 from hetgym.sim.throughput import table_from_records
 
@@ -114,8 +118,20 @@ def write_digests_cli(
     for case in cases:
         table[case.key] = digest(case)
         print(case.key, summary(table[case.key]), flush=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(table, indent=indent, sort_keys=True) + "\n")
-    tmp.replace(path)
+    text = json.dumps(table, indent=indent, sort_keys=True) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     print(f"wrote {len(table)} digests to {path}")
     return 0
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as the module ``name`` (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

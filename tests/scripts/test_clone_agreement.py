@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from helpers import load_script
 
 from agents import bc
 from agents.args import BCArgs
@@ -16,19 +14,7 @@ from agents.bc import action_agreement
 from agents.common import load_agent
 from agents.demos import collect_demonstrations
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "clone_agreement.py"
-
-
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("clone_agreement", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["clone_agreement"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-CA = _module()
+CA = load_script("clone_agreement")
 
 
 @pytest.fixture(scope="module")

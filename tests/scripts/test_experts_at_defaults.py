@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
+from helpers import load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "experts_at_defaults.py"
-
-
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("experts_at_defaults", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["experts_at_defaults"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-EAD = _module()
+EAD = load_script("experts_at_defaults")
 
 
 def test_experts_end_every_tiny_v1_episode_and_the_page_says_so(tmp_path: Path) -> None:
