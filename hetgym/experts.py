@@ -132,20 +132,20 @@ def window_view(
     stalls. Shown only the window, it decides among the jobs the agent can act on.
     """
     window = set(window_ids)
-    running = view.running_allocations
-    shown = frozenset(window.union(running))
+    shown = frozenset(window.union(view.running_allocations))
+    waiting = {job.job_id for job in view.iter_waiting()}
+    hidden = not waiting <= window
     entered = [jid for jid in shown if jid not in shown_before and jid not in view.arrived]
-    left = [jid for jid in shown_before if jid not in shown]
-    hidden = any(job.job_id not in window for job in view.iter_waiting())
+    # Only a job still waiting can leave the shown set: one that ended left the simulator's view too.
+    left = sorted(jid for jid in shown_before if jid not in shown and jid in waiting)
     if not hidden and not entered and not left:
         return view, shown
     index = view.job_index
-    left_active = sorted(jid for jid in left if jid in index)
     out = dataclasses.replace(
         view,
         active=EpochJobs.of_views(view.now_s, view.running, tuple(job for job in view.waiting if job.job_id in window)),
         arrived=(*(j for j in view.arrived if j in shown), *sorted(entered, key=lambda j: index[j].submit_s)),
-        completed=(*view.completed, *left_active),
+        completed=(*view.completed, *left),
         changed=tuple(j for j in view.changed if j in shown),
         previous_token=None,
     )
