@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 @pytest.mark.slow
 def test_reproduce_quick_writes_every_table_and_figure(tmp_path: Path) -> None:
-    script = load("reproduce_asrpt_jps")
+    script = load_script("reproduce_asrpt_jps")
     assert script.main(["--quick", "--out", str(tmp_path), "--workers", "1"]) == 0
     for name in ("predictor.csv", "asrpt_runs.csv", "asrpt_summary.csv", "jps_gap.csv", "jps_runtime.csv"):
         assert (tmp_path / name).stat().st_size > 0
@@ -40,21 +27,21 @@ def test_reproduce_quick_writes_every_table_and_figure(tmp_path: Path) -> None:
 
 
 def test_reproduce_gap_study_alone(tmp_path: Path) -> None:
-    script = load("reproduce_asrpt_jps")
+    script = load_script("reproduce_asrpt_jps")
     assert script.main(["--quick", "--out", str(tmp_path), "--only", "gap"]) == 0
     summary = pd.read_csv(tmp_path / "jps_gap_summary.csv")
     assert "JPS (Hungarian, JCT valuation, local search)" in set(summary["method"])
 
 
 def test_reproduce_rejects_bad_arguments(tmp_path: Path) -> None:
-    script = load("reproduce_asrpt_jps")
+    script = load_script("reproduce_asrpt_jps")
     with pytest.raises(SystemExit):
         script.main(["--workers", "0", "--out", str(tmp_path)])
     assert not any(tmp_path.iterdir())
 
 
 def test_bench_quick_writes_json(tmp_path: Path) -> None:
-    bench = load("bench_jps")
+    bench = load_script("bench_jps")
     out = tmp_path / "jps.json"
     assert bench.main(["--quick", "--out", str(out)]) == 0
     payload = json.loads(out.read_text())

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 def test_quick_run_writes_json_and_table(tmp_path: Path) -> None:
-    script = load("bench_latency")
+    script = load_script("bench_latency")
     out = tmp_path / "latency.json"
     assert script.main(["--quick", "--policies", "fifo", "tiresias", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -39,7 +26,7 @@ def test_quick_run_writes_json_and_table(tmp_path: Path) -> None:
 
 
 def test_unknown_policy_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = load("bench_latency")
+    script = load_script("bench_latency")
     with pytest.raises(SystemExit):
         script.main(["--policies", "no-such-policy", "--out", str(tmp_path / "x.json")])
     assert "no-such-policy" in capsys.readouterr().err

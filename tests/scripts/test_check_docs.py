@@ -3,24 +3,15 @@ figures the docs state are the ones the code measures."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_docs.py"
+from helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def check_docs() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_docs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_docs"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("check_docs")
 
 
 def test_every_claim_is_stated_in_its_doc(check_docs: ModuleType) -> None:

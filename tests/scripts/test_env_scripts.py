@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 def test_random_agent_plays_every_seed_to_its_end(tmp_path: Path) -> None:
-    script = load("random_agent")
+    script = load_script("random_agent")
     out = tmp_path / "random.csv"
     assert (
         script.main(
@@ -36,7 +23,7 @@ def test_random_agent_plays_every_seed_to_its_end(tmp_path: Path) -> None:
 
 
 def test_experts_in_env_finds_no_gap_under_policy_compat(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    script = load("experts_in_env")
+    script = load_script("experts_in_env")
     # The default scenario with few jobs keeps this quick.
     real_make = script.gym.make
     monkeypatch.setattr(
@@ -50,13 +37,13 @@ def test_experts_in_env_finds_no_gap_under_policy_compat(tmp_path: Path, monkeyp
 
 
 def test_bench_ab_flattens_timing_figures_with_readable_labels() -> None:
-    script = load("bench_ab")
+    script = load_script("bench_ab")
     figures = script.flatten({"results": [{"codec": "sequential", "queue_slots": 16, "steps_per_s": 10.0, "runs": 5}]})
     assert figures == {"results[sequential/16].steps_per_s": 10.0}
 
 
 def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path) -> None:
-    script = load("imitation_ceiling")
+    script = load_script("imitation_ceiling")
     argv = ["--envs", "HetCluster-Tiny-v0", "--seeds", "1000", "--policies", "srtf,hadare", "--out", str(tmp_path)]
     assert script.main([*argv, "--codecs", "multidiscrete,jobwise,score"]) == 0
     frame = pd.read_csv(tmp_path / "imitation_ceiling.csv")

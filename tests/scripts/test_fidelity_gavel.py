@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from helpers import load_script
 
 from hetgym.sim.config import SimConfig
 from hetgym.sim.engine import Simulator
@@ -15,19 +14,7 @@ from hetgym.sim.errors import ConfigError, UnknownNameError
 from hetgym.sim.policy import make_policy
 from hetgym.workloads.traces.pipeline import load_trace
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fidelity_gavel.py"
-
-
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fidelity_gavel", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fidelity_gavel"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-FG = _module()
+FG = load_script("fidelity_gavel")
 
 
 @pytest.mark.parametrize("policy", list(FG.POLICIES))

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import load_script
 
 pytest.importorskip("tensorboard")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("plot_learning_curves", ROOT / "scripts" / "plot_learning_curves.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["plot_learning_curves"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _run(folder: Path, values: list[float]) -> Path:
@@ -37,7 +26,9 @@ def test_writes_the_png_and_every_point(tmp_path: Path, capsys: pytest.CaptureFi
     b = _run(tmp_path / "b", [0.5, 0.5])
     out = tmp_path / "fig" / "curves.png"
     assert (
-        _script().main([str(a), str(b), "--labels", "A,B", "--smooth", "2", "--hline", "EDF=0.3", "--out", str(out)])
+        load_script("plot_learning_curves").main(
+            [str(a), str(b), "--labels", "A,B", "--smooth", "2", "--hline", "EDF=0.3", "--out", str(out)]
+        )
         == 0
     )
     assert out.stat().st_size > 0
@@ -48,7 +39,7 @@ def test_writes_the_png_and_every_point(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_bad_input_names_the_problem(tmp_path: Path) -> None:
-    mod = _script()
+    mod = load_script("plot_learning_curves")
     a = _run(tmp_path / "a", [0.1])
     with pytest.raises(SystemExit, match="no TensorBoard event files"):
         mod.main([str(tmp_path / "missing"), "--out", str(tmp_path / "x.png")])

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_dancer.py"
-
-
-def load_script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("reproduce_dancer", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 def test_quick_mode_writes_csv_figure_and_optimum(tmp_path: Path) -> None:
-    script = load_script()
+    script = load_script("reproduce_dancer")
     assert script.main(["--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
     runs = pd.read_csv(tmp_path / "dsr.csv")
     assert set(runs["policy"]) == set(script.POLICIES)

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_hadar.py"
-
-
-def _load():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("reproduce_hadar", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 def test_quick_mode_writes_runs_summary_claims_and_figure(tmp_path: Path) -> None:
-    mod = _load()
+    mod = load_script("reproduce_hadar")
     assert mod.main(["--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert set(runs["policy"]) == set(mod.POLICIES)
@@ -35,7 +25,7 @@ def test_quick_mode_writes_runs_summary_claims_and_figure(tmp_path: Path) -> Non
 
 
 def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
-    mod = _load()
+    mod = load_script("reproduce_hadar")
     with pytest.raises(SystemExit):
         mod.main(["--policies", "no-such-policy", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):

@@ -3,19 +3,16 @@ hand from the per-run rows, an absent baseline reported, and the helpers checked
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import load_script
 from scipy.stats import t as student_t
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_papers.py"
 
 # A raw ElasticFlow trace (job_id, submission_time, duration, num_gpu), 12 jobs.
 TRACE_ROWS = [
@@ -34,18 +31,9 @@ TRACE_ROWS = [
 ]
 
 
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("reproduce_papers", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reproduce_papers"] = module  # dataclasses of the module resolve their annotations here
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def mod() -> Any:
-    return _load()
+    return load_script("reproduce_papers")
 
 
 def _write_trace(folder: Path) -> Path:

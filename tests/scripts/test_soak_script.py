@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_script
 
 
 def test_a_short_soak_writes_rss_and_pickle_figures(tmp_path: Path) -> None:
-    script = load("soak")
+    script = load_script("soak")
     out = tmp_path / "soak.json"
     # Every step commits; episodes are truncated at 100 decisions, so 600 steps make several.
     argv = ["--env-id", "HetCluster-Tiny-v0", "-e", "codec=multidiscrete", "-e", "max_decisions=100", "--steps", "600"]
@@ -42,7 +29,7 @@ def test_a_short_soak_writes_rss_and_pickle_figures(tmp_path: Path) -> None:
 
 
 def test_unknown_reward_is_refused_before_any_work(tmp_path: Path) -> None:
-    script = load("soak")
+    script = load_script("soak")
     out = tmp_path / "soak.json"
     with pytest.raises(SystemExit):
         script.main(["--steps", "10", "--rewards", "jtc", "--out", str(out)])

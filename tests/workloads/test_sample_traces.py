@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from helpers import load_script
 
 from hetgym.sim import Simulator, ThroughputModel, make_policy
 from hetgym.workloads.schema import read_trace
@@ -14,15 +13,7 @@ from hetgym.workloads.schema import read_trace
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_sample_traces", ROOT / "scripts" / "make_sample_traces.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SCRIPT = _script()
+SCRIPT = load_script("make_sample_traces")
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPT.SAMPLES))
