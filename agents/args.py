@@ -19,6 +19,16 @@ class AgentError(HetgymError, ValueError):
     """Bad input to a recipe or a checkpoint that cannot be used (the message says what to fix)."""
 
 
+#: Learning-rate schedules of behaviour cloning's fits (:func:`agents.bc.fit`).
+LR_SCHEDULES: tuple[str, ...] = ("constant", "cosine")
+
+
+def check_lr_schedule(name: str) -> None:
+    """Refuse an unknown learning-rate schedule, naming the valid ones."""
+    if name not in LR_SCHEDULES:
+        raise AgentError(f"lr_schedule={name!r}: choose one of {', '.join(LR_SCHEDULES)}")
+
+
 def parse_teacher(spec: str) -> tuple[str, dict[str, Any]]:
     """A teacher spec, ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``, as ``(name, knobs)``.
 
@@ -113,6 +123,8 @@ class BCArgs:
     """Minibatch size."""
     lr: float = 1e-3
     """Adam learning rate."""
+    lr_schedule: str = "constant"
+    """``constant``, or ``cosine``: the rate falls from ``lr`` to 0 over each fit's minibatches."""
     ent_weight: float = 1e-3
     """Entropy bonus weight."""
     l2_weight: float = 0.0
@@ -187,6 +199,8 @@ class DAggerArgs:
     """Minibatch size."""
     lr: float = 1e-3
     """Adam learning rate."""
+    lr_schedule: str = "constant"
+    """``constant``, or ``cosine``: the rate falls from ``lr`` to 0 over each fit's minibatches."""
     ent_weight: float = 1e-3
     """Entropy bonus weight."""
     l2_weight: float = 0.0
@@ -282,4 +296,13 @@ class PPOArgs:
     """Log to TensorBoard."""
 
 
-__all__ = ["AgentError", "BCArgs", "DAggerArgs", "PPOArgs", "parse_seeds", "parse_teacher"]
+__all__ = [
+    "LR_SCHEDULES",
+    "AgentError",
+    "BCArgs",
+    "DAggerArgs",
+    "PPOArgs",
+    "check_lr_schedule",
+    "parse_seeds",
+    "parse_teacher",
+]

@@ -37,7 +37,7 @@ import torch as th
 from gymnasium import spaces
 from torch.nn import functional as F
 
-from agents.args import BCArgs
+from agents.args import BCArgs, check_lr_schedule
 from agents.common import (
     AgentError,
     AgentMeta,
@@ -214,6 +214,7 @@ def fit(
     epochs: int,
     batch_size: int = 256,
     lr: float = 1e-3,
+    lr_schedule: str = "constant",
     ent_weight: float = 1e-3,
     l2_weight: float = 0.0,
     value_weight: float = 0.0,
@@ -224,7 +225,9 @@ def fit(
     """Train ``policy`` on ``data`` by behaviour cloning (Adam; a fresh optimiser on every call).
 
     Labels that the stored mask marks invalid are left out (the teacher's actions are always valid for
-    the environment's own codecs; this guards hand-made data).
+    the environment's own codecs; this guards hand-made data). With ``lr_schedule="cosine"`` the learning
+    rate falls from ``lr`` to 0 over the call's minibatches along a half cosine (Loshchilov and Hutter,
+    ICLR 2017, without restarts); ``"constant"`` keeps ``lr``.
 
     Returns:
         One dict of mean loss terms per epoch.
@@ -233,6 +236,7 @@ def fit(
         raise AgentError("no demonstrations to clone; collect at least one episode")
     if epochs < 0 or batch_size < 1 or not lr > 0:
         raise AgentError(f"epochs={epochs}, batch_size={batch_size}, lr={lr}: need epochs >= 0, batch >= 1, lr > 0")
+    check_lr_schedule(lr_schedule)
     keep = _valid_labels(policy.action_space, data)
     if not keep.all():
         data = data.take(np.flatnonzero(keep))
@@ -243,6 +247,8 @@ def fit(
     acts_all = th.as_tensor(data.acts)
     masks_all = th.as_tensor(data.masks)
     returns_all = th.as_tensor(data.returns)
+    total_batches = epochs * math.ceil(len(data) / batch_size)
+    done_batches = 0
     for epoch in range(epochs):
         perm = th.randperm(len(data), generator=gen).numpy()
         sums = {"loss": 0.0, "cross_entropy": 0.0, "entropy": 0.0, "value_loss": 0.0, "batch_agreement": 0.0}
@@ -259,6 +265,10 @@ def fit(
                 l2_weight=l2_weight,
                 value_weight=value_weight,
             )
+            if lr_schedule == "cosine":
+                for group in optimizer.param_groups:
+                    group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * done_batches / total_batches))
+            done_batches += 1
             optimizer.zero_grad()
             parts.loss.backward()
             th.nn.utils.clip_grad_norm_(policy.parameters(), 5.0)
@@ -448,6 +458,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     seed_everything(args.seed, args.torch_threads)
     if args.algo not in ("ppo", "maskable-ppo"):
         raise AgentError(f"algo={args.algo!r}: the clone is saved as 'ppo' or 'maskable-ppo'")
+    check_lr_schedule(args.lr_schedule)
     name = args.run_name or run_name(args.env_id, "bc", args.teacher, args.seed)
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
@@ -501,6 +512,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
             epochs=args.epochs,
             batch_size=args.batch_size,
             lr=args.lr,
+            lr_schedule=args.lr_schedule,
             ent_weight=args.ent_weight,
             l2_weight=args.l2_weight,
             value_weight=args.value_weight,

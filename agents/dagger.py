@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.args import DAggerArgs
+from agents.args import DAggerArgs, check_lr_schedule
 from agents.bc import (
     RunResult,
     _Progress,
@@ -80,6 +80,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     seed_everything(args.seed, args.torch_threads)
     rng = np.random.default_rng(args.seed)
     beta_at(1, args.beta_schedule, rampdown_rounds=args.rampdown_rounds, decay=args.decay, beta=args.beta)
+    check_lr_schedule(args.lr_schedule)
     if args.rounds < 0 or args.episodes_per_round < 1:
         raise AgentError(f"rounds={args.rounds}, episodes_per_round={args.episodes_per_round}: need >= 0 and >= 1")
     name = args.run_name or run_name(args.env_id, "dagger", args.teacher, args.seed)
@@ -116,6 +117,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     fit_kwargs: dict[str, Any] = {
         "batch_size": args.batch_size,
         "lr": args.lr,
+        "lr_schedule": args.lr_schedule,
         "ent_weight": args.ent_weight,
         "l2_weight": args.l2_weight,
         "value_weight": args.value_weight,

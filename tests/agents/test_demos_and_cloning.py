@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,47 @@ def test_demonstrations_mark_the_epochs_at_which_the_teacher_changes_something()
     whole = (predict_actions(model.policy, data) == data.acts).all(axis=1)
     assert agree["changing_share"] == pytest.approx(changes.mean())
     assert agree["agreement_changing"] == pytest.approx(whole[changes].mean())
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_fit_follows_its_learning_rate_schedule(
+    edf_demos: Demonstrations, schedule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rates: list[float] = []
+
+    class Recording(th.optim.Adam):
+        def step(self, closure: Any = None) -> Any:
+            rates.append(self.param_groups[0]["lr"])
+            return super().step(closure)
+
+    monkeypatch.setattr(th.optim, "Adam", Recording)
+    data = edf_demos.transitions()
+    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+    fit(model.policy, data, epochs=3, batch_size=64, lr=2e-3, lr_schedule=schedule)
+    assert len(rates) == 3 * -(-len(data) // 64)  # one step per minibatch
+    if schedule == "constant":
+        assert rates == [2e-3] * len(rates)
+    else:
+        assert rates[0] == 2e-3 and all(b < a for a, b in itertools.pairwise(rates))
+        assert rates[-1] < 2e-3 * 0.01  # down to (almost) 0 at the last minibatch
+
+
+def test_an_unknown_learning_rate_schedule_is_refused_before_any_work(
+    edf_demos: Demonstrations, tmp_path: Path
+) -> None:
+    from agents.args import BCArgs, DAggerArgs
+    from agents.bc import train as bc_train
+    from agents.dagger import train as dagger_train
+
+    for train, args in (
+        (bc_train, BCArgs(env_id=TINY, teacher="edf", lr_schedule="step", out_dir=str(tmp_path))),
+        (dagger_train, DAggerArgs(env_id=TINY, teacher="edf", lr_schedule="step", out_dir=str(tmp_path))),
+    ):
+        with pytest.raises(AgentError, match="lr_schedule='step': choose one of constant, cosine"):
+            train(args)  # type: ignore[operator]
+    assert list(tmp_path.iterdir()) == []
+    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+    before = [t.clone() for t in model.policy.parameters()]
+    with pytest.raises(AgentError, match="choose one of constant, cosine"):
+        fit(model.policy, edf_demos.transitions(), epochs=1, lr_schedule="linear")
+    assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
