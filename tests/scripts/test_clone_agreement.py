@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from helpers import load_script
 
@@ -47,6 +49,8 @@ def test_it_measures_the_clone_on_the_teachers_held_out_episodes(
         model.policy, collect_demonstrations(meta.env_id, meta.env_kwargs, "edf", [200, 201]).transitions()
     )
     assert row["agreement"] == expected["agreement"] and row["states"] == expected["states"]
+    lo, hi = row["agreement_ci95"]
+    assert 0.0 <= lo <= row["agreement"] <= hi <= 1.0
     assert row["agreement_changing"] == expected["agreement_changing"]
     assert 0 < row["changing_share"] < 1 and row["teacher"] == "edf" and row["seeds"] == [200, 201]
     demos = collect_demonstrations(meta.env_id, meta.env_kwargs, "edf", [200, 201])
@@ -61,3 +65,35 @@ def test_training_seeds_and_runs_without_a_teacher_are_refused(run: Path, tmp_pa
     with pytest.raises(SystemExit):
         CA.main([str(tmp_path / "no-such-run")])
     assert not (tmp_path / "a.json").exists()
+
+
+def test_the_interval_resamples_whole_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = collect_demonstrations("HetCluster-Tiny-v1", {}, "edf", [300, 301, 302]).transitions()
+    episode = np.concatenate([[0], np.cumsum(data.dones[:-1])])
+    assert episode[-1] == 2 and data.dones[-1]
+    for pred, expected in ((data.acts, (1.0, 1.0)), (data.acts + 1, (0.0, 0.0))):
+        monkeypatch.setattr(CA, "predict_actions", lambda policy, d, p=pred: p)
+        assert CA.workload_interval(None, data) == expected
+    # Right on the first workload only: a resample of three workloads holds none of it with probability
+    # 8/27 and only it with 1/27, both above 2.5%, so the interval is all of [0, 1] (a count of states as
+    # independent would give a narrow one around the overall share).
+    pred = np.where(episode == 0, data.acts, data.acts + 1)
+    monkeypatch.setattr(CA, "predict_actions", lambda policy, d: pred)
+    assert CA.workload_interval(None, data) == (0.0, 1.0)
+
+
+def test_runs_of_one_teacher_share_one_collection_of_its_episodes(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[int]] = []
+    real = CA.collect_demonstrations
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(list(args[3]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(CA, "collect_demonstrations", counting)
+    out = tmp_path / "two.json"
+    assert CA.main([str(run), str(run), "--seeds", "200", "--out", str(out)]) == 0
+    first, second = json.loads(out.read_text())
+    assert calls == [[200]] and first["agreement"] == second["agreement"]
