@@ -256,3 +256,21 @@ def test_an_unknown_learning_rate_schedule_is_refused_before_any_work(
     with pytest.raises(AgentError, match="choose one of constant, cosine"):
         fit(model.policy, edf_demos.transitions(), epochs=1, lr_schedule="linear")
     assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
+def test_flattening_with_release_gives_the_same_pairs_and_empties_the_demonstrations(
+    edf_demos: Demonstrations,
+) -> None:
+    import copy
+
+    demos = copy.deepcopy(edf_demos)
+    kept, released = edf_demos.transitions(0.9), demos.transitions(0.9, release=True)
+    assert demos.trajectories == [] and len(edf_demos.trajectories) == 2
+    for name in ("acts", "masks", "rews", "dones", "returns", "changing"):
+        np.testing.assert_array_equal(getattr(released, name), getattr(kept, name), err_msg=name)
+    assert released.obs.keys() == kept.obs.keys()
+    for key in kept.obs:
+        assert released.obs[key].dtype == kept.obs[key].dtype
+        np.testing.assert_array_equal(released.obs[key], kept.obs[key], err_msg=key)
+    with pytest.raises(AgentError, match="no demonstrations to flatten"):
+        demos.transitions()
