@@ -172,8 +172,17 @@ def predict_actions(policy: Any, data: Transitions, batch_size: int = 2048) -> n
     return np.concatenate(out) if out else np.zeros((0,), dtype=np.int64)
 
 
-def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> dict[str, float]:
-    """How often the policy's deterministic action is the teacher's.
+def agrees(pred: np.ndarray, acts: np.ndarray) -> np.ndarray:
+    """Per state, whether the predicted action is the label (every dimension of a one-shot codec's)."""
+    ok = pred == acts
+    return ok if ok.ndim == 1 else ok.all(axis=1)
+
+
+def action_agreement(
+    policy: Any, data: Transitions, batch_size: int = 2048, *, pred: np.ndarray | None = None
+) -> dict[str, float]:
+    """How often the policy's deterministic action is the teacher's (``pred``: those actions, when
+    :func:`predict_actions` has already given them).
 
     Returns:
         ``agreement`` (all states), ``agreement_commit`` / ``agreement_edit`` (states where the teacher
@@ -185,11 +194,12 @@ def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> 
     """
     if len(data) == 0:
         raise AgentError("no states to measure agreement on")
-    pred = predict_actions(policy, data, batch_size)
+    if pred is None:
+        pred = predict_actions(policy, data, batch_size)
     acts = data.acts
     out: dict[str, float] = {"states": float(len(data))}
+    ok = agrees(pred, acts)
     if isinstance(policy.action_space, spaces.Discrete):
-        ok = pred == acts
         commit = acts == int(policy.action_space.n) - 1
         out["agreement"] = float(ok.mean())
         out["edit_share"] = float((~commit).mean())
@@ -197,7 +207,6 @@ def action_agreement(policy: Any, data: Transitions, batch_size: int = 2048) -> 
         out["agreement_edit"] = float(ok[~commit].mean()) if (~commit).any() else math.nan
     else:
         ok_dims = pred == acts
-        ok = ok_dims.all(axis=1)
         out["agreement"] = float(ok.mean())
         out["agreement_per_dim"] = float(ok_dims.mean())
     if data.changing is not None:

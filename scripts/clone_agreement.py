@@ -37,17 +37,17 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from agents.args import AgentError, parse_seeds  # noqa: E402
-from agents.bc import action_agreement, predict_actions  # noqa: E402
+from agents.bc import action_agreement, agrees, predict_actions  # noqa: E402
 from agents.common import load_agent, make_env  # noqa: E402
-from agents.demos import Demonstrations, Transitions, collect_demonstrations  # noqa: E402
+from agents.demos import Demonstrations, collect_demonstrations  # noqa: E402
 from hetgym.atomic import atomic_write  # noqa: E402
 
 
-def workload_interval(policy: Any, data: Transitions, *, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of the share of states where ``policy`` takes the label, resampling episodes."""
-    pred = predict_actions(policy, data)
-    ok = pred == data.acts if pred.ndim == 1 else (pred == data.acts).all(axis=1)
-    episode = np.concatenate([[0], np.cumsum(data.dones[:-1])]).astype(np.int64)
+def workload_interval(
+    ok: np.ndarray, dones: np.ndarray, *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile interval of the share of ``ok`` states, resampling whole episodes (``dones`` ends them)."""
+    episode = np.concatenate([[0], np.cumsum(dones[:-1])]).astype(np.int64)
     hits = np.bincount(episode, weights=ok.astype(float))
     states = np.bincount(episode).astype(float)
     rng = np.random.default_rng(seed)
@@ -76,8 +76,9 @@ def measure(run: Path, seeds: list[int], episodes: dict[str, Demonstrations] | N
         episodes[key] = collect_demonstrations(meta.env_id, meta.env_kwargs, meta.teacher, seeds)
     demos = episodes[key]
     data = demos.transitions()
-    agree = action_agreement(model.policy, data)
-    agree["agreement_ci95"] = list(workload_interval(model.policy, data))
+    pred = predict_actions(model.policy, data)
+    agree = action_agreement(model.policy, data, pred=pred)
+    agree["agreement_ci95"] = list(workload_interval(agrees(pred, data.acts), data.dones))
     dsrs = [m["dsr"] for m in demos.episode_metrics() if "dsr" in m]
     teacher_dsr = float(sum(dsrs) / len(dsrs)) if dsrs else float("nan")
     return {

@@ -67,19 +67,17 @@ def test_training_seeds_and_runs_without_a_teacher_are_refused(run: Path, tmp_pa
     assert not (tmp_path / "a.json").exists()
 
 
-def test_the_interval_resamples_whole_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_interval_resamples_whole_workloads() -> None:
     data = collect_demonstrations("HetCluster-Tiny-v1", {}, "edf", [300, 301, 302]).transitions()
     episode = np.concatenate([[0], np.cumsum(data.dones[:-1])])
     assert episode[-1] == 2 and data.dones[-1]
     for pred, expected in ((data.acts, (1.0, 1.0)), (data.acts + 1, (0.0, 0.0))):
-        monkeypatch.setattr(CA, "predict_actions", lambda policy, d, p=pred: p)
-        assert CA.workload_interval(None, data) == expected
+        assert CA.workload_interval(CA.agrees(pred, data.acts), data.dones) == expected
     # Right on the first workload only: a resample of three workloads holds none of it with probability
     # 8/27 and only it with 1/27, both above 2.5%, so the interval is all of [0, 1] (a count of states as
     # independent would give a narrow one around the overall share).
     pred = np.where(episode == 0, data.acts, data.acts + 1)
-    monkeypatch.setattr(CA, "predict_actions", lambda policy, d: pred)
-    assert CA.workload_interval(None, data) == (0.0, 1.0)
+    assert CA.workload_interval(CA.agrees(pred, data.acts), data.dones) == (0.0, 1.0)
 
 
 def test_runs_of_one_teacher_share_one_collection_of_its_episodes(
