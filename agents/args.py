@@ -175,6 +175,9 @@ class DAggerArgs:
     """Start from this saved clone (a run folder or model.zip) instead of cloning in round 0."""
     train_seeds: str = "0-3"
     """Workload seeds of round 0 (the teacher's episodes); later rounds take the seeds after them."""
+    demos: str | None = None
+    """Round 0's demonstrations from this ``.npz`` (a BC run's ``--save-demos``) instead of collecting them on
+    ``train_seeds``; later rounds take the seeds after the saved episodes' own."""
     val_seeds: str = "100"
     """Workload seeds of the held-out states for agreement."""
     eval_seeds: str = "1000-1002"

@@ -460,6 +460,22 @@ def collect_with_progress(
     return demos
 
 
+def load_demonstrations(path: str, teacher: str, env_id: str, env_kwargs: dict[str, Any]) -> Demonstrations:
+    """Saved demonstrations (``--save-demos``) for a run, refused unless they are its teacher's in its env."""
+    demos = Demonstrations.load(path)
+    if demos.teacher != teacher or demos.env_kwargs != env_kwargs or demos.env_id != env_id:
+        raise AgentError(
+            f"{path} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
+            f"{teacher!r} in {env_id} {env_kwargs}; collect new ones or pass the matching --env"
+        )
+    return demos
+
+
+def demonstration_seeds(demos: Demonstrations) -> list[int]:
+    """The workload seeds of the demonstrations' episodes (episodes on a trace have none)."""
+    return [t.workload_seed for t in demos.trajectories if t.workload_seed is not None]
+
+
 def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     """Run the behaviour-cloning recipe (see the module docstring)."""
     started = time.perf_counter()
@@ -471,19 +487,14 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     name = args.run_name or run_name(args.env_id, "bc", args.teacher, args.seed)
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
-    train_seeds, val_seeds = parse_seeds(args.train_seeds), parse_seeds(args.val_seeds)
+    # Checked before anything is written. Loaded demonstrations bring their own training seeds.
+    demos = load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs) if args.demos else None
+    train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
+    val_seeds = parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
     overlap = set(train_seeds) & (set(val_seeds) | set(eval_seeds))
     if overlap:
         raise AgentError(f"seeds {sorted(overlap)} are both training and held-out seeds; keep them apart")
-    demos: Demonstrations | None = None
-    if args.demos:  # checked before anything is written
-        demos = Demonstrations.load(args.demos)
-        if demos.teacher != args.teacher or demos.env_kwargs != env_kwargs or demos.env_id != args.env_id:
-            raise AgentError(
-                f"{args.demos} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
-                f"{args.teacher!r} in {args.env_id} {env_kwargs}; collect new ones or pass the matching --env"
-            )
     logger = make_logger(folder / "tb", args.track)
     with _Progress(progress) as bar:
         if demos is None:
@@ -567,9 +578,11 @@ __all__ = [
     "RunResult",
     "action_agreement",
     "bc_loss",
+    "demonstration_seeds",
     "evaluate_against_teacher",
     "fit",
     "forward_logits",
+    "load_demonstrations",
     "new_model",
     "predict_actions",
     "train",

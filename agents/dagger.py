@@ -2,10 +2,12 @@
 
 Ross, Gordon and Bagnell, "A Reduction of Imitation Learning and Structured Prediction to No-Regret
 Online Learning", AISTATS 2011. Round 0 clones the teacher's own episodes (behaviour cloning, or a
-saved clone with ``init``). In round ``r >= 1`` each step's action is the teacher's with probability
-``beta_r`` and the learner's otherwise, the teacher labels every state visited
-(:class:`~hetgym.experts.ExpertLabelWrapper` re-plans from whatever the learner did), the round's
-episodes join the aggregated data set, and the policy is trained further on all of it.
+saved clone with ``init``), collected on ``train_seeds`` or loaded with ``demos`` (those a behaviour-cloning
+run saved with ``save_demos``, typically the ones the ``init`` clone learned from). In round ``r >= 1``
+each step's action is the teacher's with probability ``beta_r`` and the learner's otherwise, the teacher
+labels every state visited (:class:`~hetgym.experts.ExpertLabelWrapper` re-plans from whatever the
+learner did), the round's episodes join the aggregated data set, and the policy is trained further on
+all of it.
 
 Beta schedules (as in the ``imitation`` library): ``linear`` (``beta_r = max(0, 1 - r / rampdown_rounds)``),
 ``exponential`` (``beta_r = decay ** r``) and ``constant`` (``beta_r = beta``).
@@ -29,9 +31,11 @@ from agents.bc import (
     _Progress,
     action_agreement,
     collect_with_progress,
+    demonstration_seeds,
     evaluate_against_teacher,
     expected_steps,
     fit,
+    load_demonstrations,
     log_evaluation,
     make_logger,
     new_model,
@@ -86,10 +90,13 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     name = args.run_name or run_name(args.env_id, "dagger", args.teacher, args.seed)
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
-    train_seeds, val_seeds = parse_seeds(args.train_seeds), parse_seeds(args.val_seeds)
+    # Round 0's demonstrations: loaded (they bring their own seeds) or collected on train_seeds.
+    demos = load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs) if args.demos else None
+    train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
+    val_seeds = parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
     held_out = set(val_seeds) | set(eval_seeds)
-    next_seed = max(train_seeds) + 1
+    next_seed = max(train_seeds) + 1 if train_seeds else 0
     round_seeds: list[list[int]] = []
     for _ in range(args.rounds):
         seeds: list[int] = []
@@ -123,7 +130,9 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         "value_weight": args.value_weight,
     }
     with _Progress(progress) as bar:
-        data_set = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, train_seeds, "round 0")
+        if demos is None:
+            demos = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, train_seeds, "round 0")
+        data_set = demos
         val = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, val_seeds, "held-out states")
         val_data = val.transitions(args.gamma)
         epoch_counter = [0]

@@ -6,6 +6,7 @@ Behaviour cloning takes seconds here and runs in the default suite; the DAgger a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import torch as th
 from agents import bc, dagger, ppo
 from agents.args import AgentError, BCArgs, DAggerArgs, PPOArgs
 from agents.common import META_FILE, AgentMeta, load_agent, resolve_model_path
+from agents.demos import Demonstrations
 from agents.evaluation import evaluate_model
 
 TINY = "HetCluster-Tiny-v0"
@@ -85,6 +87,46 @@ def test_bc_is_reproducible_and_reads_saved_demonstrations(bc_run: bc.RunResult,
         bc.train(BCArgs(env_id=TINY, teacher="edf", demos=str(bc_run.path / "demos.npz"), out_dir=str(tmp_path)))
     with pytest.raises(AgentError, match="both training and held-out"):
         bc.train(BCArgs(env_id=TINY, train_seeds="0-2", eval_seeds="2", out_dir=str(tmp_path)))
+    # Saved demonstrations bring their own seeds (0-2): held-out seeds among them are refused, nothing written.
+    with pytest.raises(AgentError, match=r"seeds \[1\] are both training and held-out"):
+        bc.train(
+            BCArgs(
+                env_id=TINY,
+                env={"max_decisions": 150},
+                demos=str(bc_run.path / "demos.npz"),
+                val_seeds="1",
+                out_dir=str(tmp_path),
+                run_name="overlap",
+            )
+        )
+    assert not (tmp_path / "overlap").exists()
+
+
+def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path: Path) -> None:
+    demos_path = str(bc_run.path / "demos.npz")
+    args = DAggerArgs(
+        env_id=TINY,
+        env={"max_decisions": 150},
+        init=str(bc_run.path),
+        demos=demos_path,
+        train_seeds="500-599",  # ignored: the saved episodes bring their seeds (0-2)
+        val_seeds="100",
+        eval_seeds="",
+        rounds=1,
+        epochs_per_round=1,
+        out_dir=str(tmp_path),
+        run_name="dagger-demos",
+        track=False,
+    )
+    run = dagger.train(args)
+    rounds = run.meta.results["rounds"]
+    assert rounds[0]["states"] == len(Demonstrations.load(demos_path))
+    assert rounds[1]["seeds"] == [3] and rounds[1]["states"] > rounds[0]["states"]
+    with pytest.raises(AgentError, match="holds 'dancer' demonstrations"):
+        dagger.train(dataclasses.replace(args, teacher="edf", run_name="wrong-teacher"))
+    with pytest.raises(AgentError, match=r"seeds \[2\] are both training and held-out"):
+        dagger.train(dataclasses.replace(args, val_seeds="2", run_name="overlap"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos"]
 
 
 @pytest.mark.slow
