@@ -19,6 +19,13 @@ decides at). ``agreement_ci95`` is a 95% interval of the overall agreement from 
 (states of one episode are not independent, so whole episodes are resampled; 2,000 resamples, seed 0).
 Seeds a run trained on are refused.
 
+With ``--breakdown`` (job-at-a-time codecs, ``codec="jobwise"``) the states are also split by what the
+teacher did to the job being decided, relative to what that job held before the decision: ``keep``,
+``none``, ``reject`` and ``done`` as the codec names them; for a (type, count) action ``start`` (it held no
+GPUs), ``same`` (the type and count it held: it had lost them in the draft), ``grow`` or ``shrink`` (the
+same type, more or fewer GPUs) and ``move`` (another type). Per kind: its share of the states, the clone's
+agreement there and the kinds of the clone's actions, so a gap can be traced to the decisions it misses.
+
 Prints one line per run and, with ``--out``, writes the figures as JSON (through a temporary file).
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +49,7 @@ from agents.bc import action_agreement, agrees, predict_actions  # noqa: E402
 from agents.common import load_agent, make_env  # noqa: E402
 from agents.demos import Demonstrations, collect_demonstrations  # noqa: E402
 from hetgym.atomic import atomic_write  # noqa: E402
+from hetgym.envs.codecs.jobwise import JobwiseCodec  # noqa: E402
 
 
 def workload_interval(
@@ -57,11 +66,70 @@ def workload_interval(
     return float(lo), float(hi)
 
 
-def measure(run: Path, seeds: list[int], episodes: dict[str, Demonstrations] | None = None) -> dict[str, Any]:
+#: The kinds of a job-at-a-time action (see the module docstring), in report order.
+DECISION_KINDS = ("keep", "start", "grow", "shrink", "move", "same", "none", "reject", "done")
+
+
+def decision_kinds(
+    codec: JobwiseCodec, capacity: np.ndarray, obs: dict[str, np.ndarray], actions: np.ndarray
+) -> np.ndarray:
+    """The kind of each of ``actions`` (one of :data:`DECISION_KINDS`) in the states ``obs``.
+
+    What the current job held before the decision is read from the observation: ``job_current`` (GPUs per
+    type over the type's ``capacity``) at the slot ``slot_cursor`` marks.
+    """
+    acts = np.asarray(actions).reshape(-1)
+    n, types = len(acts), len(capacity)
+    cursor = np.asarray(obs["slot_cursor"]).reshape(n, -1).argmax(axis=1)
+    current = np.asarray(obs["job_current"]).reshape(n, -1, types)[np.arange(n), cursor]
+    held = np.rint(current * np.asarray(capacity)).astype(np.int64)
+    out = np.empty(n, dtype=object)
+    for i, a in enumerate(acts.tolist()):
+        kind, t, count, _ = codec.decode(a)
+        if kind == "set":
+            total = int(held[i].sum())
+            if total == 0:
+                kind = "start"
+            elif held[i, t] != total:
+                kind = "move"
+            else:
+                kind = "same" if count == total else "grow" if count > total else "shrink"
+        out[i] = kind
+    return out
+
+
+def breakdown(teacher: np.ndarray, clone: np.ndarray, agree: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Per kind of the teacher's action: ``share`` of the states, the clone's ``agreement`` there, and the
+    ``clone`` kinds' shares of those states (kinds as :func:`decision_kinds` gives them)."""
+    out: dict[str, dict[str, Any]] = {}
+    n = len(teacher)
+    for kind in DECISION_KINDS:
+        sel = teacher == kind
+        m = int(sel.sum())
+        if m == 0:
+            continue
+        did = Counter(clone[sel].tolist())
+        out[kind] = {
+            "states": m,
+            "share": m / n,
+            "agreement": float(agree[sel].mean()),
+            "clone": {k: did[k] / m for k in DECISION_KINDS if did[k]},
+        }
+    return out
+
+
+def measure(
+    run: Path,
+    seeds: list[int],
+    episodes: dict[str, Demonstrations] | None = None,
+    *,
+    by_kind: bool = False,
+) -> dict[str, Any]:
     """The clone of ``run`` against its teacher on ``seeds`` (see the module docstring).
 
     ``episodes`` keeps the teacher's episodes between calls: runs with the same teacher and environment
-    are measured on one collection of them.
+    are measured on one collection of them. ``by_kind`` adds ``breakdown`` (:func:`breakdown`) for a
+    job-at-a-time codec; for another codec it is refused.
     """
     model, meta = load_agent(run)
     if not meta.teacher:
@@ -69,7 +137,11 @@ def measure(run: Path, seeds: list[int], episodes: dict[str, Demonstrations] | N
     trained = set(parse_seeds(meta.args.get("train_seeds") or []))
     if trained & set(seeds):
         raise AgentError(f"{run} trained on seeds {sorted(trained & set(seeds))[:5]}...; give held-out seeds")
-    model.set_env(make_env(meta.env_id, meta.env_kwargs))
+    env = make_env(meta.env_id, meta.env_kwargs)
+    codec = env.unwrapped.codec  # type: ignore[attr-defined]
+    if by_kind and not isinstance(codec, JobwiseCodec):
+        raise AgentError(f"{run} uses the {codec.name!r} codec; the breakdown by kind needs codec='jobwise'")
+    model.set_env(env)
     key = json.dumps([meta.env_id, meta.env_kwargs, meta.teacher, seeds], sort_keys=True)
     episodes = {} if episodes is None else episodes
     if key not in episodes:
@@ -77,8 +149,13 @@ def measure(run: Path, seeds: list[int], episodes: dict[str, Demonstrations] | N
     demos = episodes[key]
     data = demos.transitions()
     pred = predict_actions(model.policy, data)
-    agree = action_agreement(model.policy, data, pred=pred)
-    agree["agreement_ci95"] = list(workload_interval(agrees(pred, data.acts), data.dones))
+    agree: dict[str, Any] = dict(action_agreement(model.policy, data, pred=pred))
+    ok = agrees(pred, data.acts)
+    agree["agreement_ci95"] = list(workload_interval(ok, data.dones))
+    if by_kind:
+        capacity = env.unwrapped.state.capacity  # type: ignore[attr-defined]
+        kinds = [decision_kinds(codec, capacity, data.obs, a) for a in (data.acts, pred)]
+        agree["breakdown"] = breakdown(kinds[0], kinds[1], ok)
     dsrs = [m["dsr"] for m in demos.episode_metrics() if "dsr" in m]
     teacher_dsr = float(sum(dsrs) / len(dsrs)) if dsrs else float("nan")
     return {
@@ -96,11 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="run folders (bc or dagger)")
     p.add_argument("--seeds", default="100000-100019", help="held-out workload seeds, e.g. '100000-100019'")
     p.add_argument("--out", type=Path, default=None, help="write the figures to this JSON file")
+    p.add_argument(
+        "--breakdown", action="store_true", help="split the states by the kind of the teacher's action (jobwise codec)"
+    )
     args = p.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
         episodes: dict[str, Demonstrations] = {}
-        rows = [measure(run, seeds, episodes) for run in args.runs]
+        rows = [measure(run, seeds, episodes, by_kind=args.breakdown) for run in args.runs]
     except (AgentError, FileNotFoundError, ValueError) as err:
         p.error(str(err))
     for row in rows:
@@ -116,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
             share = 100 * row["changing_share"]
             parts.append(f"at changing epochs {100 * row['agreement_changing']:.1f}% ({share:.1f}% of states)")
         print(", ".join(parts))
+        for kind, b in row.get("breakdown", {}).items():
+            did = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(b["clone"].items(), key=lambda kv: -kv[1]))
+            share, agreement = 100 * b["share"], 100 * b["agreement"]
+            print(f"  teacher {kind}: {share:.1f}% of states, clone agrees {agreement:.1f}% ({did})")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(rows, indent=1, sort_keys=True) + "\n"

@@ -95,3 +95,86 @@ def test_runs_of_one_teacher_share_one_collection_of_its_episodes(
     assert CA.main([str(run), str(run), "--seeds", "200", "--out", str(out)]) == 0
     first, second = json.loads(out.read_text())
     assert calls == [[200]] and first["agreement"] == second["agreement"]
+
+
+def _tiny_jobwise() -> Any:
+    import gymnasium as gym
+
+    env = gym.make("HetCluster-Tiny-v1")
+    env.reset(seed=0)
+    return env.unwrapped
+
+
+def test_actions_are_classed_against_what_the_decided_job_held() -> None:
+    env = _tiny_jobwise()
+    codec, capacity = env.codec, env.state.capacity
+    assert isinstance(codec, CA.JobwiseCodec) and len(capacity) >= 2
+    types = len(capacity)
+    slots = env.observation_space["slot_cursor"].shape[0]
+    levels = list(codec.levels)
+    lo, hi = 1, 2  # the first two count levels above 0
+    # Slot 1 is decided; the job holds levels[lo] GPUs of type 0 (other slots hold GPUs that must not count).
+    cursor = np.zeros((1, slots), dtype=np.float32)
+    cursor[0, 1] = 1
+    current = np.zeros((1, slots, types), dtype=np.float32)
+    current[0, 1, 0] = levels[lo] / capacity[0]
+    current[0, 0, 1] = 1.0
+    idle = np.zeros_like(current)
+    idle[0, 0, 1] = 1.0
+    cases = {
+        "grow": (current, codec.set_action(0, hi)),
+        "same": (current, codec.set_action(0, lo)),
+        "move": (current, codec.set_action(1, lo)),
+        "start": (idle, codec.set_action(0, lo)),
+        "keep": (current, codec.keep),
+        "none": (current, codec.none),
+        "done": (current, codec.done),
+    }
+    for kind, (held, action) in cases.items():
+        obs = {"slot_cursor": cursor, "job_current": held.reshape(1, -1)}
+        assert CA.decision_kinds(codec, capacity, obs, np.array([action])).tolist() == [kind], kind
+    shrink_from = current.copy()
+    shrink_from[0, 1, 0] = levels[hi] / capacity[0]
+    obs = {"slot_cursor": cursor, "job_current": shrink_from.reshape(1, -1)}
+    assert CA.decision_kinds(codec, capacity, obs, np.array([codec.set_action(0, lo)])).tolist() == ["shrink"]
+
+
+def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
+    teacher = np.array(["keep", "keep", "grow", "grow", "grow", "done"], dtype=object)
+    clone = np.array(["keep", "grow", "keep", "keep", "grow", "done"], dtype=object)
+    out = CA.breakdown(teacher, clone, teacher == clone)
+    assert list(out) == ["keep", "grow", "done"]  # report order, kinds absent from the states left out
+    assert out["grow"] == {"states": 3, "share": 0.5, "agreement": 1 / 3, "clone": {"keep": 2 / 3, "grow": 1 / 3}}
+    assert out["keep"]["agreement"] == 0.5 and out["done"]["clone"] == {"done": 1.0}
+    assert sum(b["share"] for b in out.values()) == pytest.approx(1.0)
+
+
+def test_the_breakdown_on_a_jobwise_clone_and_its_refusal_for_another_codec(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobwise = bc.train(
+        BCArgs(
+            env_id="HetCluster-Tiny-v1",
+            teacher="edf",
+            train_seeds="0-1",
+            val_seeds="100",
+            eval_seeds="",
+            epochs=1,
+            hidden=16,
+            out_dir=str(tmp_path / "runs"),
+            run_name="jobwise",
+        )
+    ).path
+    out = tmp_path / "kinds.json"
+    assert CA.main([str(jobwise), "--seeds", "200", "--breakdown", "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())
+    parts = row["breakdown"]
+    assert sum(b["states"] for b in parts.values()) == row["states"]
+    overall = sum(b["agreement"] * b["states"] for b in parts.values()) / row["states"]
+    assert overall == pytest.approx(row["agreement"])
+    assert all(abs(sum(b["clone"].values()) - 1) < 1e-9 for b in parts.values())
+    assert "teacher keep:" in capsys.readouterr().out
+    # The multi-discrete codec of the module's run has no current job: refused, nothing written.
+    with pytest.raises(SystemExit):
+        CA.main([str(run), "--seeds", "200", "--breakdown", "--out", str(tmp_path / "b.json")])
+    assert not (tmp_path / "b.json").exists()
