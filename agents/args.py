@@ -107,6 +107,10 @@ class BCArgs:
     """Width of the network."""
     attention_layers: int = 0
     """Self-attention layers across slots (``slot`` and ``set``)."""
+    decoding: str | None = None
+    """Deterministic actions of the set network (``--arch set``, ``codec=jobwise``): ``argmax``, or
+    ``kind-first`` (the likeliest kind of action, a GPU set action against none, keep, reject and done,
+    then the likeliest action of that kind; docs/agents.md); none: argmax."""
     train_seeds: str = "0-3"
     """Workload seeds of the teacher's training episodes."""
     val_seeds: str = "100"
@@ -171,6 +175,10 @@ class DAggerArgs:
     """Width of the network."""
     attention_layers: int = 0
     """Self-attention layers across slots."""
+    decoding: str | None = None
+    """Deterministic actions of the set network (``--arch set``, ``codec=jobwise``): ``argmax``, or
+    ``kind-first`` (the likeliest kind of action, a GPU set action against none, keep, reject and done,
+    then the likeliest action of that kind; docs/agents.md); none: argmax, or the ``--init`` model's own."""
     init: str | None = None
     """Start from this saved clone (a run folder or model.zip) instead of cloning in round 0."""
     train_seeds: str = "0-3"

@@ -321,15 +321,50 @@ class RunResult:
     meta: AgentMeta
 
 
-def new_model(algo: str, env: Any, arch: str, hidden: int, attention_layers: int, seed: int, **algo_kwargs: Any) -> Any:
-    """An untrained ``algo`` model with the chosen policy network on ``env``."""
+def new_model(
+    algo: str,
+    env: Any,
+    arch: str,
+    hidden: int,
+    attention_layers: int,
+    seed: int,
+    *,
+    decoding: str | None = None,
+    **algo_kwargs: Any,
+) -> Any:
+    """An untrained ``algo`` model with the chosen policy network on ``env`` (``decoding``: the set
+    network's deterministic decoding, ``None`` for argmax)."""
     from agents.policies import policy_spec
 
     cls = algorithm_class(algo)
-    policy, policy_kwargs = policy_spec(
-        env, arch, maskable=(algo == "maskable-ppo"), hidden=hidden, attention_layers=attention_layers
-    )
+    try:
+        policy, policy_kwargs = policy_spec(
+            env,
+            arch,
+            maskable=(algo == "maskable-ppo"),
+            hidden=hidden,
+            attention_layers=attention_layers,
+            decoding=decoding or "argmax",
+        )
+    except ValueError as exc:
+        raise AgentError(str(exc)) from exc
     return cls(policy, env, policy_kwargs=policy_kwargs, seed=seed, device="cpu", verbose=0, **algo_kwargs)
+
+
+def check_network(
+    env_id: str, env_kwargs: dict[str, Any], arch: str, attention_layers: int, decoding: str | None
+) -> None:
+    """Refuse, before any collection, a network the environment cannot take (an unknown ``arch`` or
+    ``decoding``, a decoding the architecture has not)."""
+    from agents.policies import policy_spec
+
+    env = make_env(env_id, env_kwargs)
+    try:
+        policy_spec(env, arch, attention_layers=attention_layers, decoding=decoding or "argmax")
+    except ValueError as exc:
+        raise AgentError(str(exc)) from exc
+    finally:
+        env.close()
 
 
 def make_logger(folder: Path, track: bool) -> Any:
@@ -495,6 +530,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     overlap = set(train_seeds) & (set(val_seeds) | set(eval_seeds))
     if overlap:
         raise AgentError(f"seeds {sorted(overlap)} are both training and held-out seeds; keep them apart")
+    check_network(args.env_id, env_kwargs, args.arch, args.attention_layers, args.decoding)
     logger = make_logger(folder / "tb", args.track)
     with _Progress(progress) as bar:
         if demos is None:
@@ -509,7 +545,16 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         val_data = val.transitions(args.gamma, release=True)
         del demos, val
         env = make_env(args.env_id, env_kwargs)
-        model = new_model(args.algo, env, args.arch, args.hidden, args.attention_layers, args.seed, gamma=args.gamma)
+        model = new_model(
+            args.algo,
+            env,
+            args.arch,
+            args.hidden,
+            args.attention_layers,
+            args.seed,
+            decoding=args.decoding,
+            gamma=args.gamma,
+        )
         model.set_logger(logger)
         bar.task(f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states", args.epochs * len(data))
 

@@ -236,6 +236,29 @@ def resolve_model_path(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     return model, meta
 
 
+def set_decoding(model: Any, decoding: str | None) -> None:
+    """Give ``model``'s policy the deterministic ``decoding`` (``None``: leave its own).
+
+    The set network (``agents.set_policy``) takes ``argmax`` or ``kind-first``; any other policy decodes
+    by its own rule and takes ``argmax`` only (which leaves it as it is).
+    """
+    if decoding is None:
+        return
+    policy = model.policy
+    if hasattr(policy, "decoding"):
+        from agents.set_policy import check_decoding
+
+        try:
+            policy.decoding = check_decoding(decoding)
+        except ValueError as exc:
+            raise AgentError(str(exc)) from exc
+    elif decoding != "argmax":
+        raise AgentError(
+            f"decoding={decoding!r} needs the set network (arch 'set' with codec 'jobwise'); "
+            f"this model's policy is {type(policy).__name__}, which decodes by its own rule"
+        )
+
+
 def load_agent(
     path: str | os.PathLike[str],
     env: Any = None,
@@ -243,22 +266,25 @@ def load_agent(
     algo: str | None = None,
     env_id: str | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    decoding: str | None = None,
 ) -> tuple[Any, AgentMeta]:
     """Load a saved agent: ``(SB3 model, metadata)``. ``env`` is attached when given.
 
     A model without ``agent.json`` beside it (any SB3 archive) loads when ``algo`` and ``env_id`` say what it is
     and where it acts (``env_kwargs``: its ``gym.make`` overrides); its metadata then has ``recipe="external"``.
+    ``decoding`` replaces the set network's deterministic decoding (:func:`set_decoding`).
     """
     p = Path(path)
     if algo is not None and p.is_file() and not (p.parent / META_FILE).is_file():
         if env_id is None:
             raise AgentError(f"{p} has no {META_FILE} beside it: give the env it acts in with --env-id (and --env)")
         meta = AgentMeta(env_id, dict(env_kwargs or {}), None, "external", algo, "external", 0)
-        return algorithm_class(algo).load(p, env=env, device="cpu"), meta
-    model_path, meta_path = resolve_model_path(path)
-    meta = AgentMeta.from_json(meta_path.read_text(), str(meta_path))
-    cls = algorithm_class(meta.algo)
-    model = cls.load(model_path, env=env, device="cpu")
+        model = algorithm_class(algo).load(p, env=env, device="cpu")
+    else:
+        model_path, meta_path = resolve_model_path(path)
+        meta = AgentMeta.from_json(meta_path.read_text(), str(meta_path))
+        model = algorithm_class(meta.algo).load(model_path, env=env, device="cpu")
+    set_decoding(model, decoding)
     return model, meta
 
 
@@ -278,4 +304,5 @@ __all__ = [
     "run_name",
     "save_agent",
     "seed_everything",
+    "set_decoding",
 ]

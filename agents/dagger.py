@@ -110,14 +110,23 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     env = make_env(args.env_id, env_kwargs)
     parent = None
     if args.init:
-        model, init_meta = load_agent(args.init, env=env)
+        model, init_meta = load_agent(args.init, env=env, decoding=args.decoding)
         if init_meta.env_kwargs != env_kwargs or init_meta.env_id != args.env_id:
             raise AgentError(f"{args.init} was trained in {init_meta.env_id} {init_meta.env_kwargs}, not {env_kwargs}")
         parent = str(args.init)
         arch = init_meta.arch
     else:
         arch = args.arch
-        model = new_model(args.algo, env, args.arch, args.hidden, args.attention_layers, args.seed, gamma=args.gamma)
+        model = new_model(
+            args.algo,
+            env,
+            args.arch,
+            args.hidden,
+            args.attention_layers,
+            args.seed,
+            decoding=args.decoding,
+            gamma=args.gamma,
+        )
     logger = make_logger(folder / "tb", args.track)  # after the checks above, so a refused run writes nothing
     model.set_logger(logger)
     rounds_log: list[dict[str, Any]] = []

@@ -550,7 +550,13 @@ class MaskableSlotActorCriticPolicy(_SlotPolicyMixin, MaskableActorCriticPolicy)
 
 
 def policy_spec(
-    env: Any, arch: str = "slot", *, maskable: bool = True, hidden: int = 128, attention_layers: int = 0
+    env: Any,
+    arch: str = "slot",
+    *,
+    maskable: bool = True,
+    hidden: int = 128,
+    attention_layers: int = 0,
+    decoding: str = "argmax",
 ) -> tuple[type[ActorCriticPolicy] | type[MaskableActorCriticPolicy] | str, dict[str, Any]]:
     """The policy class (or SB3 name) and ``policy_kwargs`` for ``env`` and an architecture.
 
@@ -563,17 +569,29 @@ def policy_spec(
         maskable: The maskable class (MaskablePPO) or the plain one (PPO).
         hidden: Width (see above).
         attention_layers: Self-attention layers across slots (``slot`` and ``set``).
+        decoding: The set network's deterministic decoding (``argmax`` or ``kind-first``,
+            :func:`agents.set_policy.kind_first_argmax`); the other networks take ``argmax`` only (the
+            slot network decodes the sequential codec in two stages of its own).
     """
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown policy architecture {arch!r}; use one of {ARCHITECTURES}")
+    layout = None if arch == "mlp" else SlotLayout.of_env(env)
+    is_set = layout is not None and (arch == "set" or (arch == "slot" and layout.codec == "jobwise"))
+    if decoding != "argmax" and not is_set:
+        raise ValueError(
+            f"decoding={decoding!r} needs the set network (arch='set' with codec='jobwise'); "
+            f"arch={arch!r} decodes by argmax: drop --decoding or use --arch set -e codec=jobwise"
+        )
     if arch == "mlp":
         width = 2 * hidden
         return "MultiInputPolicy", {"net_arch": {"pi": [width, width], "vf": [width, width]}}
-    layout = SlotLayout.of_env(env)
-    if arch == "set" or (arch == "slot" and layout.codec == "jobwise"):
+    assert layout is not None
+    if is_set:
         from agents.set_policy import set_policy_spec  # imported here: it imports this module
 
-        return set_policy_spec(layout, maskable=maskable, hidden=hidden, attention_layers=attention_layers)
+        return set_policy_spec(
+            layout, maskable=maskable, hidden=hidden, attention_layers=attention_layers, decoding=decoding
+        )
     cls = MaskableSlotActorCriticPolicy if maskable else SlotActorCriticPolicy
     head = "flat" if arch == "slot-flat" else "ordered"
     return cls, {

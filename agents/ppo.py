@@ -100,6 +100,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         hidden,
         attention,
         args.seed,
+        decoding=getattr(init_model.policy, "decoding", None) if finetune else None,
         learning_rate=lr,
         n_steps=args.n_steps,
         batch_size=args.batch_size,

@@ -24,6 +24,10 @@ plus a pooled summary, this network treats the window as a set:
   ``reject`` (with ``allow_reject``) and ``done`` from [current job, context]. The logits follow the
   codec's action numbering, so SB3's (masked) categorical distribution applies unchanged.
 * :class:`SetLatent`: the critic reads the context only (pooled slots and global features).
+* Deterministic actions (``decoding``): ``argmax``, the likeliest action, or ``kind-first``
+  (:func:`kind_first_argmax`): the likeliest *kind* of action first (a GPU set action, summed over
+  its (t, c, m) choices, against none, keep, reject and done), then the likeliest action of that kind.
+  Sampling is the same under both.
 
 Permuting the slots other than the current one (or all of them, the cursor moving with its slot)
 leaves the logits and the value unchanged up to floating-point summation order
@@ -55,6 +59,8 @@ from hetgym.envs.observations import SLOT_TYPE_FEATURES, TYPE_FEATURES
 
 #: The codec this network is built for.
 JOBWISE = "jobwise"
+#: Deterministic decodings of the set policies (see :func:`kind_first_argmax`).
+DECODINGS: tuple[str, ...] = ("argmax", "kind-first")
 #: Per-(slot, type, level) observation keys (``window-levels``), entry ``(k*T + t)*C + c``.
 LEVEL_KEY_PREFIX = "job_level_"
 
@@ -62,6 +68,33 @@ LEVEL_KEY_PREFIX = "job_level_"
 def jobwise_num_actions(layout: SlotLayout) -> int:
     """``T * (C - 1) * M`` set actions, then none, keep, [reject], done."""
     return layout.num_types * (layout.num_levels - 1) * layout.num_modes + 3 + int(layout.reject)
+
+
+def kind_first_argmax(logits: th.Tensor, num_set: int) -> th.Tensor:
+    """Deterministic jobwise actions: the likeliest kind of action, then the likeliest action of that kind.
+
+    The kinds are the ``num_set`` GPU set actions taken together (run the job on some type and count) and
+    each of the other actions alone (none, keep, reject, done). The flat argmax keeps a running job
+    whenever the policy is unsure *which* reallocation to make, its probability spread over many set
+    actions each below ``keep``'s, even when some reallocation is likelier than keeping; deciding the
+    kind first takes the likelier branch (ties go to the single action). ``logits`` are already masked
+    (a masked action has probability 0), ``(..., num_set + 3 [+ 1])``.
+    """
+    if not 0 < num_set < logits.shape[-1]:
+        raise ValueError(f"num_set={num_set} must leave at least one set and one other action of {logits.shape[-1]}")
+    probs = th.softmax(logits, dim=-1)
+    set_best = logits[..., :num_set].argmax(dim=-1)
+    other_best = logits[..., num_set:].argmax(dim=-1) + num_set
+    set_prob = probs[..., :num_set].sum(dim=-1)
+    other_prob = probs.gather(-1, other_best.unsqueeze(-1)).squeeze(-1)
+    return th.where(set_prob > other_prob, set_best, other_best)
+
+
+def check_decoding(decoding: str) -> str:
+    """``decoding`` if it is one of :data:`DECODINGS`, else a ``ValueError`` naming them."""
+    if decoding not in DECODINGS:
+        raise ValueError(f"unknown decoding {decoding!r}; use one of {DECODINGS}")
+    return decoding
 
 
 def _layout(slot_layout: dict[str, Any] | SlotLayout) -> SlotLayout:
@@ -236,10 +269,20 @@ class SetActionNet(nn.Module):
 class _SetPolicyMixin:
     """What the two set policy classes share (the mixin comes first in their bases)."""
 
-    def _init_set(self, slot_layout: dict[str, Any] | SlotLayout, hidden: int, attention_layers: int) -> None:
+    def _init_set(
+        self, slot_layout: dict[str, Any] | SlotLayout, hidden: int, attention_layers: int, decoding: str
+    ) -> None:
         self.slot_layout = _layout(slot_layout)
         self.slot_hidden = int(hidden)
         self.slot_attention_layers = int(attention_layers)
+        self.decoding = check_decoding(decoding)
+
+    def deterministic_from_logits(self, masked_logits: th.Tensor) -> th.Tensor:
+        """The deterministic action for (masked) logits under :attr:`decoding`."""
+        if self.decoding == "kind-first":
+            lay = self.slot_layout
+            return kind_first_argmax(masked_logits, lay.num_types * (lay.num_levels - 1) * lay.num_modes)
+        return masked_logits.argmax(dim=-1)
 
     def _set_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         out = dict(kwargs)
@@ -282,6 +325,7 @@ class _SetPolicyMixin:
             slot_layout=asdict(self.slot_layout),
             hidden=self.slot_hidden,
             attention_layers=self.slot_attention_layers,
+            decoding=self.decoding,
         )
         return data
 
@@ -296,6 +340,8 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
         slot_layout: The codec's :class:`~agents.policies.SlotLayout` (or its fields as a dict).
         hidden: Width of the embeddings (128).
         attention_layers: Self-attention layers across slots (0).
+        decoding: Deterministic actions by the plain ``argmax`` (default) or ``kind-first``
+            (:func:`kind_first_argmax`); sampling is unaffected.
         **kwargs: Other ``ActorCriticPolicy`` arguments (``ortho_init``, ``optimizer_kwargs``, ...).
     """
 
@@ -307,9 +353,10 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
         slot_layout: dict[str, Any] | SlotLayout,
         hidden: int = 128,
         attention_layers: int = 0,
+        decoding: str = "argmax",
         **kwargs: Any,
     ) -> None:
-        self._init_set(slot_layout, hidden, attention_layers)
+        self._init_set(slot_layout, hidden, attention_layers, decoding)
         super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
 
     def _build(self, lr_schedule: Any) -> None:
@@ -318,6 +365,12 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return self._set_constructor_parameters(super()._get_constructor_parameters())
+
+    def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
+        dist = self.get_distribution(observation)
+        if deterministic:
+            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
+        return dist.get_actions()
 
 
 class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
@@ -334,9 +387,10 @@ class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy): 
         slot_layout: dict[str, Any] | SlotLayout,
         hidden: int = 128,
         attention_layers: int = 0,
+        decoding: str = "argmax",
         **kwargs: Any,
     ) -> None:
-        self._init_set(slot_layout, hidden, attention_layers)
+        self._init_set(slot_layout, hidden, attention_layers, decoding)
         super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
 
     def _build(self, lr_schedule: Any) -> None:
@@ -346,22 +400,43 @@ class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy): 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return self._set_constructor_parameters(super()._get_constructor_parameters())
 
+    def _predict(
+        self, observation: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
+    ) -> th.Tensor:
+        dist = self.get_distribution(observation, action_masks)
+        if deterministic:
+            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
+        return dist.get_actions()
+
 
 def set_policy_spec(
-    layout: SlotLayout, *, maskable: bool = True, hidden: int = 128, attention_layers: int = 0
+    layout: SlotLayout,
+    *,
+    maskable: bool = True,
+    hidden: int = 128,
+    attention_layers: int = 0,
+    decoding: str = "argmax",
 ) -> tuple[type[ActorCriticPolicy] | type[MaskableActorCriticPolicy], dict[str, Any]]:
     """The set policy class and its ``policy_kwargs`` for a jobwise layout (see :func:`agents.policies.policy_spec`)."""
     cls = MaskableSetActorCriticPolicy if maskable else SetActorCriticPolicy
-    return cls, {"slot_layout": asdict(_layout(layout)), "hidden": hidden, "attention_layers": attention_layers}
+    return cls, {
+        "slot_layout": asdict(_layout(layout)),
+        "hidden": hidden,
+        "attention_layers": attention_layers,
+        "decoding": check_decoding(decoding),
+    }
 
 
 __all__ = [
+    "DECODINGS",
     "JOBWISE",
     "MaskableSetActorCriticPolicy",
     "SetActionNet",
     "SetActorCriticPolicy",
     "SetExtractor",
     "SetLatent",
+    "check_decoding",
     "jobwise_num_actions",
+    "kind_first_argmax",
     "set_policy_spec",
 ]

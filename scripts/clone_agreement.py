@@ -26,6 +26,10 @@ GPUs), ``same`` (the type and count it held: it had lost them in the draft), ``g
 same type, more or fewer GPUs) and ``move`` (another type). Per kind: its share of the states, the clone's
 agreement there and the kinds of the clone's actions, so a gap can be traced to the decisions it misses.
 
+With ``--decoding argmax,kind-first`` each run is measured under each listed deterministic decoding of the
+set network (:func:`agents.set_policy.kind_first_argmax`) on the same teacher episodes; without it, under
+the decoding each run was saved with.
+
 Prints one line per run and, with ``--out``, writes the figures as JSON (through a temporary file).
 """
 
@@ -48,6 +52,7 @@ from agents.args import AgentError, parse_seeds  # noqa: E402
 from agents.bc import action_agreement, agrees, predict_actions  # noqa: E402
 from agents.common import load_agent, make_env  # noqa: E402
 from agents.demos import Demonstrations, collect_demonstrations  # noqa: E402
+from agents.set_policy import DECODINGS, check_decoding  # noqa: E402
 from hetgym.atomic import atomic_write  # noqa: E402
 from hetgym.envs.codecs.jobwise import JobwiseCodec  # noqa: E402
 
@@ -124,14 +129,16 @@ def measure(
     episodes: dict[str, Demonstrations] | None = None,
     *,
     by_kind: bool = False,
+    decoding: str | None = None,
 ) -> dict[str, Any]:
     """The clone of ``run`` against its teacher on ``seeds`` (see the module docstring).
 
     ``episodes`` keeps the teacher's episodes between calls: runs with the same teacher and environment
     are measured on one collection of them. ``by_kind`` adds ``breakdown`` (:func:`breakdown`) for a
-    job-at-a-time codec; for another codec it is refused.
+    job-at-a-time codec; for another codec it is refused. ``decoding`` replaces the set network's
+    deterministic decoding (``None``: the run's own).
     """
-    model, meta = load_agent(run)
+    model, meta = load_agent(run, decoding=decoding)
     if not meta.teacher:
         raise AgentError(f"{run} has no teacher (trained by {meta.recipe}); agreement needs one")
     trained = set(parse_seeds(meta.args.get("train_seeds") or []))
@@ -160,6 +167,7 @@ def measure(
     teacher_dsr = float(sum(dsrs) / len(dsrs)) if dsrs else float("nan")
     return {
         "run": str(run),
+        "decoding": getattr(model.policy, "decoding", "argmax"),
         "teacher": meta.teacher,
         "env_id": meta.env_id,
         "seeds": seeds,
@@ -176,16 +184,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--breakdown", action="store_true", help="split the states by the kind of the teacher's action (jobwise codec)"
     )
+    p.add_argument(
+        "--decoding",
+        default=None,
+        help="comma-separated deterministic decodings of the set network to measure each run under "
+        f"(of {DECODINGS}; default: the run's own)",
+    )
     args = p.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
+        decodings: list[str | None] = [None]
+        if args.decoding is not None:
+            decodings = [check_decoding(d.strip()) for d in args.decoding.split(",")]
+        for run in args.runs:  # every run loads (and takes every decoding) before any collection
+            for decoding in decodings:
+                load_agent(run, decoding=decoding)
         episodes: dict[str, Demonstrations] = {}
-        rows = [measure(run, seeds, episodes, by_kind=args.breakdown) for run in args.runs]
+        rows = [
+            measure(run, seeds, episodes, by_kind=args.breakdown, decoding=decoding)
+            for run in args.runs
+            for decoding in decodings
+        ]
     except (AgentError, FileNotFoundError, ValueError) as err:
         p.error(str(err))
     for row in rows:
         parts = [
-            f"{row['run']}: agreement {100 * row['agreement']:.1f}% "
+            f"{row['run']} ({row['decoding']}): agreement {100 * row['agreement']:.1f}% "
             f"[{100 * row['agreement_ci95'][0]:.1f}, {100 * row['agreement_ci95'][1]:.1f}] "
             f"over {row['states']:.0f} states of {len(row['seeds'])} workloads",
             f"the teacher following its labels meets DSR {row['teacher_dsr_in_env']:.3f}",

@@ -87,6 +87,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="gym.make override of the env of models without agent.json (sim.round_s=60 nests); repeatable",
     )
+    e.add_argument(
+        "--decoding",
+        help="deterministic decoding of the set network's actions for every MODEL: argmax or kind-first (the "
+        "likeliest kind of action, then the likeliest action of that kind; docs/agents.md); default: each "
+        "model's own",
+    )
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -194,6 +200,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     seed_everything(0)
     seeds = parse_seeds(args.seeds)
+    if args.decoding is not None:
+        from agents.set_policy import check_decoding
+
+        check_decoding(args.decoding)
     agents: dict[str, tuple[Any, str, dict[str, Any]]] = {}
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else []
     if labels and len(labels) != len(args.models):
@@ -209,7 +219,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise ValueError(f"--algo {args.algo!r} is not one of {sorted(ALGORITHMS)}")
     external_env = parse_env_overrides(args.env)
     for i, path in enumerate(args.models):
-        model, meta = load_agent(path, algo=args.algo, env_id=args.env_id, env_kwargs=external_env)
+        model, meta = load_agent(
+            path, algo=args.algo, env_id=args.env_id, env_kwargs=external_env, decoding=args.decoding
+        )
         env_kwargs = dict(meta.env_kwargs)
         if args.trace:
             env_kwargs["trace"] = str(args.trace)
@@ -220,6 +232,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         elif key != workloads:
             raise AgentError(f"{path} runs on another cluster, workload or simulator setting than the first model")
         label = labels[i] if labels else f"{meta.recipe}" + (f"({meta.teacher})" if meta.teacher else "")
+        if not labels and getattr(model.policy, "decoding", "argmax") != "argmax":
+            label += f" [{model.policy.decoding}]"
         while label in agents:
             label += "'"
         agents[label] = (model, meta.env_id, env_kwargs)

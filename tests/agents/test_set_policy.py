@@ -14,8 +14,10 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
 import hetgym  # noqa: F401
+from agents.args import AgentError, BCArgs
 from agents.bc import action_agreement, fit, forward_logits, new_model
-from agents.common import agent_env_kwargs
+from agents.bc import train as bc_train
+from agents.common import AgentMeta, agent_env_kwargs, load_agent, save_agent, set_decoding
 from agents.demos import collect_demonstrations
 from agents.policies import SlotLayout, policy_spec
 from agents.set_policy import (
@@ -23,6 +25,7 @@ from agents.set_policy import (
     SetActorCriticPolicy,
     SetExtractor,
     jobwise_num_actions,
+    kind_first_argmax,
 )
 
 TINY = "HetCluster-Tiny-v0"
@@ -238,3 +241,76 @@ def test_the_set_network_refuses_other_codecs_and_observations_without_a_cursor(
     # 'slot' keeps the slot network for the codecs it has heads for.
     cls, _ = policy_spec(gym.make(TINY), "slot")
     assert cls.__name__ == "MaskableSlotActorCriticPolicy"
+
+
+def test_kind_first_argmax_takes_the_likeliest_kind_then_its_likeliest_action() -> None:
+    # Three set actions, then none, keep, reject, done.
+    probs = th.tensor(
+        [
+            [0.20, 0.20, 0.10, 0.05, 0.35, 0.05, 0.05],  # set actions 0.50 > keep 0.35: the likeliest set action
+            [0.10, 0.10, 0.10, 0.05, 0.55, 0.05, 0.05],  # keep 0.55 > set 0.30: keep
+            [0.04, 0.30, 0.05, 0.00, 0.20, 0.00, 0.41],  # done 0.41 > set 0.39: done
+            [0.00, 0.00, 0.00, 0.10, 0.80, 0.05, 0.05],  # every set action masked
+        ]
+    )
+    logits = probs.clamp_min(1e-12).log()
+    assert kind_first_argmax(logits, 3).tolist() == [0, 4, 6, 4]
+    assert logits.argmax(dim=-1).tolist() == [4, 4, 6, 4]  # the flat argmax keeps in the first row
+    with pytest.raises(ValueError, match="num_set"):
+        kind_first_argmax(logits, 7)
+
+
+def test_decoding_is_saved_with_the_policy_and_can_be_replaced_on_load(tmp_path: Path) -> None:
+    env = gym.make(TINY, codec="jobwise", observation="window-levels")
+    model = new_model("maskable-ppo", env, "set", 16, 0, seed=0, decoding="kind-first")
+    assert model.policy.decoding == "kind-first"
+    _randomise(model)
+    meta = AgentMeta(TINY, {"codec": "jobwise", "observation": "window-levels"}, None, "bc", "maskable-ppo", "set", 0)
+    save_agent(model, meta, tmp_path)
+    again, _ = load_agent(tmp_path)
+    assert again.policy.decoding == "kind-first"
+    plain, _ = load_agent(tmp_path, decoding="argmax")
+    assert plain.policy.decoding == "argmax"
+    layout = SlotLayout.of_env(env)
+    num_set = layout.num_types * (layout.num_levels - 1) * layout.num_modes
+    obs, info = env.reset(seed=3)
+    for _ in range(30):
+        mask = np.asarray(info["action_mask"], dtype=bool)
+        logits = _forward(again, obs)[0].masked_fill(~th.as_tensor(mask), -1e8)
+        a_kind, _ = again.predict(obs, deterministic=True, action_masks=mask)
+        a_arg, _ = plain.predict(obs, deterministic=True, action_masks=mask)
+        assert int(a_kind) == int(kind_first_argmax(logits[None], num_set)[0])
+        assert int(a_arg) == int(logits.argmax())
+        obs, _, term, trunc, info = env.step(int(a_kind))
+        assert not (term or trunc)
+    with pytest.raises(AgentError, match="unknown decoding 'greedy'"):
+        load_agent(tmp_path, decoding="greedy")
+
+
+def test_decodings_other_than_argmax_need_the_set_network(tmp_path: Path) -> None:
+    env = gym.make(TINY, codec="jobwise")
+    with pytest.raises(ValueError, match="needs the set network"):
+        policy_spec(env, "mlp", decoding="kind-first")
+    with pytest.raises(ValueError, match="needs the set network"):
+        policy_spec(gym.make(TINY), "slot", decoding="kind-first")
+    with pytest.raises(ValueError, match="unknown decoding"):
+        policy_spec(env, "set", decoding="sample")
+    mlp = new_model("maskable-ppo", env, "mlp", 16, 0, seed=0)
+    set_decoding(mlp, "argmax")  # leaves a policy of another kind as it is
+    with pytest.raises(AgentError, match="needs the set network"):
+        set_decoding(mlp, "kind-first")
+    args = BCArgs(
+        env_id=TINY,
+        env={"codec": "jobwise"},
+        teacher="edf",
+        arch="mlp",
+        decoding="kind-first",
+        train_seeds="0",
+        val_seeds="100",
+        eval_seeds="",
+        out_dir=str(tmp_path),
+        run_name="refused",
+    )
+    with pytest.raises(AgentError, match="needs the set network"):
+        bc_train(args)
+    assert not (tmp_path / "refused").exists()

@@ -64,6 +64,8 @@ def test_env_overrides_nest_and_parse_values() -> None:
         (["evaluate", "nowhere"], "no model at"),
         (["evaluate", "--experts", "none"], "nothing to evaluate"),
         (["evaluate", "--experts", "edff", "--preset", "tiny"], "edf"),
+        (["evaluate", "--experts", "none", "--decoding", "greedy"], "unknown decoding 'greedy'"),
+        (["train", "--algo", "bc", "--arch", "mlp", "--decoding", "kind-first"], "needs the set network"),
     ],
 )
 def test_bad_input_fails_with_a_clear_message(

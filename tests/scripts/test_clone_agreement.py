@@ -178,3 +178,13 @@ def test_the_breakdown_on_a_jobwise_clone_and_its_refusal_for_another_codec(
     with pytest.raises(SystemExit):
         CA.main([str(run), "--seeds", "200", "--breakdown", "--out", str(tmp_path / "b.json")])
     assert not (tmp_path / "b.json").exists()
+    # Each listed decoding of the set network is measured on the same teacher episodes.
+    both = tmp_path / "decodings.json"
+    assert CA.main([str(jobwise), "--seeds", "200", "--decoding", "argmax,kind-first", "--out", str(both)]) == 0
+    rows = json.loads(both.read_text())
+    assert [r["decoding"] for r in rows] == ["argmax", "kind-first"]
+    assert rows[0]["agreement"] == pytest.approx(row["agreement"]) and rows[0]["states"] == rows[1]["states"]
+    # A decoding the run's network has not is refused before any collection, nothing written.
+    with pytest.raises(SystemExit):
+        CA.main([str(run), "--seeds", "200", "--decoding", "kind-first", "--out", str(tmp_path / "c.json")])
+    assert not (tmp_path / "c.json").exists()
