@@ -93,6 +93,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "likeliest kind of action, then the likeliest action of that kind; docs/agents.md); default: each "
         "model's own",
     )
+    e.add_argument(
+        "--ensemble",
+        action="store_true",
+        help="the MODELs act as one agent on the mean of their action probabilities (agents.ensemble; one "
+        "env for all; --labels then names it)",
+    )
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -206,8 +212,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_decoding(args.decoding)
     agents: dict[str, tuple[Any, str, dict[str, Any]]] = {}
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else []
-    if labels and len(labels) != len(args.models):
-        raise ValueError(f"--labels names {len(labels)} models but {len(args.models)} were given")
+    if args.ensemble and len(args.models) < 2:
+        raise ValueError(f"--ensemble needs at least two MODELs, got {len(args.models)}")
+    wanted = 1 if args.ensemble else len(args.models)
+    if labels and len(labels) != wanted:
+        raise ValueError(f"--labels names {len(labels)} agents but {wanted} were given")
+    ensemble_label = labels.pop() if args.ensemble and labels else None
     teacher = None
     workloads = None
     if (args.env or args.env_id) and not args.algo:
@@ -236,8 +246,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             label += f" [{model.policy.decoding}]"
         while label in agents:
             label += "'"
+        if args.ensemble and agents and (meta.env_id, env_kwargs) != next(iter(agents.values()))[1:]:
+            raise AgentError(f"{path} acts in another env than the first MODEL; an ensemble needs one env for all")
         agents[label] = (model, meta.env_id, env_kwargs)
         teacher = teacher or meta.teacher
+    if args.ensemble:
+        from agents.ensemble import EnsembleAgent
+
+        members = list(agents.values())
+        ensemble = EnsembleAgent([m for m, _, _ in members], decoding=args.decoding)
+        name = ensemble_label or "ensemble of " + " + ".join(agents)
+        agents = {name: (ensemble, members[0][1], members[0][2])}
     if args.trace:
         seeds = [0]  # a trace is one workload
     if args.experts == "all":
