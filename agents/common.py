@@ -252,6 +252,9 @@ def set_decoding(model: Any, decoding: str | None) -> None:
             policy.decoding = check_decoding(decoding)
         except ValueError as exc:
             raise AgentError(str(exc)) from exc
+        # SB3 rebuilds a saved policy from the model's policy_kwargs: keep the decoding there too.
+        if isinstance(getattr(model, "policy_kwargs", None), dict):
+            model.policy_kwargs["decoding"] = decoding
     elif decoding != "argmax":
         raise AgentError(
             f"decoding={decoding!r} needs the set network (arch 'set' with codec 'jobwise'); "

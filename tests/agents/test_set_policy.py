@@ -271,6 +271,11 @@ def test_decoding_is_saved_with_the_policy_and_can_be_replaced_on_load(tmp_path:
     assert again.policy.decoding == "kind-first"
     plain, _ = load_agent(tmp_path, decoding="argmax")
     assert plain.policy.decoding == "argmax"
+    # A decoding replaced on load is saved with the model (as DAgger from --init saves it).
+    save_agent(plain, meta, tmp_path / "again")
+    assert load_agent(tmp_path / "again")[0].policy.decoding == "argmax"
+    save_agent(load_agent(tmp_path / "again", decoding="kind-first")[0], meta, tmp_path / "third")
+    assert load_agent(tmp_path / "third")[0].policy.decoding == "kind-first"
     layout = SlotLayout.of_env(env)
     num_set = layout.num_types * (layout.num_levels - 1) * layout.num_modes
     obs, info = env.reset(seed=3)
