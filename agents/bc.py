@@ -37,7 +37,7 @@ import torch as th
 from gymnasium import spaces
 from torch.nn import functional as F
 
-from agents.args import BCArgs, check_lr_schedule
+from agents.args import BCArgs, DAggerArgs, check_lr_schedule
 from agents.common import (
     AgentError,
     AgentMeta,
@@ -351,6 +351,20 @@ def new_model(
     return cls(policy, env, policy_kwargs=policy_kwargs, seed=seed, device="cpu", verbose=0, **algo_kwargs)
 
 
+def model_from_args(args: BCArgs | DAggerArgs, env: Any) -> Any:
+    """An untrained model with the network a BC or DAgger recipe's arguments ask for (:func:`new_model`)."""
+    return new_model(
+        args.algo,
+        env,
+        args.arch,
+        args.hidden,
+        args.attention_layers,
+        args.seed,
+        decoding=args.decoding,
+        gamma=args.gamma,
+    )
+
+
 def check_network(
     env_id: str, env_kwargs: dict[str, Any], arch: str, attention_layers: int, decoding: str | None
 ) -> None:
@@ -545,16 +559,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         val_data = val.transitions(args.gamma, release=True)
         del demos, val
         env = make_env(args.env_id, env_kwargs)
-        model = new_model(
-            args.algo,
-            env,
-            args.arch,
-            args.hidden,
-            args.attention_layers,
-            args.seed,
-            decoding=args.decoding,
-            gamma=args.gamma,
-        )
+        model = model_from_args(args, env)
         model.set_logger(logger)
         bar.task(f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states", args.epochs * len(data))
 

@@ -38,7 +38,7 @@ from agents.bc import (
     load_demonstrations,
     log_evaluation,
     make_logger,
-    new_model,
+    model_from_args,
 )
 from agents.common import (
     AgentError,
@@ -117,16 +117,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         arch = init_meta.arch
     else:
         arch = args.arch
-        model = new_model(
-            args.algo,
-            env,
-            args.arch,
-            args.hidden,
-            args.attention_layers,
-            args.seed,
-            decoding=args.decoding,
-            gamma=args.gamma,
-        )
+        model = model_from_args(args, env)
     logger = make_logger(folder / "tb", args.track)  # after the checks above, so a refused run writes nothing
     model.set_logger(logger)
     rounds_log: list[dict[str, Any]] = []

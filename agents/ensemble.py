@@ -23,7 +23,7 @@ from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 from agents.common import AgentError
-from agents.set_policy import check_decoding, kind_first_argmax
+from agents.set_policy import check_decoding, jobwise_num_set, kind_first_argmax
 
 #: Log-probability given to actions the mask rules out before decoding.
 _MASKED = -1e8
@@ -69,7 +69,7 @@ class EnsembleAgent:
             layout = getattr(models[0].policy, "slot_layout", None)
             if layout is None or not hasattr(models[0].policy, "decoding"):
                 raise AgentError("decoding='kind-first' needs set-network members (arch 'set', codec 'jobwise')")
-            self.num_set = layout.num_types * (layout.num_levels - 1) * layout.num_modes
+            self.num_set = jobwise_num_set(layout)
         self.models = list(models)
         self.action_space = space
         self.rng = np.random.default_rng(seed)

@@ -65,9 +65,14 @@ DECODINGS: tuple[str, ...] = ("argmax", "kind-first")
 LEVEL_KEY_PREFIX = "job_level_"
 
 
+def jobwise_num_set(layout: SlotLayout) -> int:
+    """The ``T * (C - 1) * M`` set actions (type, count level >= 1, mode) that open the codec's numbering."""
+    return layout.num_types * (layout.num_levels - 1) * layout.num_modes
+
+
 def jobwise_num_actions(layout: SlotLayout) -> int:
     """``T * (C - 1) * M`` set actions, then none, keep, [reject], done."""
-    return layout.num_types * (layout.num_levels - 1) * layout.num_modes + 3 + int(layout.reject)
+    return jobwise_num_set(layout) + 3 + int(layout.reject)
 
 
 def kind_first_argmax(logits: th.Tensor, num_set: int) -> th.Tensor:
@@ -280,8 +285,7 @@ class _SetPolicyMixin:
     def deterministic_from_logits(self, masked_logits: th.Tensor) -> th.Tensor:
         """The deterministic action for (masked) logits under :attr:`decoding`."""
         if self.decoding == "kind-first":
-            lay = self.slot_layout
-            return kind_first_argmax(masked_logits, lay.num_types * (lay.num_levels - 1) * lay.num_modes)
+            return kind_first_argmax(masked_logits, jobwise_num_set(self.slot_layout))
         return masked_logits.argmax(dim=-1)
 
     def _set_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -437,6 +441,7 @@ __all__ = [
     "SetLatent",
     "check_decoding",
     "jobwise_num_actions",
+    "jobwise_num_set",
     "kind_first_argmax",
     "set_policy_spec",
 ]
