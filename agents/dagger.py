@@ -51,7 +51,7 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
-from agents.demos import Demonstrations, model_learner, rollout
+from agents.demos import Demonstrations, Transitions, model_learner, rollout
 
 BETA_SCHEDULES: tuple[str, ...] = ("linear", "exponential", "constant")
 
@@ -147,6 +147,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                     logger.record(f"bc/val_{key}", value)
             logger.dump(epoch_counter[0])
 
+        data: Transitions | None = None
         if not args.init:
             data = data_set.transitions(args.gamma)
             bar.task(f"round 0: cloning {len(data)} states", args.epochs * len(data))
@@ -185,6 +186,9 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                 data_set.extend(new)
                 learner_share = float(np.mean(np.concatenate([~t.infos["expert_acted"] for t in trajs])))
                 dsrs = [t.metrics.get("dsr", math.nan) for t in trajs]
+                # Drop the previous round's flattened copy first: flattening the aggregate beside it held
+                # two copies of every observation (about 7 GB each for 60 HetCluster-v1 workloads).
+                data = None
                 data = data_set.transitions(args.gamma)
                 bar.task(f"round {r}: training on {len(data)} states", args.epochs_per_round * len(data))
                 fit(

@@ -185,6 +185,24 @@ def test_invalid_labels_are_left_out(edf_demos: Demonstrations) -> None:
     assert history[0]["dropped_labels"] == 1.0
     with pytest.raises(AgentError, match="no demonstrations"):
         fit(model.policy, bad.take(np.arange(0)), epochs=1)
+    forbidden = bad.take(np.arange(1))
+    with pytest.raises(AgentError, match="no demonstration's label is allowed"):
+        fit(model.policy, forbidden, epochs=1)
+
+
+def test_leaving_out_invalid_labels_trains_as_on_the_data_without_them(edf_demos: Demonstrations) -> None:
+    # fit skips the forbidden rows by index instead of copying the rest: the same batches, the same weights.
+    data = edf_demos.transitions().take(np.arange(60))
+    data.masks = data.masks.copy()
+    for row in (0, 7, 31, 59):
+        data.masks[row, data.acts[row]] = False
+    kept = data.take(np.setdiff1d(np.arange(60), [0, 7, 31, 59]))
+    weights = []
+    for d in (data, kept):
+        model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+        fit(model.policy, d, epochs=2, batch_size=8, seed=3)
+        weights.append([p.detach().clone() for p in model.policy.parameters()])
+    assert all(th.equal(a, b) for a, b in zip(*weights, strict=True))
 
 
 def test_demonstrations_mark_the_epochs_at_which_the_teacher_changes_something() -> None:
