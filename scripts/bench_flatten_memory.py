@@ -8,6 +8,11 @@ process, which collects the teacher's episodes, then flattens them; reported per
 ``--repeats`` processes: the observations' size, the peak RSS after collecting and after flattening, and
 their difference (what flattening added).
 
+Two more rows measure one epoch of :func:`agents.bc.fit` on the released data with one label its mask
+forbids (DAgger's aggregates always hold some): ``fit="index"`` is ``fit`` as it is, which leaves such rows
+out by index; ``fit="copy"`` first takes a copy without them, as ``fit`` itself did before (the
+reference, measured in the same run). Reported: the peak RSS after the fit and what the fit added.
+
 Usage::
 
     python scripts/bench_flatten_memory.py                      # writes bench/flatten_memory.json
@@ -36,12 +41,19 @@ from hetgym.atomic import atomic_write  # noqa: E402
 TEACHER = "elasticflow:memory=observed"
 
 
-def one_process(env_id: str, workloads: int, release: bool) -> dict[str, float]:
-    """Collect and flatten in this process; the figures in MB (run through :func:`measure`)."""
+FIT_MODES = ("none", "index", "copy")
+
+
+def one_process(env_id: str, workloads: int, release: bool, fit: str = "none") -> dict[str, float]:
+    """Collect and flatten (then fit, unless ``fit="none"``) in this process; the figures in MB."""
     import gc
     import resource
 
-    from agents.common import agent_env_kwargs
+    import numpy as np
+
+    from agents.bc import fit as bc_fit
+    from agents.bc import new_model
+    from agents.common import agent_env_kwargs, make_env
     from agents.demos import collect_demonstrations
 
     def peak_mb() -> float:
@@ -54,21 +66,31 @@ def one_process(env_id: str, workloads: int, release: bool) -> dict[str, float]:
     after_collect = peak_mb()
     data = demos.transitions(release=release)
     after_flatten = peak_mb()
-    return {
+    row = {
         "states": float(len(data)),
         "observations_mb": obs_mb,
         "peak_rss_after_collecting_mb": after_collect,
         "peak_rss_after_flattening_mb": after_flatten,
         "flattening_added_mb": after_flatten - after_collect,
     }
+    if fit == "none":
+        return row
+    data.masks[0, int(data.acts[0])] = False  # one label the mask forbids
+    if fit == "copy":
+        data = data.take(np.flatnonzero(data.masks[np.arange(len(data)), data.acts.astype(np.int64)]))
+    model = new_model("maskable-ppo", make_env(env_id, kwargs), "set", 16, 0, seed=0)
+    bc_fit(model.policy, data, epochs=1, batch_size=256)
+    after_fit = peak_mb()
+    row.update(peak_rss_after_fit_mb=after_fit, fit_added_mb=after_fit - after_flatten)
+    return row
 
 
-def measure(env_id: str, workloads: int, release: bool) -> dict[str, float]:
+def measure(env_id: str, workloads: int, release: bool, fit: str = "none") -> dict[str, float]:
     """:func:`one_process` in a fresh interpreter (the peak RSS of a process only grows)."""
     here = str(Path(__file__).parent)
     code = (
         f"import json, sys; sys.path.insert(0, {here!r}); from bench_flatten_memory import one_process; "
-        f"print(json.dumps(one_process({env_id!r}, {workloads:d}, {release!r})))"
+        f"print(json.dumps(one_process({env_id!r}, {workloads:d}, {release!r}, {fit!r})))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -84,15 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.workloads < 1 or args.repeats < 1:
         p.error(f"--workloads {args.workloads} --repeats {args.repeats}: both must be >= 1")
     rows = []
-    for release in (False, True):
-        runs = [measure(args.env_id, args.workloads, release) for _ in range(args.repeats)]
-        row: dict[str, Any] = {"release": release}
+    for release, fit in ((False, "none"), (True, "none"), (True, "index"), (True, "copy")):
+        runs = [measure(args.env_id, args.workloads, release, fit) for _ in range(args.repeats)]
+        row: dict[str, Any] = {"release": release, "fit": fit}
         for key in runs[0]:
             row[key] = round(statistics.median(r[key] for r in runs), 1)
         rows.append(row)
         print(
-            f"release={release}: {row['states']:.0f} states, observations {row['observations_mb']:.0f} MB, "
-            f"flattening added {row['flattening_added_mb']:.0f} MB of peak RSS",
+            f"release={release} fit={fit}: {row['states']:.0f} states, observations {row['observations_mb']:.0f} MB, "
+            f"flattening added {row['flattening_added_mb']:.0f} MB of peak RSS"
+            + (f", the fit {row['fit_added_mb']:.0f} MB" if fit != "none" else ""),
             flush=True,
         )
     result = {

@@ -16,12 +16,22 @@ def test_both_modes_are_measured_in_fresh_processes(tmp_path: Path) -> None:
     argv = ["--env-id", "HetCluster-Tiny-v1", "--workloads", "1", "--repeats", "1", "--out", str(out)]
     assert BENCH.main(argv) == 0
     result = json.loads(out.read_text())
-    kept, released = result["results"]
-    assert (kept["release"], released["release"]) == (False, True)
-    for row in (kept, released):
-        assert row["states"] > 0 and row["observations_mb"] > 0
+    kept, released, by_index, by_copy = result["results"]
+    assert [(r["release"], r["fit"]) for r in result["results"]] == [
+        (False, "none"),
+        (True, "none"),
+        (True, "index"),
+        (True, "copy"),
+    ]
+    for row in result["results"]:
+        assert row["states"] == kept["states"] > 0 and row["observations_mb"] > 0
         assert row["peak_rss_after_flattening_mb"] >= row["peak_rss_after_collecting_mb"] > 0
-    assert kept["states"] == released["states"]
+    for row in (by_index, by_copy):
+        assert row["peak_rss_after_fit_mb"] >= row["peak_rss_after_flattening_mb"]
+        assert row["fit_added_mb"] == pytest.approx(
+            row["peak_rss_after_fit_mb"] - row["peak_rss_after_flattening_mb"], abs=0.2
+        )
+    assert "fit_added_mb" not in kept and "fit_added_mb" not in released
     assert [p.name for p in out.parent.iterdir()] == ["flatten_memory.json"]
 
 
