@@ -248,7 +248,7 @@ def fit(
     check_lr_schedule(lr_schedule)
     keep = _valid_labels(policy.action_space, data)
     # The rows whose label the mask allows, by index: a copy of the data without the others would hold a
-    # second copy of every observation for the whole fit (7 GB for 60 HetCluster-v1 workloads).
+    # second copy of every observation for the whole fit (about 6 GB for 60 HetCluster-v1 workloads).
     rows = np.flatnonzero(keep)
     if len(rows) == 0:
         raise AgentError("no demonstration's label is allowed by its action mask; nothing to clone")
