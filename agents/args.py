@@ -118,7 +118,11 @@ class BCArgs:
     eval_seeds: str = "1000-1002"
     """Held-out workload seeds on which the clone and the teacher are evaluated (empty: skip)."""
     demos: str | None = None
-    """Load the training demonstrations from this ``.npz`` instead of collecting them."""
+    """Load the training demonstrations from this ``.npz`` (or several, comma-separated, pooled) instead of
+    collecting them."""
+    obs_dtype: str = "float32"
+    """Storage precision of the training observations, ``float32`` or ``float16`` (half the memory; values
+    in [-1, 1] round by at most 2.4e-4)."""
     save_demos: bool = False
     """Save the collected demonstrations in the run folder (``demos.npz``)."""
     epochs: int = 8
@@ -184,8 +188,12 @@ class DAggerArgs:
     train_seeds: str = "0-3"
     """Workload seeds of round 0 (the teacher's episodes); later rounds take the seeds after them."""
     demos: str | None = None
-    """Round 0's demonstrations from this ``.npz`` (a BC run's ``--save-demos``) instead of collecting them on
-    ``train_seeds``; later rounds take the seeds after the saved episodes' own."""
+    """Round 0's demonstrations from this ``.npz`` (a BC run's ``--save-demos``; several, comma-separated, are
+    pooled) instead of collecting them on ``train_seeds``; later rounds take the seeds after the saved
+    episodes' own."""
+    obs_dtype: str = "float32"
+    """Storage precision of the aggregated observations, ``float32`` or ``float16`` (half the memory; values
+    in [-1, 1] round by at most 2.4e-4)."""
     val_seeds: str = "100"
     """Workload seeds of the held-out states for agreement."""
     eval_seeds: str = "1000-1002"

@@ -49,7 +49,7 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
-from agents.demos import Demonstrations, Transitions, collect_demonstrations
+from agents.demos import Demonstrations, Transitions, check_obs_dtype, collect_demonstrations
 
 _MASKED = -1e8
 
@@ -504,23 +504,52 @@ def expected_steps(env_id: str, env_kwargs: dict[str, Any], teacher: str) -> int
 
 
 def collect_with_progress(
-    bar: _Progress, env_id: str, env_kwargs: dict[str, Any], teacher: str, seeds: list[int], label: str
+    bar: _Progress,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    teacher: str,
+    seeds: list[int],
+    label: str,
+    obs_dtype: str = "float32",
 ) -> Demonstrations:
     """:func:`~agents.demos.collect_demonstrations` with a progress bar over steps."""
     bar.task(f"{label}: {teacher} on {len(seeds)} workloads", expected_steps(env_id, env_kwargs, teacher) * len(seeds))
-    demos = collect_demonstrations(env_id, env_kwargs, teacher, seeds, on_step=lambda _n: bar.advance())
+    demos = collect_demonstrations(
+        env_id, env_kwargs, teacher, seeds, on_step=lambda _n: bar.advance(), obs_dtype=obs_dtype
+    )
     return demos
 
 
-def load_demonstrations(path: str, teacher: str, env_id: str, env_kwargs: dict[str, Any]) -> Demonstrations:
-    """Saved demonstrations (``--save-demos``) for a run, refused unless they are its teacher's in its env."""
-    demos = Demonstrations.load(path)
-    if demos.teacher != teacher or demos.env_kwargs != env_kwargs or demos.env_id != env_id:
-        raise AgentError(
-            f"{path} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
-            f"{teacher!r} in {env_id} {env_kwargs}; collect new ones or pass the matching --env"
-        )
-    return demos
+def load_demonstrations(
+    paths: str, teacher: str, env_id: str, env_kwargs: dict[str, Any], obs_dtype: str = "float32"
+) -> Demonstrations:
+    """Saved demonstrations (``--save-demos``) for a run, refused unless they are its teacher's in its env.
+
+    ``paths`` is one ``.npz`` or several separated by commas, whose episodes are pooled (no workload seed
+    may appear twice); observations are converted to ``obs_dtype`` as they are read.
+    """
+    files = [p.strip() for p in str(paths).split(",") if p.strip()]
+    if not files:
+        raise AgentError(f"demos={paths!r}: name at least one .npz file")
+    pooled: Demonstrations | None = None
+    seen: dict[int, str] = {}
+    for path in files:
+        demos = Demonstrations.load(path, obs_dtype=obs_dtype)
+        if demos.teacher != teacher or demos.env_kwargs != env_kwargs or demos.env_id != env_id:
+            raise AgentError(
+                f"{path} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
+                f"{teacher!r} in {env_id} {env_kwargs}; collect new ones or pass the matching --env"
+            )
+        for seed in demonstration_seeds(demos):
+            if seed in seen:
+                raise AgentError(f"workload seed {seed} is in both {seen[seed]} and {path}; pool distinct workloads")
+            seen[seed] = path
+        if pooled is None:
+            pooled = demos
+        else:
+            pooled.extend(demos)
+    assert pooled is not None
+    return pooled
 
 
 def demonstration_seeds(demos: Demonstrations) -> list[int]:
@@ -540,7 +569,10 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
     # Checked before anything is written. Loaded demonstrations bring their own training seeds.
-    demos = load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs) if args.demos else None
+    check_obs_dtype(args.obs_dtype)
+    demos = (
+        load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs, args.obs_dtype) if args.demos else None
+    )
     train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
     val_seeds = parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
@@ -551,7 +583,9 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     logger = make_logger(folder / "tb", args.track)
     with _Progress(progress) as bar:
         if demos is None:
-            demos = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, train_seeds, "demonstrations")
+            demos = collect_with_progress(
+                bar, args.env_id, env_kwargs, args.teacher, train_seeds, "demonstrations", args.obs_dtype
+            )
         if args.save_demos:
             demos.save(folder / "demos.npz")
         val = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, val_seeds, "held-out states")

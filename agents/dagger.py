@@ -51,7 +51,7 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
-from agents.demos import Demonstrations, Transitions, model_learner, rollout
+from agents.demos import Demonstrations, Transitions, check_obs_dtype, model_learner, rollout
 
 BETA_SCHEDULES: tuple[str, ...] = ("linear", "exponential", "constant")
 
@@ -91,7 +91,10 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
     # Round 0's demonstrations: loaded (they bring their own seeds) or collected on train_seeds.
-    demos = load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs) if args.demos else None
+    check_obs_dtype(args.obs_dtype)
+    demos = (
+        load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs, args.obs_dtype) if args.demos else None
+    )
     train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
     val_seeds = parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
@@ -131,7 +134,9 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     }
     with _Progress(progress) as bar:
         if demos is None:
-            demos = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, train_seeds, "round 0")
+            demos = collect_with_progress(
+                bar, args.env_id, env_kwargs, args.teacher, train_seeds, "round 0", args.obs_dtype
+            )
         data_set = demos
         val = collect_with_progress(bar, args.env_id, env_kwargs, args.teacher, val_seeds, "held-out states")
         val_data = val.transitions(args.gamma)
@@ -181,6 +186,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                     rng=rng,
                     max_steps=args.max_steps,
                     on_step=lambda _n: bar.advance(),
+                    obs_dtype=args.obs_dtype,
                 )
                 new = Demonstrations(trajs, args.teacher, args.env_id, env_kwargs)
                 data_set.extend(new)

@@ -17,6 +17,13 @@ teacher's with probability ``beta`` and the learner's otherwise (``beta=1``: pla
 behaviour cloning; ``beta<1``: DAgger's mixture). :meth:`Demonstrations.transitions` flattens episodes
 into training pairs, and :meth:`Demonstrations.save` / :meth:`Demonstrations.load` store them as one
 compressed ``.npz`` file.
+
+**Storage precision.** Observations are kept as the environment gives them (``float32``) unless
+``obs_dtype="float16"`` is asked for (:data:`OBS_DTYPES`), which halves their memory: a ``HetCluster-v1``
+state at 32 queue slots is about 21.7 KB in ``float32``. Every ``HetCluster`` observation lies in
+[-1, 1], where ``float16`` rounds by at most 2.4e-4 and keeps the sign of values down to 6e-8; training
+casts each minibatch back to ``float32`` (:func:`agents.bc.fit`). Values ``float16`` cannot hold (non-finite,
+or beyond +-65504) are refused rather than rounded to infinity.
 """
 
 from __future__ import annotations
@@ -33,6 +40,32 @@ import numpy as np
 from agents.common import AgentError, atomic_write
 
 INFO_KEYS: tuple[str, ...] = ("executed", "expert_acted", "expert_exact", "expert_changes", "epoch")
+
+OBS_DTYPES: tuple[str, ...] = ("float32", "float16")
+"""Storage precisions of demonstrations' observations (see the module docstring)."""
+
+_FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def check_obs_dtype(obs_dtype: str) -> np.dtype[Any]:
+    """The numpy dtype of an :data:`OBS_DTYPES` name, or an error naming the choices."""
+    if obs_dtype not in OBS_DTYPES:
+        raise AgentError(f"obs_dtype={obs_dtype!r}: use one of {OBS_DTYPES}")
+    return np.dtype(obs_dtype)
+
+
+def cast_obs(values: np.ndarray, dtype: np.dtype[Any], key: str) -> np.ndarray:
+    """``values`` stored as ``dtype`` (no copy when it already is), refusing what ``float16`` cannot hold."""
+    if values.dtype == dtype:
+        return values
+    if dtype == np.float16 and values.size:
+        finite = np.isfinite(values)
+        if not finite.all() or float(np.abs(values[finite]).max(initial=0.0)) > _FLOAT16_MAX:
+            raise AgentError(
+                f"observation {key!r} holds values float16 cannot store (non-finite or beyond +-{_FLOAT16_MAX:g});"
+                " keep obs_dtype='float32' for this environment"
+            )
+    return values.astype(dtype)
 
 
 @dataclass
@@ -126,7 +159,17 @@ class Demonstrations:
         """Aggregate ``other``'s episodes (DAgger's data set grows this way)."""
         if other.teacher != self.teacher or other.env_kwargs != self.env_kwargs or other.env_id != self.env_id:
             raise AgentError("cannot aggregate demonstrations of another teacher or environment configuration")
+        mine, theirs = self.obs_dtypes(), other.obs_dtypes()
+        if mine and theirs and mine != theirs:
+            raise AgentError(
+                f"cannot aggregate observations stored as {sorted(theirs)} with ones stored as {sorted(mine)};"
+                " load or collect both with the same obs_dtype"
+            )
         self.trajectories.extend(other.trajectories)
+
+    def obs_dtypes(self) -> set[str]:
+        """The storage dtypes of the episodes' observations (empty once released or when there are none)."""
+        return {str(v.dtype) for t in self.trajectories for v in t.obs.values()}
 
     def transitions(self, gamma: float = 0.99, *, release: bool = False) -> Transitions:
         """Every (observation, label) pair, with discounted returns to go under ``gamma``.
@@ -210,8 +253,13 @@ class Demonstrations:
         return atomic_write(p, write)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Demonstrations:
-        """Read a file written by :meth:`save`."""
+    def load(cls, path: str | os.PathLike[str], *, obs_dtype: str | None = None) -> Demonstrations:
+        """Read a file written by :meth:`save`.
+
+        ``obs_dtype`` (:data:`OBS_DTYPES`) converts the observations to that precision as each one is read
+        (so a ``float32`` file is never held whole beside its ``float16`` copy); ``None`` keeps the file's.
+        """
+        dtype = None if obs_dtype is None else check_obs_dtype(obs_dtype)
         p = Path(path)
         if not p.is_file():
             raise AgentError(f"no demonstrations file at {p}")
@@ -226,7 +274,7 @@ class Demonstrations:
             starts = ends - lengths
             obs_keys = [f[4:] for f in data.files if f.startswith("obs/")]
             info_keys = [f[6:] for f in data.files if f.startswith("infos/")]
-            obs_all = {k: data[f"obs/{k}"] for k in obs_keys}
+            obs_all = {k: data[f"obs/{k}"] if dtype is None else cast_obs(data[f"obs/{k}"], dtype, k) for k in obs_keys}
             info_all = {k: data[f"infos/{k}"] for k in info_keys}
             acts, masks, rews, terminal = data["acts"], data["masks"], data["rews"], data["terminal"]
         trajs = []
@@ -288,6 +336,7 @@ def rollout(
     rng: np.random.Generator | None = None,
     max_steps: int | None = None,
     on_step: Callable[[int], None] | None = None,
+    obs_dtype: str = "float32",
 ) -> list[Trajectory]:
     """Run one episode per workload seed and record the teacher's label for every state.
 
@@ -300,7 +349,10 @@ def rollout(
         max_steps: Cut an episode after this many steps (a poor learner may take very many); the
             trajectory is then not ``terminal``.
         on_step: Called with the number of steps after every step (progress bars).
+        obs_dtype: Storage precision of the recorded observations (:data:`OBS_DTYPES`; the learner
+            always sees the environment's own).
     """
+    dtype = check_obs_dtype(obs_dtype)
     if not 0.0 <= beta <= 1.0:
         raise AgentError(f"beta={beta}: it is a probability, between 0 and 1")
     if learner is None and beta < 1.0:
@@ -354,7 +406,7 @@ def rollout(
                 break
         out.append(
             Trajectory(
-                obs={k: np.stack(v) for k, v in obs_rows.items()},
+                obs={k: cast_obs(np.stack(v), dtype, k) for k, v in obs_rows.items()},
                 acts=np.stack(acts),
                 infos={k: np.stack([np.asarray(x) for x in v]) for k, v in cols.items()},
                 terminal=terminal,
@@ -375,13 +427,18 @@ def collect_demonstrations(
     *,
     max_steps: int | None = None,
     on_step: Callable[[int], None] | None = None,
+    obs_dtype: str = "float32",
 ) -> Demonstrations:
-    """The teacher's episodes on the given workload seeds (behaviour cloning's data set)."""
+    """The teacher's episodes on the given workload seeds (behaviour cloning's data set).
+
+    ``obs_dtype`` is the observations' storage precision (:data:`OBS_DTYPES`).
+    """
     from agents.common import make_env
 
+    check_obs_dtype(obs_dtype)
     env = make_env(env_id, env_kwargs, teacher=teacher)
     try:
-        trajs = rollout(env, seeds, max_steps=max_steps, on_step=on_step)
+        trajs = rollout(env, seeds, max_steps=max_steps, on_step=on_step, obs_dtype=obs_dtype)
     finally:
         env.close()
     return Demonstrations(trajs, teacher, env_id, dict(env_kwargs))
@@ -389,10 +446,13 @@ def collect_demonstrations(
 
 __all__ = [
     "INFO_KEYS",
+    "OBS_DTYPES",
     "Demonstrations",
     "Learner",
     "Trajectory",
     "Transitions",
+    "cast_obs",
+    "check_obs_dtype",
     "collect_demonstrations",
     "discounted_returns",
     "model_learner",

@@ -13,6 +13,9 @@ forbids (DAgger's aggregates always hold some): ``fit="index"`` is ``fit`` as it
 out by index; ``fit="copy"`` first takes a copy without them, as ``fit`` itself did before (the
 reference, measured in the same run). Reported: the peak RSS after the fit and what the fit added.
 
+The last row repeats ``fit="index"`` with the observations stored as ``float16`` (``--obs-dtype
+float16`` of the recipes): collected, flattened and fitted at half the bytes per state.
+
 Usage::
 
     python scripts/bench_flatten_memory.py                      # writes bench/flatten_memory.json
@@ -44,7 +47,9 @@ TEACHER = "elasticflow:memory=observed"
 FIT_MODES = ("none", "index", "copy")
 
 
-def one_process(env_id: str, workloads: int, release: bool, fit: str = "none") -> dict[str, float]:
+def one_process(
+    env_id: str, workloads: int, release: bool, fit: str = "none", obs_dtype: str = "float32"
+) -> dict[str, float]:
     """Collect and flatten (then fit, unless ``fit="none"``) in this process; the figures in MB."""
     if fit not in FIT_MODES:
         raise ValueError(f"fit={fit!r}: choose one of {FIT_MODES}")
@@ -62,7 +67,7 @@ def one_process(env_id: str, workloads: int, release: bool, fit: str = "none") -
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     kwargs = agent_env_kwargs(TEACHER, {}, env_id)
-    demos = collect_demonstrations(env_id, kwargs, TEACHER, list(range(2000, 2000 + workloads)))
+    demos = collect_demonstrations(env_id, kwargs, TEACHER, list(range(2000, 2000 + workloads)), obs_dtype=obs_dtype)
     gc.collect()
     obs_mb = sum(sum(v.nbytes for v in t.obs.values()) for t in demos.trajectories) / 2**20
     after_collect = peak_mb()
@@ -87,12 +92,14 @@ def one_process(env_id: str, workloads: int, release: bool, fit: str = "none") -
     return row
 
 
-def measure(env_id: str, workloads: int, release: bool, fit: str = "none") -> dict[str, float]:
+def measure(
+    env_id: str, workloads: int, release: bool, fit: str = "none", obs_dtype: str = "float32"
+) -> dict[str, float]:
     """:func:`one_process` in a fresh interpreter (the peak RSS of a process only grows)."""
     here = str(Path(__file__).parent)
     code = (
         f"import json, sys; sys.path.insert(0, {here!r}); from bench_flatten_memory import one_process; "
-        f"print(json.dumps(one_process({env_id!r}, {workloads:d}, {release!r}, {fit!r})))"
+        f"print(json.dumps(one_process({env_id!r}, {workloads:d}, {release!r}, {fit!r}, {obs_dtype!r})))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -108,14 +115,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.workloads < 1 or args.repeats < 1:
         p.error(f"--workloads {args.workloads} --repeats {args.repeats}: both must be >= 1")
     rows = []
-    for release, fit in ((False, "none"), *((True, mode) for mode in FIT_MODES)):
-        runs = [measure(args.env_id, args.workloads, release, fit) for _ in range(args.repeats)]
-        row: dict[str, Any] = {"release": release, "fit": fit}
+    cases = [(False, "none", "float32"), *((True, mode, "float32") for mode in FIT_MODES), (True, "index", "float16")]
+    for release, fit, obs_dtype in cases:
+        runs = [measure(args.env_id, args.workloads, release, fit, obs_dtype) for _ in range(args.repeats)]
+        row: dict[str, Any] = {"release": release, "fit": fit, "obs_dtype": obs_dtype}
         for key in runs[0]:
             row[key] = round(statistics.median(r[key] for r in runs), 1)
         rows.append(row)
         print(
-            f"release={release} fit={fit}: {row['states']:.0f} states, observations {row['observations_mb']:.0f} MB, "
+            f"release={release} fit={fit} {obs_dtype}: {row['states']:.0f} states, "
+            f"observations {row['observations_mb']:.0f} MB, "
             f"flattening added {row['flattening_added_mb']:.0f} MB of peak RSS"
             + (f", the fit {row['fit_added_mb']:.0f} MB" if fit != "none" else ""),
             flush=True,

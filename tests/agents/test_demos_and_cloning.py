@@ -292,3 +292,52 @@ def test_flattening_with_release_gives_the_same_pairs_and_empties_the_demonstrat
         np.testing.assert_array_equal(released.obs[key], kept.obs[key], err_msg=key)
     with pytest.raises(AgentError, match="no demonstrations to flatten"):
         demos.transitions()
+
+
+def test_float16_storage_halves_the_observations_and_rounds_them_within_its_precision(
+    edf_demos: Demonstrations, tmp_path: Path
+) -> None:
+    half = collect_demonstrations(TINY, agent_env_kwargs("edf"), "edf", [0, 1], obs_dtype="float16")
+    assert half.obs_dtypes() == {"float16"} and edf_demos.obs_dtypes() == {"float32"}
+    for a, b in zip(half.trajectories, edf_demos.trajectories, strict=True):
+        np.testing.assert_array_equal(a.acts, b.acts)  # the teacher's episodes are the same
+        for key in b.obs:
+            assert a.obs[key].nbytes * 2 == b.obs[key].nbytes, key
+            # float16 rounds to the nearest of its values: half a unit in the last place.
+            np.testing.assert_array_equal(a.obs[key], b.obs[key].astype(np.float16), err_msg=key)
+            held = np.abs(b.obs[key]) >= 6e-8  # float16's smallest subnormal: signs above it survive
+            np.testing.assert_array_equal(np.sign(a.obs[key][held]), np.sign(b.obs[key][held]), err_msg=key)
+    # Saved as float16, read back as float16, or widened exactly to float32; a float32 file read as float16.
+    path = half.save(tmp_path / "half.npz")
+    for dtype in (None, "float16"):
+        back = Demonstrations.load(path, obs_dtype=dtype)
+        assert back.obs_dtypes() == {"float16"}
+    wide = Demonstrations.load(path, obs_dtype="float32")
+    assert wide.obs_dtypes() == {"float32"}
+    key = next(iter(half.trajectories[0].obs))
+    np.testing.assert_array_equal(wide.trajectories[0].obs[key], half.trajectories[0].obs[key].astype(np.float32))
+    narrowed = Demonstrations.load(edf_demos.save(tmp_path / "full.npz"), obs_dtype="float16")
+    np.testing.assert_array_equal(narrowed.trajectories[1].obs[key], half.trajectories[1].obs[key])
+    # Flattened pairs keep the storage dtype; agreement reads float16 as float32 minibatches.
+    flat = half.transitions(0.9)
+    assert all(v.dtype == np.float16 for v in flat.obs.values()) and len(flat) == len(edf_demos)
+    # The two precisions do not mix silently.
+    with pytest.raises(AgentError, match="same obs_dtype"):
+        Demonstrations.load(path).extend(Demonstrations.load(tmp_path / "full.npz"))
+
+
+def test_float16_storage_refuses_what_it_cannot_hold_and_unknown_dtypes() -> None:
+    from agents.demos import cast_obs, check_obs_dtype
+
+    with pytest.raises(AgentError, match=r"obs_dtype='float64': use one of \('float32', 'float16'\)"):
+        check_obs_dtype("float64")
+    with pytest.raises(AgentError, match="obs_dtype"):
+        collect_demonstrations(TINY, agent_env_kwargs("edf"), "edf", [0], obs_dtype="int8")
+    f16 = np.dtype(np.float16)
+    with pytest.raises(AgentError, match="'queue' holds values float16 cannot store"):
+        cast_obs(np.array([0.5, 7e4], dtype=np.float32), f16, "queue")
+    with pytest.raises(AgentError, match="'clock' holds values float16 cannot store"):
+        cast_obs(np.array([np.nan], dtype=np.float32), f16, "clock")
+    same = np.zeros(3, dtype=np.float32)
+    assert cast_obs(same, np.dtype(np.float32), "x") is same  # no copy when the dtype is already right
+    assert cast_obs(np.zeros((0, 4), dtype=np.float32), f16, "x").dtype == f16

@@ -122,11 +122,14 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
     rounds = run.meta.results["rounds"]
     assert rounds[0]["states"] == len(Demonstrations.load(demos_path))
     assert rounds[1]["seeds"] == [3] and rounds[1]["states"] > rounds[0]["states"]
+    # Aggregated in float16: the same episodes (the learner acts on the env's float32 observations).
+    half = dagger.train(dataclasses.replace(args, obs_dtype="float16", run_name="dagger-half"))
+    assert [r["states"] for r in half.meta.results["rounds"]] == [r["states"] for r in rounds]
     with pytest.raises(AgentError, match="holds 'dancer' demonstrations"):
         dagger.train(dataclasses.replace(args, teacher="edf", run_name="wrong-teacher"))
     with pytest.raises(AgentError, match=r"seeds \[2\] are both training and held-out"):
         dagger.train(dataclasses.replace(args, val_seeds="2", run_name="overlap"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos", "dagger-half"]
 
 
 @pytest.mark.slow
@@ -291,3 +294,43 @@ def test_fine_tuning_may_change_the_reward_only(bc_run: bc.RunResult, tmp_path: 
     assert run.meta.env_kwargs == {**bc_run.meta.env_kwargs, "reward_baseline": "edf"}
     with pytest.raises(AgentError, match="drop --env queue_slots"):
         ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), env={"queue_slots": 8, "reward": "jct"}))
+
+
+def test_bc_pools_several_demonstration_files_and_trains_on_float16_observations(
+    bc_run: bc.RunResult, tmp_path: Path
+) -> None:
+    saved = Demonstrations.load(bc_run.path / "demos.npz")
+    first, second = (
+        Demonstrations(saved.trajectories[:2], saved.teacher, saved.env_id, saved.env_kwargs),
+        Demonstrations(saved.trajectories[2:], saved.teacher, saved.env_id, saved.env_kwargs),
+    )
+    paths = [str(first.save(tmp_path / "a.npz")), str(second.save(tmp_path / "b.npz"))]
+    common = {
+        "env_id": TINY,
+        "env": {"max_decisions": 150},
+        "val_seeds": "100",
+        "eval_seeds": "",
+        "epochs": 2,
+        "hidden": 32,
+        "out_dir": str(tmp_path / "runs"),
+        "track": False,
+    }
+    # Two files pooled train exactly as the one file they were split from.
+    pooled = bc.train(BCArgs(demos=",".join(paths), run_name="pooled", **common))
+    for (k1, v1), (k2, v2) in zip(
+        bc_run.model.policy.state_dict().items(), pooled.model.policy.state_dict().items(), strict=True
+    ):
+        assert k1 == k2 and th.equal(v1, v2), k1
+    assert pooled.meta.results["train_states"] == len(saved)
+    # float16 storage trains (a different, nearby network) and agrees with the teacher about as well.
+    half = bc.train(BCArgs(demos=paths[0] + "," + paths[1], obs_dtype="float16", run_name="half", **common))
+    full_agree = bc_run.meta.results["agreement"]["agreement"]
+    assert abs(half.meta.results["agreement"]["agreement"] - full_agree) < 0.05
+    # A workload in two files, an empty list and an unknown dtype are refused before anything is written.
+    with pytest.raises(AgentError, match=r"workload seed 0 is in both .*a\.npz and .*a\.npz"):
+        bc.train(BCArgs(demos=f"{paths[0]},{paths[0]}", run_name="twice", **common))
+    with pytest.raises(AgentError, match=r"at least one \.npz"):
+        bc.train(BCArgs(demos=" , ", run_name="none", **common))
+    with pytest.raises(AgentError, match="obs_dtype='bfloat16'"):
+        bc.train(BCArgs(demos=paths[0], obs_dtype="bfloat16", run_name="bad", **common))
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["half", "pooled"]
