@@ -10,12 +10,14 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from sklearn.ensemble import RandomForestRegressor
 
 from hetgym.sim.job import JobSpec
+
+if TYPE_CHECKING:  # scikit-learn is imported on the first fit: it takes about a second to import
+    from sklearn.ensemble import RandomForestRegressor
 
 # ============================================================================================
 # Iteration predictors
@@ -224,6 +226,8 @@ class RandomForestPredictor(IterationPredictor):
         self._base_log = float(np.median([t for _, _, t in examples]))
         x = np.array([self._row(spec, hist, grow=True) for spec, hist, _ in examples], dtype=float)
         y = np.array([target - self._base(hist) for _, hist, target in examples])
+        from sklearn.ensemble import RandomForestRegressor
+
         model = RandomForestRegressor(
             n_estimators=self.n_estimators,
             min_samples_leaf=self.min_samples_leaf,

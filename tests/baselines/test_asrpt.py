@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -298,3 +300,13 @@ def test_bad_knobs_are_named() -> None:
         ASRPT(placement="spread")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown predictor"):
         ASRPT(predictor="gbm")
+
+
+def test_loading_the_policies_leaves_scikit_learn_unimported_until_a_forest_fits() -> None:
+    """scikit-learn takes about a second to import: only A-SRPT's forest, on its first fit, needs it."""
+    code = (
+        "import sys; from hetgym.sim import list_policies, make_policy; "
+        "[make_policy(n) for n in list_policies()]; print('sklearn' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
