@@ -302,7 +302,7 @@ def test_bad_knobs_are_named() -> None:
         ASRPT(predictor="gbm")
 
 
-def test_loading_the_policies_leaves_scikit_learn_unimported_until_a_forest_fits() -> None:
+def test_loading_the_policies_leaves_scikit_learn_unimported() -> None:
     """scikit-learn takes about a second to import: only A-SRPT's forest, on its first fit, needs it."""
     code = (
         "import sys; from hetgym.sim import list_policies, make_policy; "
