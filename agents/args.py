@@ -202,6 +202,10 @@ class DAggerArgs:
     """Rounds after round 0."""
     episodes_per_round: int = 1
     """Episodes collected per round."""
+    first_round_seed: int | None = None
+    """Workload seed of round 1's first episode (later episodes take the seeds after it, skipping held-out
+    ones); none: the seed after round 0's last. Set it when continuing from an ``--init`` DAgger agent, so
+    that its rounds visit workloads the earlier run did not."""
     beta_schedule: str = "linear"
     """``linear``, ``exponential`` or ``constant``."""
     rampdown_rounds: int = 2

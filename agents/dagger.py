@@ -87,6 +87,8 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     check_lr_schedule(args.lr_schedule)
     if args.rounds < 0 or args.episodes_per_round < 1:
         raise AgentError(f"rounds={args.rounds}, episodes_per_round={args.episodes_per_round}: need >= 0 and >= 1")
+    if args.first_round_seed is not None and args.first_round_seed < 0:
+        raise AgentError(f"first_round_seed={args.first_round_seed}: a workload seed is >= 0")
     name = args.run_name or run_name(args.env_id, "dagger", args.teacher, args.seed)
     folder = Path(args.out_dir) / name
     env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
@@ -99,7 +101,10 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     val_seeds = parse_seeds(args.val_seeds)
     eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
     held_out = set(val_seeds) | set(eval_seeds)
-    next_seed = max(train_seeds) + 1 if train_seeds else 0
+    if args.first_round_seed is not None:
+        next_seed = args.first_round_seed
+    else:
+        next_seed = max(train_seeds) + 1 if train_seeds else 0
     round_seeds: list[list[int]] = []
     for _ in range(args.rounds):
         seeds: list[int] = []

@@ -125,11 +125,16 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
     # Aggregated in float16: the same episodes (the learner acts on the env's float32 observations).
     half = dagger.train(dataclasses.replace(args, obs_dtype="float16", run_name="dagger-half"))
     assert [r["states"] for r in half.meta.results["rounds"]] == [r["states"] for r in rounds]
+    # A continuation pass visits other workloads: its rounds start at first_round_seed, skipping held-out seeds.
+    later = dagger.train(dataclasses.replace(args, first_round_seed=100, rounds=2, run_name="dagger-later"))
+    assert [r.get("seeds") for r in later.meta.results["rounds"]] == [None, [101], [102]]
+    with pytest.raises(AgentError, match="first_round_seed=-1"):
+        dagger.train(dataclasses.replace(args, first_round_seed=-1, run_name="negative"))
     with pytest.raises(AgentError, match="holds 'dancer' demonstrations"):
         dagger.train(dataclasses.replace(args, teacher="edf", run_name="wrong-teacher"))
     with pytest.raises(AgentError, match=r"seeds \[2\] are both training and held-out"):
         dagger.train(dataclasses.replace(args, val_seeds="2", run_name="overlap"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos", "dagger-half"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos", "dagger-half", "dagger-later"]
 
 
 @pytest.mark.slow
