@@ -244,8 +244,8 @@ class EnvSettings:
         max_actions: The per-epoch cap on actions.
         time_scale_s: Time unit of the squashed time features.
         throughput: The throughput model the simulator runs with.
-        slot_cursor: The codec decides one window slot per action, the slot at ``state.num_actions``
-            (``jobwise``); the observation then shows which one (its ``slot_cursor`` key).
+        slot_cursor: The codec decides one window slot per action, the slot at ``state.cursor``
+            (``jobwise``, ``jobwise-types``); the observation then shows which one (its ``slot_cursor`` key).
     """
 
     levels: tuple[int, ...]

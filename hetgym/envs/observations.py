@@ -445,8 +445,8 @@ class WindowObservation(ObservationEncoder):
         """:meth:`observe_batch` after the draft's allocation, free GPUs, clock and rejections: the cursor."""
         if self.slot_cursor:
             for r, st in zip(rows.tolist(), batch, strict=True):
-                if st.num_actions < len(st.jobs):
-                    out[r, self._cursor_offset + st.num_actions] = 1.0
+                if st.cursor < len(st.jobs):
+                    out[r, self._cursor_offset + st.cursor] = 1.0
 
     @property
     def layout(self) -> dict[str, slice]:
@@ -470,8 +470,8 @@ class WindowObservation(ObservationEncoder):
         if self.num_modes > 1:
             n = len(state.jobs)
             buf[self._mode_offset + self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
-        if self.slot_cursor and state.num_actions < len(state.jobs):
-            buf[self._cursor_offset + state.num_actions] = 1.0
+        if self.slot_cursor and state.cursor < len(state.jobs):
+            buf[self._cursor_offset + state.cursor] = 1.0
 
 
 @register_observation()

@@ -1,7 +1,7 @@
 """The ``window-cursor`` observation: ``window-levels`` plus the job being decided and the pressure per GPU type.
 
 With the job-at-a-time codec (``codec="jobwise"``) every action decides one window job, the one at the
-*cursor* (slot ``num_actions``). A network reading the flat window must otherwise find that job's
+*cursor* (slot ``state.cursor``). A network reading the flat window must otherwise find that job's
 features among K slots from the action counter alone; this encoder copies them into fixed keys, adds
 what the job may take, what the jobs still to be decided after it hold, and how much every GPU type is
 wanted by the active jobs. It is what a scheduler sizing one job looks at: the job's speed and slack in
@@ -137,10 +137,7 @@ class WindowCursorObservation(WindowLevelsObservation):
     ) -> None:
         super()._write_batch_extra(rows, batch, drafts, frees, out)
         counts = [len(st.jobs) for st in batch]
-        slots = [
-            st.num_actions if self.slot_cursor and st.num_actions < n else -1
-            for st, n in zip(batch, counts, strict=True)
-        ]
+        slots = [st.cursor if self.slot_cursor and st.cursor < n else -1 for st, n in zip(batch, counts, strict=True)]
         on = [j for j, slot in enumerate(slots) if slot >= 0]
         for j, slot in enumerate(slots):
             if slot < 0:
@@ -169,7 +166,7 @@ class WindowCursorObservation(WindowLevelsObservation):
     def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         super()._write_draft(state, buf)
         n = len(state.jobs)
-        slot = state.num_actions if self.slot_cursor and state.num_actions < n else -1
+        slot = state.cursor if self.slot_cursor and state.cursor < n else -1
         if slot < 0:
             buf[self._later_jobs + 1] = 1.0
             return

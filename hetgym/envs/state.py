@@ -49,6 +49,8 @@ def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
 #: ``key(job, slack_s, statics) -> tuple``: a job's place in the window, smaller first (see
 #: :func:`register_window_order`).
 WindowOrder = Callable[[JobView, float, JobStatics], tuple[float, ...]]
+#: :meth:`DecisionState.copy_draft`: draft, modes, reject flags, free GPUs, and (num_actions, cursor, cursor_types).
+DraftSnapshot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]
 
 #: Every registered window order, by ``window_order=`` name (see :mod:`hetgym.sim.registry`).
 WINDOW_ORDERS: Registry[WindowOrder] = Registry(
@@ -146,6 +148,9 @@ class DecisionState:
         outside_held: GPUs per type held by jobs outside the window, int64 ``(T,)``.
         free: GPUs per type free under the draft, int64 ``(T,)``.
         num_actions: Actions taken in this epoch.
+        cursor: The window slot a slot-by-slot codec decides next (``slot_cursor`` in the observation).
+        cursor_types: Bit ``t`` set when the job at the cursor was given GPUs of type ``t`` in its current
+            turn (``jobwise-types``, where a job's turn may give it several types one at a time).
     """
 
     def __init__(self, cluster: ClusterSpec, num_slots: int, modes: Sequence[str]) -> None:
@@ -176,6 +181,8 @@ class DecisionState:
         self.outside_held = np.zeros(t, dtype=np.int64)
         self.free = self.capacity.copy()
         self.num_actions = 0
+        self.cursor = 0
+        self.cursor_types = 0
         #: Bumped by every change, so codecs can tell whether a cached mask is still current.
         self.version = 0
         #: Bumped by every load (a new epoch), part of the allocation cache key.
@@ -191,6 +198,8 @@ class DecisionState:
         """
         self.view = view
         self.num_actions = 0
+        self.cursor = 0
+        self.cursor_types = 0
         self.version += 1
         self.version_of_load += 1
         self.used[:] = False
@@ -274,18 +283,26 @@ class DecisionState:
         self.draft_mode[slot] = mode_idx
         self.version += 1
 
-    def copy_draft(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """A snapshot of the draft (to try actions and roll back)."""
-        return self.draft.copy(), self.draft_mode.copy(), self.rejected.copy(), self.free.copy(), self.num_actions
+    def copy_draft(self) -> DraftSnapshot:
+        """A snapshot of the draft and the epoch's action counters (to try actions and roll back)."""
+        return (
+            self.draft.copy(),
+            self.draft_mode.copy(),
+            self.rejected.copy(),
+            self.free.copy(),
+            (self.num_actions, self.cursor, self.cursor_types),
+        )
 
-    def restore_draft(self, snap: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+    def restore_draft(self, snap: DraftSnapshot) -> None:
         """Undo edits back to a :meth:`copy_draft` snapshot."""
-        draft, mode, rejected, free, num_actions = snap
+        draft, mode, rejected, free, (num_actions, cursor, cursor_types) = snap
         self.draft[:] = draft
         self.draft_mode[:] = mode
         self.rejected[:] = rejected
         self.free[:] = free
         self.num_actions = num_actions
+        self.cursor = cursor
+        self.cursor_types = cursor_types
         self.version += 1
 
     # ----------------------------------------------------------------------------------------

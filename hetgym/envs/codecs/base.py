@@ -63,7 +63,7 @@ class ActionCodec(ABC):
             ``None``. Of the built-in codecs only ``score`` has knobs; everything else they read is
             environment-wide (see :class:`~hetgym.envs.config.EnvSettings`).
         knob_values: The knob values this instance was built with (``None`` without knobs).
-        slot_by_slot: Each action decides the window slot at ``state.num_actions`` (``jobwise``); the
+        slot_by_slot: Each action decides the window slot at ``state.cursor`` (``jobwise``, ``jobwise-types``); the
             observation then carries a ``slot_cursor`` key marking it. ``False`` for the other codecs.
     """
 

@@ -81,8 +81,8 @@ class JobwiseCodec(ActionCodec):
         return self.done
 
     def current_slot(self, state: DecisionState) -> int:
-        """The window slot decided by the next action (``num_actions`` jobs have been decided)."""
-        return int(state.num_actions)
+        """The window slot decided by the next action (``state.cursor`` jobs have been decided)."""
+        return int(state.cursor)
 
     def _num_jobs(self, state: DecisionState) -> int:
         return len(state.jobs)  # the used slots: the window's jobs fill slots 0..n-1
@@ -147,7 +147,8 @@ class JobwiseCodec(ActionCodec):
             else:
                 state.reject(slot)
         state.num_actions += 1
-        commit = state.num_actions >= jobs
+        state.cursor += 1
+        commit = state.cursor >= jobs
         if not commit:
             mask[:] = self.mask(state)
         return CodecStep(commit=commit, invalid=invalid)
