@@ -75,6 +75,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time, most
       urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or reject; ``done``
       commits early. At most K + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseCodec`; one type a job).
+    * ``"jobwise-types"``: ``jobwise``'s actions, but a set action adds one GPU type to the current job and
+      ``keep`` ends its turn, so a job can hold several types; at most K*(T+1) + 1 steps an epoch
+      (:class:`~hetgym.envs.codecs.JobwiseTypesCodec`).
     * ``"score"``: ``MultiDiscrete([T+2 [+1], C-1, P [, M]] * K)``: per slot a type (or none, keep, reject),
       count level, priority; an allocator serves them, each step commits (:class:`~hetgym.envs.codecs.ScoreCodec`).
 
@@ -87,8 +90,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     :class:`~hetgym.envs.observations.WindowObservation` for the full table. Per slot: whether it is
     used, the job's relative speed on each type, requested GPUs, remaining time at its best rate,
     progress, deadline slack and time to deadline, age, waiting time, whether it runs, its current rate,
-    its GPUs per type before and in the draft, rejection and mode in the draft (``jobwise``: the slot
-    being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
+    its GPUs per type before and in the draft, rejection and mode in the draft (``jobwise``, ``jobwise-types``: the
+    slot being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
     clock, and out-of-window aggregates. Wrap with ``gymnasium.wrappers.FlattenObservation`` for ``MlpPolicy``.
 
     ## Rewards

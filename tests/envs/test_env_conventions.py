@@ -215,7 +215,7 @@ def test_expert_on_vector_envs_matches_single_envs(env_id: str, builder: str) ->
         assert all(np.array_equal(a, b) for a, b in zip(got[i], expected[i], strict=True))
 
 
-@pytest.mark.parametrize("codec", ["sequential", "jobwise", "multidiscrete"])
+@pytest.mark.parametrize("codec", ["sequential", "jobwise", "jobwise-types", "multidiscrete"])
 def test_predict_twice_on_a_step_gives_the_same_action(codec: str) -> None:
     env = gym.make(TINY, codec=codec)
     agent = ExpertAgent("srtf", env)

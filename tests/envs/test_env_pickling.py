@@ -22,6 +22,7 @@ CASES = [
     ("multidiscrete", "window", "deadline", "v0"),
     ("score", "window-levels", "makespan", "v0"),
     ("jobwise", "window-cursor", "utilisation", "v1"),
+    ("jobwise-types", "window-cursor", "deadline", "v1"),
 ]
 
 
