@@ -257,7 +257,7 @@ def set_decoding(model: Any, decoding: str | None) -> None:
             model.policy_kwargs["decoding"] = decoding
     elif decoding != "argmax":
         raise AgentError(
-            f"decoding={decoding!r} needs the set network (arch 'set' with codec 'jobwise'); "
+            f"decoding={decoding!r} needs the set network (arch 'set' with codec 'jobwise' or 'jobwise-types'); "
             f"this model's policy is {type(policy).__name__}, which decodes by its own rule"
         )
 

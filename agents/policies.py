@@ -46,6 +46,11 @@ from torch.nn import functional as F
 ARCHITECTURES: tuple[str, ...] = ("slot", "slot-flat", "set", "mlp")
 
 
+#: The codecs that decide one job at a time (``Discrete``, the same numbering): the set network's
+#: (:mod:`agents.set_policy`).
+JOBWISE_CODECS: tuple[str, ...] = ("jobwise", "jobwise-types")
+
+
 @dataclass(frozen=True)
 class SlotLayout:
     """How the action space is laid out over the window's slots (from the environment's codec).
@@ -438,7 +443,7 @@ class _SlotPolicyMixin:
             raise ValueError(
                 f"the slot layout {self.slot_layout} gives {expected} logits, the action space {have}: the slot "
                 "network has heads for the 'sequential' and 'multidiscrete' codecs only; use arch='set' "
-                "(--arch set) with 'jobwise', arch='mlp' (--arch mlp) with another codec"
+                "(--arch set) with 'jobwise' or 'jobwise-types', arch='mlp' (--arch mlp) with another codec"
             )
         self.action_net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
         if self.ortho_init:  # type: ignore[attr-defined]
@@ -576,10 +581,10 @@ def policy_spec(
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown policy architecture {arch!r}; use one of {ARCHITECTURES}")
     layout = None if arch == "mlp" else SlotLayout.of_env(env)
-    is_set = layout is not None and (arch == "set" or (arch == "slot" and layout.codec == "jobwise"))
+    is_set = layout is not None and (arch == "set" or (arch == "slot" and layout.codec in JOBWISE_CODECS))
     if decoding != "argmax" and not is_set:
         raise ValueError(
-            f"decoding={decoding!r} needs the set network (arch='set' with codec='jobwise'); "
+            f"decoding={decoding!r} needs the set network (arch='set' with codec='jobwise' or 'jobwise-types'); "
             f"arch={arch!r} decodes by argmax: drop --decoding or use --arch set -e codec=jobwise"
         )
     if arch == "mlp":

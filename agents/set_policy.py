@@ -1,4 +1,4 @@
-"""An order-invariant set network for the job-at-a-time codec (``codec="jobwise"``), as SB3 policy classes.
+"""An order-invariant set network for the job-at-a-time codecs (``jobwise``, ``jobwise-types``), as SB3 policies.
 
 The job-at-a-time codec presents the window's jobs one at a time; each action decides the *current* job
 (the slot the observation's ``slot_cursor`` marks): run it on a count level of one GPU type in a mode,
@@ -29,6 +29,10 @@ plus a pooled summary, this network treats the window as a set:
   its (t, c, m) choices, against none, keep, reject and done), then the likeliest action of that kind.
   Sampling is the same under both.
 
+The ``jobwise-types`` codec numbers its actions as ``jobwise`` does (a set action there adds a GPU type to the
+current job until ``keep`` ends its turn), so the same network serves it unchanged; the types a turn has
+given show in the current job's ``job_alloc`` and in the mask.
+
 Permuting the slots other than the current one (or all of them, the cursor moving with its slot)
 leaves the logits and the value unchanged up to floating-point summation order
 (``tests/agents/test_set_policy.py``). The price is that the network cannot tell from a slot's place
@@ -54,10 +58,11 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from agents.policies import SlotLayout
+from agents.policies import JOBWISE_CODECS, SlotLayout
 from hetgym.envs.observations import SLOT_TYPE_FEATURES, TYPE_FEATURES
 
-#: The codec this network is built for.
+#: The codec this network was built for; it serves every codec of :data:`~agents.policies.JOBWISE_CODECS`
+#: (``jobwise-types`` numbers its actions the same way).
 JOBWISE = "jobwise"
 #: Deterministic decodings of the set policies (see :func:`kind_first_argmax`).
 DECODINGS: tuple[str, ...] = ("argmax", "kind-first")
@@ -104,9 +109,10 @@ def check_decoding(decoding: str) -> str:
 
 def _layout(slot_layout: dict[str, Any] | SlotLayout) -> SlotLayout:
     layout = slot_layout if isinstance(slot_layout, SlotLayout) else SlotLayout(**slot_layout)
-    if layout.codec != JOBWISE:
+    if layout.codec not in JOBWISE_CODECS:
         raise ValueError(
-            f"the set network decides one job at a time (codec='jobwise'), not codec={layout.codec!r}; "
+            f"the set network decides one job at a time (codec='jobwise' or 'jobwise-types'), not "
+            f"codec={layout.codec!r}; "
             "use arch='slot' (--arch slot) or 'mlp' with that codec"
         )
     if not (layout.capacity and layout.levels):
@@ -148,7 +154,7 @@ class SetExtractor(BaseFeaturesExtractor):
             if key not in observation_space.spaces:
                 raise ValueError(
                     f"the observation has no {key!r} key; the set network needs the window observation of "
-                    "codec='jobwise' (whose slot_cursor marks the job being decided)"
+                    "codec='jobwise' or 'jobwise-types' (whose slot_cursor marks the job being decided)"
                 )
         k, t, c = layout.num_slots, layout.num_types, layout.num_levels
         sizes = {key: int(np.prod(space.shape or (1,))) for key, space in observation_space.spaces.items()}

@@ -48,7 +48,7 @@ from hetgym.experts import ExpertTracker, expert_env_kwargs  # noqa: E402
 from hetgym.sim import Allocation, list_policies  # noqa: E402
 from hetgym.sim.view import ClusterView  # noqa: E402
 
-CODEC_NAMES = ("sequential", "multidiscrete", "jobwise", "score")
+CODEC_NAMES = ("sequential", "multidiscrete", "jobwise", "jobwise-types", "score")
 ENV_IDS = ("HetCluster-Tiny-v0", "HetCluster-v0")
 #: Substrings of :func:`hetgym.envs.exactness.explain_gap` reasons (and codec notes) -> a short cause.
 CAUSES = (
@@ -262,8 +262,8 @@ modes, every count level, a window holding every job), workload seeds {args.seed
 Cells: share reproduced over all epochs / over the epochs at which the expert changed something (a job's
 GPUs or mode, or a rejection; at the other epochs it keeps every allocation). Epochs are summed over the
 seeds. The last column counts the epochs each codec missed by main cause (`multi-type`: the expert puts a
-job on several GPU types, which `jobwise` and `score` cannot start; `placement`: an explicit server
-placement other than keeping a job where it is).
+job on several GPU types, which `jobwise` and `score` cannot start and `jobwise-types` can; `placement`: an
+explicit server placement other than keeping a job where it is).
 
 {tables}
 

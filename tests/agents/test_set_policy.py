@@ -196,6 +196,22 @@ def test_behaviour_cloning_runs_and_lowers_the_loss() -> None:
     assert 0.0 <= agreement["agreement"] <= 1.0 and agreement["states"] == len(data)
 
 
+def test_the_set_network_clones_hadare_through_jobwise_types() -> None:
+    # jobwise-types numbers its actions as jobwise does: the same network, on an expert spreading jobs over types.
+    kwargs = agent_env_kwargs("hadare", {"codec": "jobwise-types", "observation": "window-levels", "max_decisions": 80})
+    data = collect_demonstrations(TINY, kwargs, "hadare", [0, 1])
+    assert all(t.infos["expert_exact"].all() for t in data.trajectories)
+    flat = data.transitions(0.99)
+    env = gym.make(TINY, **kwargs)
+    model = new_model("maskable-ppo", env, "slot", 32, 0, seed=0)  # 'slot' picks the set network here too
+    assert isinstance(model.policy, MaskableSetActorCriticPolicy)
+    history = fit(model.policy, flat, epochs=4, batch_size=64, lr=3e-3, value_weight=0.5, seed=0)
+    assert history[-1]["cross_entropy"] < history[0]["cross_entropy"]
+    obs, mask = _busy_state(env, min_jobs=2)
+    action, _ = model.predict(obs, deterministic=True, action_masks=mask)
+    assert mask[int(action)]
+
+
 def test_maskable_ppo_and_ppo_learn_a_few_steps() -> None:
     env = gym.make(TINY, codec="jobwise", observation="window-levels")
     model = new_model("maskable-ppo", env, "set", 16, 1, seed=0, n_steps=128, batch_size=64, n_epochs=2)

@@ -45,7 +45,7 @@ def test_bench_ab_flattens_timing_figures_with_readable_labels() -> None:
 def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path) -> None:
     script = load_script("imitation_ceiling")
     argv = ["--envs", "HetCluster-Tiny-v0", "--seeds", "1000", "--policies", "srtf,hadare", "--out", str(tmp_path)]
-    assert script.main([*argv, "--codecs", "multidiscrete,jobwise,score"]) == 0
+    assert script.main([*argv, "--codecs", "multidiscrete,jobwise,jobwise-types,score"]) == 0
     frame = pd.read_csv(tmp_path / "imitation_ceiling.csv")
     common = frame[frame["trajectory"] == "common"]
     # One episode per policy: every codec is asked at the same epochs.
@@ -55,7 +55,9 @@ def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path)
     assert exact.loc[("srtf", "score"), "exact"] == exact.loc[("srtf", "score"), "epochs"]  # one type per job
     assert exact.loc[("hadare", "score"), "exact"] < exact.loc[("hadare", "multidiscrete"), "exact"]
     assert "multi-type" in exact.loc[("hadare", "score"), "misses_by_cause"]
+    # jobwise-types gives a job several types: it expresses every HadarE decision that multidiscrete does.
+    assert exact.loc[("hadare", "jobwise-types"), "exact"] == exact.loc[("hadare", "multidiscrete"), "exact"]
     own = frame[frame["trajectory"] == "own"]
-    assert set(own["codec"]) == {"multidiscrete", "jobwise", "score"}
+    assert set(own["codec"]) == {"multidiscrete", "jobwise", "jobwise-types", "score"}
     text = (tmp_path / "imitation_ceiling.md").read_text()
     assert "| srtf |" in text and "common trajectory (multidiscrete)" in text and "own trajectory" in text
