@@ -271,8 +271,9 @@ class HetClusterConfig:
         trace: Path of the trace replayed every episode, or ``None`` to draw from ``workload``.
         queue_slots: K, the number of job slots in the observation window and the action space.
         codec: Action codec, a name in :data:`~hetgym.envs.codecs.CODECS`: ``sequential`` (masked
-            ``Discrete``), ``multidiscrete`` (one-shot), ``jobwise`` (one job at a time), ``score``
-            (per-slot type, count and priority, served by a fixed allocator), or one registered with
+            ``Discrete``), ``multidiscrete`` (one-shot), ``jobwise`` (one job at a time),
+            ``jobwise-types`` (one job at a time, several GPU types a job), ``score`` (per-slot type,
+            count and priority, served by a fixed allocator), or one registered with
             :func:`~hetgym.envs.codecs.register_codec`.
         codec_knobs: The codec's own knobs (a mapping, checked against the frozen knobs dataclass the
             codec registered; resolved to an instance of it), or ``None`` for the defaults. Of the built-in
