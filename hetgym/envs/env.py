@@ -160,7 +160,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     * v1: The decision interface built for learning (``interface="v1"``): one job at a time (``jobwise``), asked
       only on news (``on-change``), the ``window-cursor`` observation, a 32-slot window. Changed because in v0
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
-      (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``.
+      (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``. Later
+      additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
