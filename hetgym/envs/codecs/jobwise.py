@@ -80,6 +80,10 @@ class JobwiseCodec(ActionCodec):
     def noop(self, state: DecisionState) -> int:
         return self.done
 
+    def steps_bound(self) -> int:
+        """The most steps an epoch takes: one a window job, then the commit (K + 1)."""
+        return self.num_slots + 1
+
     def current_slot(self, state: DecisionState) -> int:
         """The window slot decided by the next action (``state.cursor`` jobs have been decided)."""
         return int(state.cursor)
@@ -170,19 +174,19 @@ class JobwiseCodec(ActionCodec):
         try:
             jobs = self._num_jobs(state)
             mask = self.mask(state)
-            for slot in range(self.current_slot(state), jobs):
-                if self._rest_kept(state, slot, want, reject, mode):
+            for _ in range(self.steps_bound()):
+                slot = self.current_slot(state)
+                if slot >= jobs or self._rest_kept(state, slot, want, reject, mode):
                     actions.append(self.done)
                     break
                 a = self._action_for(state, slot, want[slot], bool(reject[slot]), int(mode[slot]), notes)
-                if not mask[a]:  # pragma: no cover - a feasible target always fits (see the module docstring)
+                if not mask[a]:  # a feasible target fits unless it moves jobs outside the window
                     notes.append(f"job {int(state.ids[slot])}: its target does not fit what is left")
                 actions.append(a)
-                step = self.apply(state, a, mask)
-                if step.commit:
+                if self.apply(state, a, mask).commit:
                     break
-            else:
-                actions.append(self.done)
+            else:  # pragma: no cover - every action moves towards a commit within the codec's step bound
+                raise AssertionError(f"{self.name} encoding exceeded its step bound")
             expressed = state.allocation()
         finally:
             state.restore_draft(snap)

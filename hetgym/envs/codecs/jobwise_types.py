@@ -38,9 +38,7 @@ import numpy as np
 
 from hetgym.envs.codecs.base import CodecStep, discrete_index, register_codec
 from hetgym.envs.codecs.jobwise import JobwiseCodec
-from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
-from hetgym.sim.allocation import Allocation
 
 
 @register_codec()
@@ -94,34 +92,11 @@ class JobwiseTypesCodec(JobwiseCodec):
         return CodecStep(commit=commit, invalid=invalid)
 
     # ----------------------------------------------------------------------------------------
-    def encode(self, state: DecisionState, target: Allocation) -> Encoding:
-        want, reject, mode, _ = self.target_rows(state, target)
-        notes: list[str] = []
-        snap = state.copy_draft()
-        actions: list[int] = []
-        try:
-            jobs = self._num_jobs(state)
-            mask = self.mask(state)
-            # Each step ends a turn or gives a new type: at most K * (T + 1) + 1 actions.
-            for _ in range(self.num_slots * (self.num_types + 1) + 1):
-                slot = self.current_slot(state)
-                if slot >= jobs:
-                    break
-                if self._rest_kept(state, slot, want, reject, mode):
-                    actions.append(self.done)
-                    break
-                a = self._next_for(state, slot, want[slot], bool(reject[slot]), int(mode[slot]), notes)
-                actions.append(a)
-                if self.apply(state, a, mask).commit:
-                    break
-            else:  # pragma: no cover - the loop's bound is the codec's own step bound
-                raise AssertionError("jobwise-types encoding exceeded its step bound")
-            expressed = state.allocation()
-        finally:
-            state.restore_draft(snap)
-        return self.make_encoding(state, target, tuple(actions), expressed, notes)
+    def steps_bound(self) -> int:
+        """The most steps an epoch takes: each ends a turn or gives a new type, K * (T + 1) + 1."""
+        return self.num_slots * (self.num_types + 1) + 1
 
-    def _next_for(
+    def _action_for(
         self, state: DecisionState, slot: int, row: np.ndarray, reject: bool, mode: int, notes: list[str]
     ) -> int:
         """The next action of the job at ``slot`` towards its target ``row`` (see the module docstring)."""
