@@ -4,8 +4,10 @@ In one run (CPU seconds per run are the headline figures: the fairer ones on a s
 medians of ``--repeats`` runs; the load average at the start and end is recorded):
 
 1. ``cases``: FIFO and Tiresias-LAS on a 10,000-job Gavel-Philly workload on ``gavel-108`` and on
-   ``large``: wall and CPU time, decision epochs and events per second, simulated seconds per wall
-   second, and peak memory (tracemalloc, in a separate run so tracing does not slow the timed ones);
+   ``large``: wall and CPU time, the wall time inside the policy's ``schedule()`` (``policy_wall_s``) and
+   outside it (``engine_wall_s``: events, views, checking and applying decisions), decision epochs and
+   events per second, simulated seconds per wall second, and peak memory (tracemalloc, in a separate run
+   so tracing does not slow the timed ones);
 2. ``memory_scaling``: FIFO's peak memory on ``gavel-108`` from 2,500 to 20,000 jobs;
 3. ``scaling``: ``hetgym simulate --policy fifo --num-jobs N --utilisation 0.8`` (the ``default``
    scenario) at 10,000 and 100,000 jobs: CPU time, its ratio, and peak memory;
@@ -60,18 +62,39 @@ CASE_POLICIES: tuple[str, ...] = ("fifo", "tiresias")
 CASE_CLUSTERS: tuple[str, ...] = ("gavel-108", "large")
 
 
+def _timing_schedule(policy: Any) -> list[float]:
+    """Make ``policy.schedule`` add the wall time of each call to the one-element list returned."""
+    spent = [0.0]
+    schedule = policy.schedule
+    perf = time.perf_counter
+
+    def timed(view: Any) -> Any:
+        t0 = perf()
+        try:
+            return schedule(view)
+        finally:
+            spent[0] += perf() - t0
+
+    policy.schedule = timed
+    return spent
+
+
 def timed_run(policy: str, cluster: str, jobs: list[Any]) -> dict[str, float]:
     gc.collect()
     sim = Simulator(cluster, jobs, config=SimConfig(record_timeline=True))
+    pol = make_policy(policy)
+    in_policy = _timing_schedule(pol)
     start = time.perf_counter()
     cpu_start = time.process_time()
-    result = sim.run(make_policy(policy))
+    result = sim.run(pol)
     wall_s = time.perf_counter() - start
     cpu_s = time.process_time() - cpu_start
     sim_span_s = float(result.jobs["finish_s"].max() - result.jobs["submit_s"].min())
     return {
         "wall_s": wall_s,
         "cpu_s": cpu_s,
+        "policy_wall_s": in_policy[0],
+        "engine_wall_s": wall_s - in_policy[0],
         "epochs": result.num_epochs,
         "events": result.num_events,
         "events_per_s": result.num_events / wall_s,
@@ -233,7 +256,8 @@ def cases_part(
             cases.append(case)
             print(
                 f"{policy:9s} {cluster:9s} {num_jobs} jobs: median {med['wall_s']:.2f} s wall, "
-                f"{med['cpu_s']:.2f} CPU-s, {med['events_per_s']:.0f} events/s, "
+                f"{med['cpu_s']:.2f} CPU-s ({med['policy_wall_s']:.2f} s in the policy), "
+                f"{med['events_per_s']:.0f} events/s, "
                 f"{med['sim_s_per_wall_s']:.3g} sim-s/wall-s, peak {case['peak_memory_mb']:.1f} MB",
                 file=log,
                 flush=True,

@@ -40,6 +40,9 @@ def test_cases_only_prints_the_chosen_cases_and_writes_nothing() -> None:
         assert case["num_jobs"] == 40 and case["median_completed"] == 40
         assert len(case["cpu_s_all"]) == 2 and all(c > 0 for c in case["cpu_s_all"])
         assert case["median_epochs"] > 40  # at least an arrival and a completion epoch per job, less merges
+        # The run's wall time splits into the policy's schedule() calls and the rest.
+        assert 0 < case["median_policy_wall_s"] < case["median_wall_s"]
+        assert case["median_engine_wall_s"] > 0
     assert "tiresias  gavel-108" in run.stderr  # progress lines go to stderr, the JSON alone to stdout
     assert (results.read_bytes() if results.exists() else None) == before
 
