@@ -23,8 +23,10 @@ With ``--breakdown`` (job-at-a-time codecs, ``codec="jobwise"``) the states are 
 teacher did to the job being decided, relative to what that job held before the decision: ``keep``,
 ``none``, ``reject`` and ``done`` as the codec names them; for a (type, count) action ``start`` (it held no
 GPUs), ``same`` (the type and count it held: it had lost them in the draft), ``grow`` or ``shrink`` (the
-same type, more or fewer GPUs) and ``move`` (another type). Per kind: its share of the states, the clone's
-agreement there and the kinds of the clone's actions, so a gap can be traced to the decisions it misses.
+same type, more or fewer GPUs), ``move`` (another type) and ``forked`` (any type, for a job that held GPUs
+of two or more types, as HadarE's forked jobs do under ``codec="jobwise-types"``). Per kind: its share of the
+states, the clone's agreement there and the kinds of the clone's actions, so a gap can be traced to the
+decisions it misses.
 
 With ``--decoding argmax,kind-first`` each run is measured under each listed deterministic decoding of the
 set network (:func:`agents.set_policy.kind_first_argmax`) on the same teacher episodes; without it, under
@@ -72,7 +74,7 @@ def workload_interval(
 
 
 #: The kinds of a job-at-a-time action (see the module docstring), in report order.
-DECISION_KINDS = ("keep", "start", "grow", "shrink", "move", "same", "none", "reject", "done")
+DECISION_KINDS = ("keep", "start", "grow", "shrink", "move", "same", "forked", "none", "reject", "done")
 
 
 def decision_kinds(
@@ -95,6 +97,8 @@ def decision_kinds(
             total = int(held[i].sum())
             if total == 0:
                 kind = "start"
+            elif int((held[i] > 0).sum()) > 1:
+                kind = "forked"
             elif held[i, t] != total:
                 kind = "move"
             else:

@@ -137,6 +137,12 @@ def test_actions_are_classed_against_what_the_decided_job_held() -> None:
     shrink_from[0, 1, 0] = levels[hi] / capacity[0]
     obs = {"slot_cursor": cursor, "job_current": shrink_from.reshape(1, -1)}
     assert CA.decision_kinds(codec, capacity, obs, np.array([codec.set_action(0, lo)])).tolist() == ["shrink"]
+    # A job holding GPUs of two types: any set action on it is "forked", whichever type it names.
+    forked = current.copy()
+    forked[0, 1, 1] = levels[lo] / capacity[1]
+    obs = {"slot_cursor": np.repeat(cursor, 3, axis=0), "job_current": np.repeat(forked.reshape(1, -1), 3, axis=0)}
+    acts = np.array([codec.set_action(0, lo), codec.set_action(1, hi), codec.keep])
+    assert CA.decision_kinds(codec, capacity, obs, acts).tolist() == ["forked", "forked", "keep"]
 
 
 def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
