@@ -199,6 +199,12 @@ class Simulator(ApplyMixin):
         return self._now
 
     @property
+    def decision_latencies_s(self) -> tuple[float, ...]:
+        """Wall time of each ``schedule`` call of the last :meth:`run`, in order (what the result's
+        ``decision_ms_p50`` and ``decision_ms_p99`` summarise); empty when stepped by hand."""
+        return tuple(self._latencies_s)
+
+    @property
     def done(self) -> bool:
         """Whether the simulation has ended."""
         return self._done
