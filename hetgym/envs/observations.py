@@ -604,3 +604,4 @@ class _LevelRow(NamedTuple):
 
 # Encoders defined in their own modules register on import (kept last: they subclass the ones above).
 from hetgym.envs import observations_cursor as _observations_cursor  # noqa: E402, F401
+from hetgym.envs import observations_nodes as _observations_nodes  # noqa: E402, F401

@@ -68,25 +68,14 @@ class WindowCursorObservation(WindowLevelsObservation):
         self.throughput = settings.throughput
         self.cluster = state.cluster
         self.num_levels = len(self.levels)
-        k, t, c = state.num_slots, len(state.types), len(self.levels)
+        t, c = len(state.types), len(self.levels)
         self._build(
             state,
             time_scale_s=settings.time_scale_s,
             allow_reject=settings.allow_reject,
             max_actions=settings.max_actions,
             slot_cursor=settings.slot_cursor,
-            extra={
-                "job_level_rate": (k * t * c, 0.0),
-                "job_level_slack": (k * t * c, -1.0),
-                "cursor_job": (len(SLOT_FEATURES), -1.0),
-                "cursor_type": (3 * t, 0.0),
-                "cursor_level_rate": (t * c, 0.0),
-                "cursor_level_slack": (t * c, -1.0),
-                "cursor_avail": (t, 0.0),
-                "later_held": (t, 0.0),
-                "later_jobs": (2, -1.0),
-                "type_pressure": (t, 0.0),
-            },
+            extra=self._extra_keys(state),
         )
         self._rates = {}
         self._rows = {}
@@ -98,6 +87,22 @@ class WindowCursorObservation(WindowLevelsObservation):
         self._held_slice = self._slices["later_held"]
         self._later_jobs = self._slices["later_jobs"].start
         self._server = np.array([self.cluster.max_gpus_per_server[g] for g in state.types], dtype=np.int64)
+
+    def _extra_keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
+        """The keys added to ``window-levels``' ``{name: (size, low)}``, in layout order (subclasses extend it)."""
+        k, t, c = state.num_slots, len(state.types), len(self.levels)
+        return {
+            "job_level_rate": (k * t * c, 0.0),
+            "job_level_slack": (k * t * c, -1.0),
+            "cursor_job": (len(SLOT_FEATURES), -1.0),
+            "cursor_type": (3 * t, 0.0),
+            "cursor_level_rate": (t * c, 0.0),
+            "cursor_level_slack": (t * c, -1.0),
+            "cursor_avail": (t, 0.0),
+            "later_held": (t, 0.0),
+            "later_jobs": (2, -1.0),
+            "type_pressure": (t, 0.0),
+        }
 
     def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
         super().begin_epoch(state, statics, num_jobs)

@@ -40,11 +40,17 @@ from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
 from hetgym.envs.observations import WindowLevelsObservation, WindowObservation
 from hetgym.envs.observations_cursor import WindowCursorObservation
+from hetgym.envs.observations_nodes import WindowNodesObservation
 from hetgym.sim.errors import HetgymError
 
 #: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
 #: (exactly these classes: a subclass may change what an observation holds).
-BATCHED_ENCODERS: tuple[type, ...] = (WindowObservation, WindowLevelsObservation, WindowCursorObservation)
+BATCHED_ENCODERS: tuple[type, ...] = (
+    WindowObservation,
+    WindowLevelsObservation,
+    WindowCursorObservation,
+    WindowNodesObservation,  # its own keys are fixed for the epoch: they live in the copied buffer
+)
 #: From this many sub-envs on, batched encoding costs less than a row per sub-env (its numpy calls have a
 #: fixed cost per step: on ``HetCluster-v1`` with a random agent, about 73 µs a step against 33 µs, for
 #: 11 µs a sub-env against 18; ``scripts/bench_vector.py``).

@@ -23,6 +23,7 @@ CASES = [
     ("score", "window-levels", "makespan", "v0"),
     ("jobwise", "window-cursor", "utilisation", "v1"),
     ("jobwise-types", "window-cursor", "deadline", "v1"),
+    ("jobwise-types", "window-nodes", "deadline", "v1"),
 ]
 
 

@@ -53,6 +53,7 @@ def _from_scratch(env: HetClusterEnv) -> tuple[dict[str, np.ndarray], np.ndarray
         ("HetCluster-Tiny-v1", {}, 12),
         ("HetCluster-v0", {"observation": "window-levels"}, 13),
         ("HetCluster-v1", {"modes": ("sync", "fork"), "queue_slots": 4}, 14),
+        ("HetCluster-v1", {"observation": "window-nodes", "codec": "jobwise-types"}, 15),
     ],
 )
 def test_observations_equal_a_from_scratch_encoding(env_id: str, overrides: dict[str, Any], seed: int) -> None:

@@ -51,6 +51,7 @@ def test_make_vec_builds_the_batched_env_by_default_and_sync_on_request() -> Non
         ("HetCluster-Tiny-v0", {"observation": "window-levels"}),
         ("HetCluster-Tiny-v1", {"modes": ("sync", "fork")}),
         ("HetCluster-v1", {}),
+        ("HetCluster-v1", {"observation": "window-nodes", "codec": "jobwise-types"}),
     ],
 )
 @pytest.mark.parametrize("num_envs", [3, BATCH_MIN_ENVS])  # a row per sub-env, then batched encoding
