@@ -26,7 +26,11 @@ GPUs), ``same`` (the type and count it held: it had lost them in the draft), ``g
 same type, more or fewer GPUs), ``move`` (another type) and ``forked`` (any type, for a job that held GPUs
 of two or more types, as HadarE's forked jobs do under ``codec="jobwise-types"``). Per kind: its share of the
 states, the clone's agreement there and the kinds of the clone's actions, so a gap can be traced to the
-decisions it misses.
+decisions it misses; for the (type, count) kinds also ``clone_same_type``, the share of their states where
+the clone names the teacher's GPU type (whatever the count). The breakdown also splits the states by the
+round-tick flag of the observation (``clock``'s ``tick`` entry): ``tick_share``, and ``agreement_at_ticks``
+/ ``agreement_off_ticks`` (NaN where there are no such states), since round-based teachers (Hadar, HadarE)
+change allocations only at round ticks.
 
 With ``--decoding argmax,kind-first`` each run is measured under each listed deterministic decoding of the
 set network (:func:`agents.set_policy.kind_first_argmax`) on the same teacher episodes; without it, under
@@ -57,6 +61,7 @@ from agents.demos import Demonstrations, collect_demonstrations  # noqa: E402
 from agents.set_policy import DECODINGS, check_decoding  # noqa: E402
 from hetgym.atomic import atomic_write  # noqa: E402
 from hetgym.envs.codecs.jobwise import JobwiseCodec  # noqa: E402
+from hetgym.envs.observations import CLOCK_FEATURES  # noqa: E402
 
 
 def workload_interval(
@@ -75,6 +80,8 @@ def workload_interval(
 
 #: The kinds of a job-at-a-time action (see the module docstring), in report order.
 DECISION_KINDS = ("keep", "start", "grow", "shrink", "move", "same", "forked", "none", "reject", "done")
+#: The kinds of a (type, count) action.
+SET_KINDS = ("start", "grow", "shrink", "move", "same", "forked")
 
 
 def decision_kinds(
@@ -107,9 +114,24 @@ def decision_kinds(
     return out
 
 
-def breakdown(teacher: np.ndarray, clone: np.ndarray, agree: np.ndarray) -> dict[str, dict[str, Any]]:
+def same_set_type(codec: JobwiseCodec, teacher: np.ndarray, clone: np.ndarray) -> np.ndarray:
+    """Per state: both actions are (type, count) actions naming the same GPU type (the count may differ)."""
+    out = np.zeros(len(teacher), dtype=bool)
+    pairs = zip(np.asarray(teacher).reshape(-1).tolist(), np.asarray(clone).reshape(-1).tolist(), strict=True)
+    for i, (a, b) in enumerate(pairs):
+        ka, ta, _, _ = codec.decode(a)
+        kb, tb, _, _ = codec.decode(b)
+        out[i] = ka == "set" and kb == "set" and ta == tb
+    return out
+
+
+def breakdown(
+    teacher: np.ndarray, clone: np.ndarray, agree: np.ndarray, same_type: np.ndarray | None = None
+) -> dict[str, dict[str, Any]]:
     """Per kind of the teacher's action: ``share`` of the states, the clone's ``agreement`` there, and the
-    ``clone`` kinds' shares of those states (kinds as :func:`decision_kinds` gives them)."""
+    ``clone`` kinds' shares of those states (kinds as :func:`decision_kinds` gives them). With ``same_type``
+    (:func:`same_set_type`), kinds of (type, count) actions also get ``clone_same_type``: the share of their
+    states where the clone names the teacher's type, with the teacher's count or another."""
     out: dict[str, dict[str, Any]] = {}
     n = len(teacher)
     for kind in DECISION_KINDS:
@@ -124,7 +146,21 @@ def breakdown(teacher: np.ndarray, clone: np.ndarray, agree: np.ndarray) -> dict
             "agreement": float(agree[sel].mean()),
             "clone": {k: did[k] / m for k in DECISION_KINDS if did[k]},
         }
+        if same_type is not None and kind in SET_KINDS:
+            out[kind]["clone_same_type"] = float(same_type[sel].mean())
     return out
+
+
+def tick_split(obs: dict[str, np.ndarray], ok: np.ndarray) -> dict[str, float]:
+    """The share of states at round ticks (``clock``'s ``tick`` entry) and the agreement ``ok`` at and off them."""
+    n = len(ok)
+    tick = np.asarray(obs["clock"]).reshape(n, -1)[:, CLOCK_FEATURES.index("tick")] > 0.5
+    ok = np.asarray(ok, dtype=bool)
+    return {
+        "tick_share": float(tick.mean()) if n else float("nan"),
+        "agreement_at_ticks": float(ok[tick].mean()) if tick.any() else float("nan"),
+        "agreement_off_ticks": float(ok[~tick].mean()) if (~tick).any() else float("nan"),
+    }
 
 
 def measure(
@@ -166,7 +202,8 @@ def measure(
     if by_kind:
         capacity = env.unwrapped.state.capacity  # type: ignore[attr-defined]
         kinds = [decision_kinds(codec, capacity, data.obs, a) for a in (data.acts, pred)]
-        agree["breakdown"] = breakdown(kinds[0], kinds[1], ok)
+        agree["breakdown"] = breakdown(kinds[0], kinds[1], ok, same_set_type(codec, data.acts, pred))
+        agree.update(tick_split(data.obs, ok))
     dsrs = [m["dsr"] for m in demos.episode_metrics() if "dsr" in m]
     teacher_dsr = float(sum(dsrs) / len(dsrs)) if dsrs else float("nan")
     return {
@@ -224,10 +261,16 @@ def main(argv: list[str] | None = None) -> int:
             share = 100 * row["changing_share"]
             parts.append(f"at changing epochs {100 * row['agreement_changing']:.1f}% ({share:.1f}% of states)")
         print(", ".join(parts))
+        if "tick_share" in row:
+            print(
+                f"  at round ticks ({100 * row['tick_share']:.1f}% of states) {100 * row['agreement_at_ticks']:.1f}%, "
+                f"elsewhere {100 * row['agreement_off_ticks']:.1f}%"
+            )
         for kind, b in row.get("breakdown", {}).items():
             did = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(b["clone"].items(), key=lambda kv: -kv[1]))
             share, agreement = 100 * b["share"], 100 * b["agreement"]
-            print(f"  teacher {kind}: {share:.1f}% of states, clone agrees {agreement:.1f}% ({did})")
+            typed = f"; the teacher's type {100 * b['clone_same_type']:.0f}%" if "clone_same_type" in b else ""
+            print(f"  teacher {kind}: {share:.1f}% of states, clone agrees {agreement:.1f}% ({did}{typed})")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(rows, indent=1, sort_keys=True) + "\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,15 @@ def test_actions_are_classed_against_what_the_decided_job_held() -> None:
     assert CA.decision_kinds(codec, capacity, obs, acts).tolist() == ["forked", "forked", "keep"]
 
 
+def test_the_tick_split_reads_the_clock_tick_entry() -> None:
+    clock = np.zeros((4, 4), dtype=np.float32)
+    clock[:3, 1] = 1.0  # three states at round ticks
+    out = CA.tick_split({"clock": clock.reshape(-1)}, np.array([True, False, True, True]))
+    assert out == {"tick_share": 0.75, "agreement_at_ticks": 2 / 3, "agreement_off_ticks": 1.0}
+    none = CA.tick_split({"clock": np.zeros((2, 4), dtype=np.float32)}, np.array([True, False]))
+    assert math.isnan(none["agreement_at_ticks"]) and none["agreement_off_ticks"] == 0.5
+
+
 def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
     teacher = np.array(["keep", "keep", "grow", "grow", "grow", "done"], dtype=object)
     clone = np.array(["keep", "grow", "keep", "keep", "grow", "done"], dtype=object)
@@ -153,6 +163,16 @@ def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
     assert out["grow"] == {"states": 3, "share": 0.5, "agreement": 1 / 3, "clone": {"keep": 2 / 3, "grow": 1 / 3}}
     assert out["keep"]["agreement"] == 0.5 and out["done"]["clone"] == {"done": 1.0}
     assert sum(b["share"] for b in out.values()) == pytest.approx(1.0)
+    typed = CA.breakdown(teacher, clone, teacher == clone, np.array([False, False, True, False, True, False]))
+    assert typed["grow"]["clone_same_type"] == 2 / 3 and "clone_same_type" not in typed["keep"]
+
+
+def test_same_set_type_compares_the_types_of_two_set_actions() -> None:
+    codec = _tiny_jobwise().codec
+    lo, hi = 1, 2
+    teacher = np.array([codec.set_action(0, lo), codec.set_action(0, lo), codec.set_action(1, hi), codec.keep])
+    clone = np.array([codec.set_action(0, hi), codec.set_action(1, lo), codec.keep, codec.keep])
+    assert CA.same_set_type(codec, teacher, clone).tolist() == [True, False, False, False]
 
 
 def test_the_breakdown_on_a_jobwise_clone_and_its_refusal_for_another_codec(
@@ -180,6 +200,11 @@ def test_the_breakdown_on_a_jobwise_clone_and_its_refusal_for_another_codec(
     assert overall == pytest.approx(row["agreement"])
     assert all(abs(sum(b["clone"].values()) - 1) < 1e-9 for b in parts.values())
     assert "teacher keep:" in capsys.readouterr().out
+    # The tick split weighs back to the overall agreement.
+    share = row["tick_share"]
+    at = row["agreement_at_ticks"] if share > 0 else 0.0
+    off = row["agreement_off_ticks"] if share < 1 else 0.0
+    assert share * at + (1 - share) * off == pytest.approx(row["agreement"])
     # The multi-discrete codec of the module's run has no current job: refused, nothing written.
     with pytest.raises(SystemExit):
         CA.main([str(run), "--seeds", "200", "--breakdown", "--out", str(tmp_path / "b.json")])
