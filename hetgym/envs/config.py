@@ -293,8 +293,9 @@ class HetClusterConfig:
             :func:`~hetgym.envs.state.register_window_order`.
         observation: Observation encoder, a name in :data:`~hetgym.envs.observations.OBSERVATIONS`:
             ``window`` (default), ``window-levels`` (adds each window job's speed and deadline slack per
-            GPU type and count level), or one registered with
-            :func:`~hetgym.envs.observations.register_observation`.
+            GPU type and count level), ``window-cursor`` (adds the job being decided and per-type
+            pressure), ``window-nodes`` (adds each server's free GPUs and the servers each job holds), or
+            one registered with :func:`~hetgym.envs.observations.register_observation`.
         observation_knobs: The encoder's own knobs, like ``codec_knobs``. The built-in encoders have none.
         reward: A name in :data:`~hetgym.envs.rewards.REWARDS`: ``deadline``, ``jct``, ``makespan``,
             ``utilisation``, or one registered with :func:`~hetgym.envs.rewards.register_reward`.
