@@ -42,25 +42,36 @@ CHEAP_POLICIES: tuple[str, ...] = (
 FAST_300: tuple[str, ...] = ("edf", "edf-admission", "fifo", "fifo-backfill", "fifo-fastest", "srtf")
 
 
+#: Gavel-generated traces of tests/data/gavel replayed under ``compat="gavel"`` (the last two are slow).
+GAVEL_TRACES: tuple[str, ...] = ("t0-150", "poisson-200-900s", "poisson-400-250s", "poisson-3000-200s")
+GAVEL_DATA = Path(__file__).resolve().parent / "data" / "gavel"
+
+
 @dataclass(frozen=True)
 class Case:
-    """One run: ``policy`` on ``scenario`` with ``seed``, ``num_jobs`` overriding the scenario's count."""
+    """One run: ``policy`` on ``scenario`` with ``seed``, ``num_jobs`` overriding the scenario's count;
+    or, with ``gavel_trace``, the Gavel trace of that name on ``gavel-108`` under ``compat="gavel"``
+    (``scenario`` is then ``"gavel-compat"``)."""
 
     policy: str
     scenario: str
     seed: int
     num_jobs: int | None = None
     slow: bool = False
+    gavel_trace: str | None = None
 
     @property
     def key(self) -> str:
+        if self.gavel_trace is not None:
+            return f"{self.policy}@{self.scenario}:{self.gavel_trace}#s{self.seed}"
         jobs = "" if self.num_jobs is None else f"/{self.num_jobs}"
         return f"{self.policy}@{self.scenario}{jobs}#s{self.seed}"
 
 
 def cases() -> list[Case]:
     """The fixed set: every registered policy on ``tiny`` and on ``default`` (120 and 300 jobs), two
-    seeds; FIFO, Tiresias and EDF at 3,000 jobs. The expensive policies' larger runs are slow."""
+    seeds; FIFO, Tiresias and EDF at 3,000 jobs; Gavel's policies under ``compat="gavel"`` on three
+    Gavel traces, and its FIFO and max-min fairness on the 3,000-job one. The expensive runs are slow."""
     from hetgym.sim import list_policies
 
     out: list[Case] = []
@@ -73,6 +84,12 @@ def cases() -> list[Case]:
     for policy in ("fifo", "tiresias", "edf"):
         out.append(Case(policy, "default", 0, num_jobs=3000, slow=True))
         out.append(Case(policy, "gavel", 0, num_jobs=3000, slow=True))
+    # Gavel's policies as Gavel's simulator runs them (compat mode), on its own generated traces.
+    for policy in sorted(p for p in list_policies() if p.startswith("gavel-")):
+        for trace in GAVEL_TRACES[:3]:
+            out.append(Case(policy, "gavel-compat", 0, gavel_trace=trace, slow=trace == GAVEL_TRACES[2]))
+    for policy in ("gavel-fifo", "gavel-mmf"):
+        out.append(Case(policy, "gavel-compat", 0, gavel_trace=GAVEL_TRACES[3], slow=True))
     return out
 
 
@@ -93,12 +110,19 @@ def frame_bytes(frame: pd.DataFrame) -> bytes:
 def digest(case: Case) -> dict[str, object]:
     """Run ``case`` and return its digests and counts."""
     from hetgym.experiments import run_one
+    from hetgym.sim import SimConfig, Simulator, make_policy
     from hetgym.workloads.scenario import get_scenario
+    from hetgym.workloads.traces.pipeline import load_trace
 
-    scenario = get_scenario(case.scenario)
-    if case.num_jobs is not None:
-        scenario = scenario.with_overrides(workload={"num_jobs": case.num_jobs})
-    result = run_one(scenario, case.policy, case.seed)
+    if case.gavel_trace is not None:
+        jobs = load_trace(GAVEL_DATA / f"{case.gavel_trace}.trace", "gavel")
+        sim = Simulator("gavel-108", jobs, config=SimConfig(compat="gavel", seed=case.seed))
+        result = sim.run(make_policy(case.policy))
+    else:
+        scenario = get_scenario(case.scenario)
+        if case.num_jobs is not None:
+            scenario = scenario.with_overrides(workload={"num_jobs": case.num_jobs})
+        result = run_one(scenario, case.policy, case.seed)
     return {
         "jobs_sha256": hashlib.sha256(frame_bytes(result.jobs)).hexdigest(),
         "timeline_sha256": hashlib.sha256(frame_bytes(result.timeline)).hexdigest(),
