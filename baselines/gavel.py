@@ -93,7 +93,6 @@ from baselines._gavel_lp import (
     solve_min_total_duration,
 )
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
-from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -238,6 +237,7 @@ class GavelPolicy(Policy):
         self._type_index = {t: i for i, t in enumerate(self._types)}
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
+        self._scale: dict[int, int] = {}  # each active job's requested GPUs (Gavel's scale factor)
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         self._job_time: dict[int, np.ndarray] = {}
@@ -264,6 +264,7 @@ class GavelPolicy(Policy):
         self._last_round_end_s = 0.0
         #: Jobs failed as Gavel fails them (``compat="gavel"``, ``gavel_failures``), in failure order.
         self.failed_jobs: list[int] = []
+        self._token: object | None = None  # the last view's epoch token (see _sync_jobs)
         if self.reference_type is not None:
             self.cluster.check_gpu_type(self.reference_type)
 
@@ -301,33 +302,54 @@ class GavelPolicy(Policy):
         return usable * ref_rates[:, None]
 
     # ----------------------------------------------------------------------------------------
-    def _account(self, view: ClusterView) -> None:
-        """Add the time each running job held GPUs since the previous epoch to its counters."""
-        active = view.job_index
-        for jid in [j for j in self._job_time if j not in active]:
+    def _sync_jobs(self, view: ClusterView) -> None:
+        """Drop the per-job state of jobs that ended and start it for jobs that arrived.
+
+        When ``view`` directly follows the last view seen (``previous_token``), only its arrivals can
+        be new and only its completions and changed jobs (a rejection) can have left, so an epoch
+        costs what changed, not the number of active jobs; otherwise every active job is looked at.
+        """
+        token, self._token = self._token, view.active.token
+        if token is not None and view.previous_token is token:
+            gone = [jid for jid in view.completed if jid in self._job_time]
+            for jid in view.changed:
+                if jid in self._job_time and not _is_active(view, jid):
+                    gone.append(jid)
+            new = [view.job(jid) for jid in view.arrived if jid not in self._job_time]
+        else:
+            active = view.job_index
+            gone = [j for j in self._job_time if j not in active]
+            new = [job for job in view.jobs if job.job_id not in self._job_time]
+        for jid in gone:
+            self._scale.pop(jid, None)
             for store in (self._job_time, self._deficit, self._alloc, self._rates):
                 store.pop(jid, None)
             self._cum_isolated_s.pop(jid, None)
             self._prev_remaining.pop(jid, None)
             self._prev_isolated.pop(jid, None)
         half = self.round_s_in_force(view) / 2.0
-        for job in view.jobs:
-            if job.job_id not in self._job_time:
-                self._job_time[job.job_id] = np.full(len(self._types), half)
-                self._type_time += half
-                self._deficit[job.job_id] = np.zeros(len(self._types))
+        for job in new:
+            self._scale[job.job_id] = job.num_gpus
+            self._job_time[job.job_id] = np.full(len(self._types), half)
+            self._type_time += half
+            self._deficit[job.job_id] = np.zeros(len(self._types))
+            self._job_rates(view, job)
+
+    def _account(self, view: ClusterView) -> None:
+        """Add the time each running job held GPUs since the previous epoch to its counters."""
+        self._sync_jobs(view)
         if self._compat:
             self._account_gavel(view)
             return
         if self._last_now is not None:
             dt = view.now_s - self._last_now
             if dt > 0:
-                for job in view.running:
-                    assert job.allocation is not None
-                    for t in job.allocation.gpu_types:
-                        i = self._type_index[t]
-                        self._job_time[job.job_id][i] += dt
-                        self._type_time[i] += dt
+                index, job_time, type_time = self._type_index, self._job_time, self._type_time
+                for jid, ja in view.running_allocations.items():
+                    for t in ja.gpu_types:
+                        i = index[t]
+                        job_time[jid][i] += dt
+                        type_time[i] += dt
         self._last_now = view.now_s
 
     def _account_gavel(self, view: ClusterView) -> None:
@@ -481,22 +503,22 @@ class GavelPolicy(Policy):
         self._account(view)
         if view.arrived or view.completed:
             self._need_update = True
-        for job in view.jobs:
-            self._job_rates(view, job)
         first = self._last_reset_s is None
         round_start = view.is_tick or first
         if round_start and self._need_update and self._may_recompute(view.now_s):
             self._recompute(view)
         if round_start:
-            builder = AllocationBuilder(view)
-            candidates = list(view.jobs)
+            # Every job is a candidate (in submission order: the per-job state is kept in arrival
+            # order); a job given back what it holds is no change, so the engine skips it.
+            builder = AllocationBuilder.replacing(view)
+            candidates = list(self._job_time)
         else:
-            builder = AllocationBuilder(view)
-            for job in view.running:
-                builder.keep(job)
+            # Inside a round the running jobs keep their GPUs: a decision built from them (the engine
+            # then checks and applies only what the fill below changes).
+            builder = AllocationBuilder.keeping_running(view)
             if not self.fill_between_rounds or self._compat:
                 return builder.build()
-            candidates = [j for j in view.jobs if j.status == JobStatus.WAITING]
+            candidates = [job.job_id for job in view.iter_waiting()]
         failed = len(self.failed_jobs)
         self._pass_failures = 0
         self._greedy(view, builder, candidates)
@@ -513,7 +535,7 @@ class GavelPolicy(Policy):
                 if self._need_update and self._may_recompute(view.now_s):
                     self._recompute(view)
                 gone = set(self.failed_jobs[failed:])
-                candidates = [j for j in candidates if j.job_id not in gone]
+                candidates = [j for j in candidates if j not in gone]
                 if not candidates:
                     break
                 self._pass_failures = 0
@@ -527,16 +549,17 @@ class GavelPolicy(Policy):
         steps = job.remaining_iters * job.num_gpus
         return 0.0 < steps < job.num_gpus - 0.5
 
-    def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[JobView]) -> None:
-        """Gavel's ``_schedule_jobs_on_workers_helper`` over ``candidates`` and the builder's free GPUs."""
+    def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[int]) -> None:
+        """Gavel's ``_schedule_jobs_on_workers_helper`` over the jobs ``candidates`` (ids, in submission
+        order) and the builder's free GPUs. Only the jobs scheduled have their views built."""
         if not candidates:
             return
-        ids = np.array([j.job_id for j in candidates])
-        scale = np.array([j.num_gpus for j in candidates])
-        prio = self.priority_matrix([j.job_id for j in candidates])
-        deficit = np.vstack([self._deficit[j.job_id] for j in candidates])
-        alloc = np.vstack([self._alloc.get(j.job_id, np.zeros(len(self._types))) for j in candidates])
-        rates = np.vstack([self._rates[j.job_id] for j in candidates])
+        scale_list = [self._scale[j] for j in candidates]
+        prio = self.priority_matrix(candidates)
+        deficit = np.vstack([self._deficit[j] for j in candidates])
+        zeros = np.zeros(len(self._types))
+        alloc = np.vstack([self._alloc.get(j, zeros) for j in candidates])
+        rates = np.vstack([self._rates[j] for j in candidates])
         n_types = len(self._types)
         order = self._type_order(view)
         # Entries as flat indices c * n_types + k, in Gavel's order.
@@ -557,10 +580,10 @@ class GavelPolicy(Policy):
         flat = flat[usable]
         free = [builder.free[t] for t in self._types]
         scheduled = np.zeros(len(candidates), dtype=bool)
-        scale_list = scale.tolist()
+        running = view.running_allocations
         # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
         # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
-        idle = [self._compat and j.job_id not in self._alloc for j in candidates]
+        idle = [self._compat and j not in self._alloc for j in candidates]
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             need = scale_list[c]
             if scheduled[c] or need > free[k]:
@@ -569,9 +592,9 @@ class GavelPolicy(Policy):
             scheduled[c] = True
             if idle[c]:
                 continue
-            job = candidates[c]
-            if self._fails(job):
-                jid = job.job_id
+            jid = candidates[c]
+            job = view.job(jid) if self._compat else None  # only compat mode reads the job's progress
+            if job is not None and self._fails(job):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
                 self._pass_failures += 1
                 self._need_update = True
@@ -579,8 +602,13 @@ class GavelPolicy(Policy):
                     builder.reject(jid)
                     self.failed_jobs.append(jid)
                 continue
-            builder.assign(int(ids[c]), self._job_allocation(self._types[k], need))
-            if self._compat:
+            ja = self._job_allocation(self._types[k], need)
+            current = running.get(jid)
+            if current is not None and current.same_resources(ja) and builder.assigned(jid) is None:
+                builder.take(jid, current)  # what it holds, servers included: no change
+            else:
+                builder.assign(jid, ja)
+            if job is not None:
                 self._record_task(view, job, k)
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
@@ -798,3 +826,12 @@ __all__ = [
     "solve_max_min_fairness",
     "solve_min_total_duration",
 ]
+
+
+def _is_active(view: ClusterView, job_id: int) -> bool:
+    """Whether ``job_id`` is active at ``view`` (building its view only)."""
+    try:
+        view.job(job_id)
+    except KeyError:
+        return False
+    return True
