@@ -2,7 +2,8 @@
 
 Gavel is not part of this project: give a checkout (``--gavel-dir``, its root holding ``scheduler/``) and
 an interpreter with its dependencies (``--gavel-python``). The traces are the committed Gavel-generated
-ones of ``tests/data/gavel`` (see ``scripts/fidelity_gavel.py``). One interleaved run: for each repeat,
+ones of ``tests/data/gavel`` (see ``scripts/fidelity_gavel.py``): 150 jobs at t=0, 400 jobs and 3,000 jobs
+(where the simulation, not start-up, dominates) arriving over time. One interleaved run: for each repeat,
 each trace and each policy, Gavel's ``simulate_scheduler_with_trace.py`` (cluster 36:36:36, 4 GPUs per
 server, 360 s rounds, seed 0, ECOS) then ``hetgym simulate --compat gavel`` on the same file, each in a
 fresh process. Reported per (trace, policy), as medians over ``--repeats``:
@@ -41,7 +42,7 @@ OUT = ROOT / "bench" / "gavel.json"
 
 #: Gavel's policy name -> hetgym's policy.
 POLICIES = {"fifo": "gavel-fifo", "max_min_fairness_perf": "gavel-mmf"}
-TRACES = ("t0-150", "poisson-400-250s")
+TRACES = ("t0-150", "poisson-400-250s", "poisson-3000-200s")
 SIMULATE = (
     "scripts/drivers/simulate_scheduler_with_trace.py -t {trace} -p {policy} -c 36:36:36 "
     "--num_gpus_per_server 4:4:4 --seed 0 --solver ECOS --time_per_iteration 360"
