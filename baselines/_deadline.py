@@ -16,6 +16,12 @@
   the view at each call, so the allocation is a function of the view (a teacher that can label any
   state, e.g. for DAgger). Without a record of admissions, :func:`new_arrivals` names the only jobs that
   may still be refused.
+* **Slot origin** (the ``slot_origin`` knob of both policies, :data:`SLOT_ORIGINS`, with
+  ``memory="observed"`` only). Slots are ``[s * round_s, (s + 1) * round_s)`` in absolute time
+  (``"absolute"``, the papers'), so a decision between two slot boundaries depends on where it falls in
+  its slot, which an agent observing durations (slack, age) does not see. ``"decision"`` plans as if the
+  decision fell on a slot boundary (:func:`at_slot_start`): every absolute time is moved forward to the
+  next boundary, so the allocation is the same wherever in its slot the decision falls.
 """
 
 from __future__ import annotations
@@ -30,11 +36,14 @@ import numpy as np
 from hetgym.sim import rates
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec
+from hetgym.sim.registry import KnobError
 from hetgym.sim.throughput import ThroughputModel
-from hetgym.sim.view import ClusterView
+from hetgym.sim.view import ClusterView, shift_time
 
 #: Values of the ``memory`` knob of Dancer and ElasticFlow (see the module docstring).
 MEMORY_MODES = ("history", "observed")
+#: Values of the ``slot_origin`` knob of Dancer and ElasticFlow (see the module docstring).
+SLOT_ORIGINS = ("absolute", "decision")
 
 
 def power_of_two_levels(min_gpus: int, cap: int) -> list[int]:
@@ -182,6 +191,26 @@ def job_options(
 def slot_of(time_s: float, slot_s: float) -> int:
     """Index of the slot containing ``time_s`` (slot ``s`` is ``[s * slot_s, (s + 1) * slot_s)``)."""
     return math.floor(time_s / slot_s + 1e-9)
+
+
+def at_slot_start(view: ClusterView, slot_s: float) -> ClusterView:
+    """``view`` with every absolute time moved forward so that the epoch falls on a slot boundary
+    (:func:`~hetgym.sim.view.shift_time`); ``view`` itself when it already does (within ``slot_of``'s
+    tolerance)."""
+    now = view.now_s
+    start = slot_of(now, slot_s) * slot_s
+    if now - start <= 1e-9 * slot_s:
+        return view
+    return shift_time(view, (slot_of(now, slot_s) + 1) * slot_s - now)
+
+
+def check_slot_origin(owner: str, slot_origin: str, memory: str) -> None:
+    """The ``slot_origin`` knob's rule: ``"decision"`` needs ``memory="observed"``."""
+    if slot_origin == "decision" and memory != "observed":
+        raise KnobError(
+            f"{owner}: knob slot_origin='decision' needs memory='observed' (a plan kept between epochs "
+            "lives on the absolute slot grid); set memory='observed' or slot_origin='absolute'"
+        )
 
 
 def new_arrivals(view: ClusterView) -> list[int]:

@@ -50,6 +50,10 @@ How it works (each part tagged with its provenance, as explained in ``docs/prove
   (never refused); then the new arrivals go through the admission rule on what is left. The
   executor is unchanged. Jobs that ``rejected_jobs="best_effort"`` kept are indistinguishable from
   admitted ones after their arrival epoch. The cost: one DP per active job per epoch.
+* **Slot origin** [I: teacher mode]. Slots are absolute (``slot_origin="absolute"``, default), so a
+  decision between two slot boundaries depends on where it falls in its slot (how much of the current
+  slot is left). With ``memory="observed"``, ``"decision"`` plans as if the decision fell on a boundary:
+  every absolute time of the view is moved forward to the next one (:mod:`baselines._deadline`).
 
 Reconstructions, each a constructor knob with its default: the slot length, the price function
 (``price_mode``, ``price_increment``) and its constants (``price_L``/``price_U``, or ``price_auto``: a
@@ -57,8 +61,8 @@ running calibration over the jobs seen, ``U = max v / (min GPU-slots of any feas
 schedule)`` and ``L = min v / (max GPU-slots of such a schedule)``, so an empty cluster admits any
 feasible job), ``dp_quanta``, ``dp_max_blocks``, ``switch_cost_in_dp``, ``allow_type_mix_in_slot``,
 ``work_conserving_extra``, ``extra_lookahead_s``, ``rejected_jobs``, ``arrival_order``,
-``deadline_margin_s``, ``max_count``, ``max_replans_per_epoch``, ``tie_break``, ``price_scale`` and
-``memory``.
+``deadline_margin_s``, ``max_count``, ``max_replans_per_epoch``, ``tie_break``, ``price_scale``,
+``memory`` and ``slot_origin``.
 Dancer's own price function, constants, DP state and tie-breaking remain to be checked against the
 full paper (``docs/provenance.md``).
 """
@@ -81,7 +85,16 @@ from baselines._dancer_dp import (
     schedule_progress,
 )
 from baselines._dancer_plan import JobState, Plan, SlotLedger, best_extra_option, plan_remaining, trim_plan
-from baselines._deadline import MEMORY_MODES, JobOptions, job_options, new_arrivals, slot_of
+from baselines._deadline import (
+    MEMORY_MODES,
+    SLOT_ORIGINS,
+    JobOptions,
+    at_slot_start,
+    check_slot_origin,
+    job_options,
+    new_arrivals,
+    slot_of,
+)
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, register_policy
@@ -119,10 +132,12 @@ class DancerKnobs(Knobs):
     tie_break: str = knob("early", choices=TIE_BREAKS, doc="reserve the 'early' or 'late' equally priced blocks")
     price_scale: str = knob("uniform", choices=PRICE_SCALES, doc="'uniform' or 'speed' (per-type prices)")
     memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
+    slot_origin: str = knob("absolute", choices=SLOT_ORIGINS, doc="'absolute' or 'decision' (observed memory)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         owner = type(self).__name__
+        check_slot_origin(owner, self.slot_origin, self.memory)
         if not self.price_auto and (self.price_L is None or self.price_U is None):
             raise KnobError(f"{owner}: knob price_auto=False needs both price_L and price_U")
         if self.price_L is not None and self.price_U is not None and self.price_U < self.price_L:
@@ -173,6 +188,9 @@ class Dancer(Policy):
             is priced by its compute).
         memory: ``"history"`` (default: plans and admissions persist between epochs) or ``"observed"``
             (re-plan from the view at every call; see the module docstring).
+        slot_origin: ``"absolute"`` (default: slots of ``round_s`` from time 0) or ``"decision"`` (with
+            ``memory="observed"``: plan as if the decision fell on a slot boundary, see
+            :mod:`baselines._deadline`).
     """
 
     name = "dancer"
@@ -201,6 +219,7 @@ class Dancer(Policy):
         tie_break: str = "early",
         price_scale: str = "uniform",
         memory: str = "history",
+        slot_origin: str = "absolute",
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -225,6 +244,7 @@ class Dancer(Policy):
         self.tie_break = tie_break
         self.price_scale = price_scale
         self.memory = memory
+        self.slot_origin = slot_origin
 
     # ----------------------------------------------------------------------------------------
     # State
@@ -519,6 +539,8 @@ class Dancer(Policy):
         return best_extra_option(job, st, base, free, horizon_s, current, penalty, not self.allow_type_mix_in_slot)
 
     def schedule(self, view: ClusterView) -> Allocation:
+        if self.slot_origin == "decision":
+            view = at_slot_start(view, view.round_s)  # slots follow the simulator's round, as below
         observed = self.memory == "observed"
         if view.epoch == 0 or observed:
             # The simulator may fix another round length: slots follow it.

@@ -49,6 +49,11 @@ plan runs now holds no GPUs, or the fresh decision uses more GPUs than are held;
 decision is returned. Plans' change points need the plan of the last event, so they trigger nothing
 (on ElasticFlow's own runs the DSR barely moves, ``docs/results/observed_teachers.md``). Jobs that
 ``rejected_jobs="best_effort"`` kept count as admitted after their arrival epoch.
+
+**Slot origin** [I: teacher mode]. Slots, and the deadlines rounded up to them, lie on the absolute grid
+of ``round_s`` (``slot_origin="absolute"``, default), so a decision between two boundaries depends on
+where it falls in its slot. With ``memory="observed"``, ``"decision"`` plans as if the decision fell on a
+boundary (every absolute time moved forward to the next one; :mod:`baselines._deadline`).
 """
 
 from __future__ import annotations
@@ -60,7 +65,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._deadline import MEMORY_MODES, JobOptions, job_options, new_arrivals
+from baselines._deadline import (
+    MEMORY_MODES,
+    SLOT_ORIGINS,
+    JobOptions,
+    at_slot_start,
+    check_slot_origin,
+    job_options,
+    new_arrivals,
+)
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, register_policy
@@ -323,6 +336,11 @@ class ElasticFlowKnobs(Knobs):
     overhead_aware: bool = knob(True, doc="deduct one restart penalty from a plan's first interval")
     max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
     memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
+    slot_origin: str = knob("absolute", choices=SLOT_ORIGINS, doc="'absolute' or 'decision' (observed memory)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_slot_origin(type(self).__name__, self.slot_origin, self.memory)
 
 
 @register_policy()
@@ -345,6 +363,9 @@ class ElasticFlow(Policy):
         max_count: Cap on any job's GPU count (default: its ``max_gpus`` or the type's capacity).
         memory: ``"history"`` (default: admissions and the last decision persist) or ``"observed"``
             (re-plan from the view at every call; see the module docstring).
+        slot_origin: ``"absolute"`` (default: slots of ``round_s`` from time 0) or ``"decision"`` (with
+            ``memory="observed"``: plan as if the decision fell on a slot boundary, see
+            :mod:`baselines._deadline`).
     """
 
     name = "elasticflow"
@@ -361,6 +382,7 @@ class ElasticFlow(Policy):
         overhead_aware: bool = True,
         max_count: int | None = None,
         memory: str = "history",
+        slot_origin: str = "absolute",
     ) -> None:
         super().__init__()
         # Validate every knob first (a KnobError names the bad one).
@@ -373,6 +395,7 @@ class ElasticFlow(Policy):
         self.overhead_aware = overhead_aware
         self.max_count = max_count
         self.memory = memory
+        self.slot_origin = slot_origin
 
     def _reset(self) -> None:
         assert self.cluster is not None
@@ -586,6 +609,8 @@ class ElasticFlow(Policy):
         free[:] = free_list
 
     def schedule(self, view: ClusterView) -> Allocation:
+        if self.slot_origin == "decision":
+            view = at_slot_start(view, self.round_s)
         try:
             return self._schedule(view)
         finally:

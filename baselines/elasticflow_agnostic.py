@@ -63,7 +63,7 @@ class ElasticFlowAgnostic(ElasticFlow):
     all GPUs at one speed; the pool counts are mapped to types in the cluster's order (module docstring).
 
     Args:
-        round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory: As for
+        round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory, slot_origin: As for
             :class:`~baselines.elasticflow.ElasticFlow`.
         reference_type: The GPU type whose rates the planner uses (default ``None``: the type with the
             most GPUs in the cluster).
@@ -85,10 +85,13 @@ class ElasticFlowAgnostic(ElasticFlow):
         memory: str = "history",
         reference_type: str | None = None,
         type_choice: TypeChoice = "order",
+        slot_origin: str = "absolute",
     ) -> None:
         # Validate every knob first (a KnobError names the bad one).
         ElasticFlowAgnosticKnobs.of(locals())
-        super().__init__(round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory)
+        super().__init__(
+            round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory, slot_origin
+        )
         self.reference_type = reference_type
         self.type_choice = type_choice
 

@@ -10,9 +10,10 @@ problem is online).
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -329,3 +330,37 @@ class ClusterView:
     def restart_penalty_s(self, job: JobView | JobSpec) -> float:
         """Reconfiguration cost the simulator charges this job."""
         return self.config.restart_penalty_for(job.job_type)
+
+
+def shift_time(view: ClusterView, delta_s: float) -> ClusterView:
+    """The same epoch with every absolute time moved ``delta_s`` seconds later.
+
+    The clock, each job's submission, deadline, first start and last change (in its view and its spec)
+    move together, so every duration a policy can read (slack, age, time waited, time run) is unchanged;
+    only where the epoch falls on absolute-time grids, such as a policy's slots of ``round_s`` seconds,
+    differs. A diagnostic of whether a policy's decision depends on more than those durations
+    (``scripts/teacher_invariance.py``), and how a policy plans on a grid anchored at the decision time
+    (Dancer's ``slot_origin="decision"``). The result is sealed (its job views are built now) and follows
+    no epoch (``previous_token`` is ``None``), so a policy that keeps state across epochs rebuilds it.
+
+    Raises:
+        ValueError: ``delta_s`` is not finite and >= 0 (a job submitted at 0 cannot move earlier).
+    """
+    if not (math.isfinite(delta_s) and delta_s >= 0):
+        raise ValueError(f"shift_time: delta_s={delta_s!r}; give a finite shift >= 0 seconds")
+    if delta_s == 0:
+        return view
+
+    def moved(job: JobView) -> JobView:
+        spec = replace(job.spec, submit_s=job.spec.submit_s + delta_s, deadline_s=job.spec.deadline_s + delta_s)
+        return job._replace(
+            spec=spec,
+            submit_s=job.submit_s + delta_s,
+            deadline_s=job.deadline_s + delta_s,
+            first_start_s=None if job.first_start_s is None else job.first_start_s + delta_s,
+            last_change_s=None if job.last_change_s is None else job.last_change_s + delta_s,
+        )
+
+    now = view.now_s + delta_s
+    jobs = EpochJobs.of_views(now, tuple(map(moved, view.running)), tuple(map(moved, view.waiting)))
+    return replace(view, now_s=now, active=jobs, previous_token=None)
