@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from hetgym.sim import portable
+
 #: Newton steps at most, and the decrement (squared) below which the centre is reached.
 _MAX_STEPS = 100
 _DECREMENT_TOL = 1e-12
@@ -33,7 +35,7 @@ def _slacks(
     x: np.ndarray, rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, need: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Slacks of ``X >= 0``, the row sums, the capacities and the throughput floors."""
-    return x, 1.0 - x.sum(axis=1), capacity - scale @ x, (rates * x).sum(axis=1) - need
+    return x, 1.0 - x.sum(axis=1), capacity - portable.vecmat(scale, x), (rates * x).sum(axis=1) - need
 
 
 def _interior_point(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, need: np.ndarray) -> np.ndarray | None:
@@ -94,7 +96,7 @@ def ftf_analytic_centre(
         parts = _slacks(z, rates, scale, capacity, need)
         if any(np.any(p <= 0) for p in parts):
             return np.inf
-        return -float(sum(np.log(p).sum() for p in parts))
+        return -float(sum(portable.log(p).sum() for p in parts))
 
     value = barrier(x)
     diag = np.arange(k)
@@ -108,11 +110,12 @@ def ftf_analytic_centre(
         blocks[:, diag, diag] = 1.0 / s_x**2
         blocks += (1.0 / s_row**2)[:, None, None]
         blocks += rates[:, :, None] * rates[:, None, :] / (s_thr**2)[:, None, None]
-        inv = np.linalg.inv(blocks)
-        b_grad = np.einsum("mab,mb->ma", inv, grad)
-        small = np.diag(s_cap**2) + np.einsum("m,mab->ab", scale**2, inv)
-        corr = np.linalg.solve(small, scale @ b_grad)
-        step = -(b_grad - scale[:, None] * np.einsum("mab,b->ma", inv, corr))
+        # Elementwise linear algebra (no BLAS/LAPACK), so the centre is the same on every CPU.
+        inv = portable.inv_spd(blocks)
+        b_grad = portable.matvec(inv, grad[:, None, :])
+        small = np.diag(s_cap**2) + ((scale**2)[:, None, None] * inv).sum(axis=0)
+        corr = portable.solve_spd(small, portable.vecmat(scale, b_grad))
+        step = -(b_grad - scale[:, None] * portable.matvec(inv, corr))
         decrement = float(-(grad * step).sum())
         if not np.isfinite(decrement):
             return None

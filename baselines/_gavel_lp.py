@@ -16,6 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, linprog
 
+from hetgym.sim import portable
+
 LPSolver = Literal["ipm", "simplex"]
 
 
@@ -94,7 +96,7 @@ def _check_inputs(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray) ->
 def proportional_rates(rates: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Throughput of each job under Gavel's proportional split ``X[m,k] = N_k / sum N`` (``proportional.py``)."""
     share = capacity / capacity.sum()
-    return rates @ share
+    return portable.matvec(rates, share)
 
 
 def isolated_allocation(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hetgym.sim import portable
 from hetgym.sim.view import ClusterView, JobView
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class PlanAhead:
             return theta * np.maximum(0.0, 1.0 - jct / p.common_horizon_s(view))
         soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else p.sigmoid_slack * t_min
         z = np.minimum((jct - soft) / (p.sigmoid_width * soft), 700.0)
-        return theta / (1.0 + np.exp(z))
+        return theta / (1.0 + portable.exp(z))
 
     def plan_schedule(self, view: ClusterView, job: JobView, start_round: int) -> RoundPlan | None:
         """The best single-type schedule of ``job`` over future rounds under the reservation prices.

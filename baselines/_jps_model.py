@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from hetgym.sim import portable
+
 # ============================================================================================
 # Instances and the JCT model
 
@@ -131,7 +133,7 @@ def synthetic_instance(rng: np.random.Generator, num_jobs: int, num_workers: int
         counts,
         np.array(SYNTHETIC_BW),
         rng.choice([32.0, 64.0, 128.0, 256.0], size=num_jobs),
-        np.exp(rng.uniform(math.log(1e3), math.log(1e5), size=num_jobs)),
+        portable.exp(rng.uniform(math.log(1e3), math.log(1e5), size=num_jobs)),
         rng.choice([1e8, 4.4e8, 5.5e8], size=num_jobs),
     )
 
@@ -262,7 +264,7 @@ def sample_categories(
     k, s = inst.num_workers, inst.num_jobs
     total = num_categories(k, s)
     skip = math.floor(alpha * total)
-    work = inst.iters * inst.batch / np.maximum(inst.rho @ inst.counts / k, 1e-300)
+    work = inst.iters * inst.batch / np.maximum(portable.matvec(inst.rho, inst.counts) / k, 1e-300)
     seeds = [equal_category(k, s), _proportional_sizes(work, k)]
     out: dict[tuple[int, ...], None] = dict.fromkeys(seeds)
     if n_samples >= total - skip:

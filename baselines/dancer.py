@@ -95,6 +95,7 @@ from baselines._deadline import (
     new_arrivals,
     slot_of,
 )
+from hetgym.sim import portable
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, register_policy
@@ -318,7 +319,7 @@ class Dancer(Policy):
         ok = need_s <= window
         if not ok.any():
             return
-        weighted_gpus = opts.counts @ self._type_weight
+        weighted_gpus = portable.matvec(opts.counts, self._type_weight)
         # Count whole DP blocks, plus one: a schedule not starting on a block boundary touches one more.
         per = self._slots_per_block(view.now_s, job.deadline_s - self.deadline_margin_s)
         blocks = np.ceil(need_s[ok] / (per * self._slot_s) - 1e-9) + 1.0

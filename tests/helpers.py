@@ -105,15 +105,28 @@ def write_digests_cli(
 ) -> int:
     """The command line of the digest modules (``tests/sim_digests.py``, ``tests/env_digests.py``).
 
-    Refuses to run without ``--write``; with it, digests every case (printing ``key summary``) and
-    replaces ``path`` (JSON with ``indent``) through a temporary sibling, so an interrupted run leaves the
-    committed file intact.
+    ``--write`` digests every case (printing ``key summary``) and replaces ``path`` (JSON with ``indent``)
+    through a temporary sibling, so an interrupted run leaves the committed file intact. ``--drift``
+    writes nothing: it re-runs the cases (the slow ones too with ``--slow``) and reports how many
+    differ from the committed digests and how far their metrics moved (exit 1 when any differ), for
+    testing against package releases newer than the lock. One of the two is required.
     """
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"(re)write {path.name}")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help=f"(re)write {path.name}")
+    mode.add_argument("--drift", action="store_true", help=f"compare with {path.name}, write nothing")
+    parser.add_argument("--slow", action="store_true", help="with --drift: the slow cases too")
     args = parser.parse_args()
-    if not args.write:
-        parser.error("give --write to regenerate the committed digests (only for a deliberate behaviour change)")
+    if args.drift:
+        committed = json.loads(path.read_text())
+        chosen = [c for c in cases if args.slow or not getattr(c, "slow", False)]
+        changed = 0
+        for case in chosen:
+            line = drift_line(case.key, committed.get(case.key), digest(case))
+            changed += line.startswith("CHANGED")
+            print(line, flush=True)
+        print(f"drift: {changed} of {len(chosen)} cases differ from {path.name}")
+        return 1 if changed else 0
     table = {}
     for case in cases:
         table[case.key] = digest(case)
@@ -122,6 +135,31 @@ def write_digests_cli(
     atomic_write(path, lambda tmp: tmp.write_text(text))
     print(f"wrote {len(table)} digests to {path}")
     return 0
+
+
+def drift_line(key: str, want: dict[str, Any] | None, got: dict[str, Any]) -> str:
+    """``same KEY``, or ``CHANGED KEY`` with each changed entry; for ``metrics``, each metric's move."""
+    if want is None:
+        return f"CHANGED {key}: no committed digest"
+    if got == want:
+        return f"same    {key}"
+    moves = []
+    for name in sorted(set(got) | set(want)):
+        old, new = want.get(name), got.get(name)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            for metric in sorted(set(old) | set(new)):
+                a, b = old.get(metric), new.get(metric)
+                if a != b and isinstance(a, float) and isinstance(b, float):
+                    moves.append(f"{metric} {a:.6g} -> {b:.6g} ({b - a:+.3g})")
+                elif a != b:
+                    moves.append(f"{metric} {a} -> {b}")
+        elif name.endswith("sha256"):
+            moves.append(f"{name} differs")
+        else:
+            moves.append(f"{name} {old} -> {new}")
+    return f"CHANGED {key}: " + "; ".join(moves)
 
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"

@@ -15,6 +15,7 @@ Regenerate the file only for a deliberate change of behaviour (never for a speed
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,16 +94,39 @@ def cases() -> list[Case]:
     return out
 
 
+#: The headline metrics kept beside each digest, so that a changed digest says how far the results moved.
+METRICS: tuple[str, ...] = ("dsr", "jct_mean_s", "makespan_s", "utilisation")
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _column_kind(col: pd.Series) -> str:
+    """The column's kind, not the library's spelling of its dtype: ``f8``, ``i8``, ``b1``, ... or ``text``
+    (pandas 3 names string columns ``str`` where pandas 2 said ``object``: the same values)."""
+    kind = col.dtype.kind
+    if kind in "biuf":
+        return f"{kind}{col.dtype.itemsize}"
+    return "text"
+
+
+def _text(value: object) -> str:
+    missing = value is None or (isinstance(value, float) and value != value)
+    return "\x00" if missing else str(value)
+
+
 def frame_bytes(frame: pd.DataFrame) -> bytes:
-    """The table's exact bytes: each column's name, dtype and values (numbers as their binary form)."""
+    """The table's exact values: each column's name, kind and values (numbers as their binary form)."""
     parts: list[bytes] = []
     for name in frame.columns:
         col = frame[name]
-        parts.append(f"{name}:{col.dtype}\n".encode())
-        if col.dtype.kind in "biuf":
+        kind = _column_kind(col)
+        parts.append(f"{name}:{kind}\n".encode())
+        if kind != "text":
             parts.append(np.ascontiguousarray(col.to_numpy()).tobytes())
         else:
-            parts.append("\x1f".join(str(v) for v in col.tolist()).encode())
+            parts.append("\x1f".join(_text(v) for v in col.tolist()).encode())
         parts.append(b"\x1e")
     return b"".join(parts)
 
@@ -130,6 +154,8 @@ def digest(case: Case) -> dict[str, object]:
         "num_epochs": result.num_epochs,
         "num_events": result.num_events,
         "stalled": result.stalled,
+        # NaN (e.g. DSR without deadlines) as null: JSON has no NaN, and NaN != NaN.
+        "metrics": {name: _number(result.metrics[name]) for name in METRICS},
     }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym.envs.state import DecisionState, slack_s
+from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import RateTable
@@ -590,7 +591,7 @@ class WindowLevelsObservation(WindowObservation):
         left_s = np.array([jobs[i].deadline_s - now for i in dated])[:, None, None]
         positive = np.stack([rows[i].positive for i in dated])  # type: ignore[misc]
         need_s = np.where(positive, remaining / np.maximum(rates, 1e-300), np.inf)
-        slack_out[dated] = np.tanh((left_s - need_s) / self.time_scale_s)  # tanh(-inf) = -1
+        slack_out[dated] = portable.tanh((left_s - need_s) / self.time_scale_s)  # tanh(-inf) = -1
 
 
 class _LevelRow(NamedTuple):

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import check_number
 from hetgym.sim.job import JobSpec
@@ -220,7 +221,7 @@ def gavel_philly(
     scale = _draw_scale(rng_scale, PHILLY_SCALE, num_jobs)
     long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
     expo = np.where(long_job, rng_dur.uniform(3, 4, size=num_jobs), rng_dur.uniform(1.5, 3, size=num_jobs))
-    duration_s = 60.0 * 10.0**expo
+    duration_s = 60.0 * portable.power(10.0, expo)
     job_types: list[str] = []
     batch = np.empty(num_jobs, dtype=np.int64)
     gpus = np.empty(num_jobs, dtype=np.int64)
@@ -294,7 +295,7 @@ def elasticflow(
         scale = np.minimum(scale, max_gpus_per_job)
     long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
     expo = np.where(long_job, rng_dur.uniform(2.5, 4, size=num_jobs), rng_dur.uniform(1, 2.5, size=num_jobs))
-    duration_s = 60.0 * 10.0**expo
+    duration_s = 60.0 * portable.power(10.0, expo)
     job_types = [ELASTICFLOW_MODELS[int(k)] for k in model_idx]
     batches = {m: throughput.batch_sizes(m, "a100") for m in ELASTICFLOW_MODELS}
     batch = np.array([batches[jt][int(rng_model.integers(0, len(batches[jt])))] for jt in job_types], dtype=np.int64)

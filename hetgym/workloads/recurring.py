@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.comm import NOMINAL_MODEL_BYTES
 from hetgym.sim.config import SimConfig
@@ -236,7 +237,7 @@ def recurring(
         )
         for i in range(num_templates)
     ]
-    weights = 1.0 / np.arange(1, num_templates + 1) ** zipf_s
+    weights = 1.0 / portable.power(np.arange(1, num_templates + 1), zipf_s)
     weights /= weights.sum()
     recurs = rng_pick.uniform(0, 1, size=num_jobs) < recurring_fraction
     picks = rng_pick.choice(num_templates, size=num_jobs, p=weights)

@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from env_digests import DIGESTS_PATH, Case, cases, digest
+from helpers import drift_line
 
 from hetgym.envs.codecs import CODECS
 from hetgym.envs.env import HetClusterEnv
@@ -33,7 +34,7 @@ def test_every_case_has_a_committed_digest() -> None:
 def test_stream_is_bit_identical(case: Case) -> None:
     got = digest(case)
     assert got["records"] > case.steps  # the reset and every step were hashed
-    assert got == COMMITTED[case.key], f"{case.key}: the env's stream changed"
+    assert got == COMMITTED[case.key], f"the env's stream changed: {drift_line(case.key, COMMITTED[case.key], got)}"
 
 
 def _from_scratch(env: HetClusterEnv) -> tuple[dict[str, np.ndarray], np.ndarray]:

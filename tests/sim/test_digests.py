@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import drift_line
 from sim_digests import DIGESTS_PATH, Case, cases, digest
 
 COMMITTED: dict[str, dict[str, object]] = json.loads(DIGESTS_PATH.read_text())
@@ -31,4 +32,4 @@ def test_every_case_has_a_committed_digest() -> None:
 def test_per_job_table_is_bit_identical(case: Case) -> None:
     got = digest(case)
     want = COMMITTED[case.key]
-    assert got == want, f"{case.key}: the run's results changed: {got} != committed {want}"
+    assert got == want, f"the run's results changed: {drift_line(case.key, want, got)}"
