@@ -1,1 +1,2 @@
-"""Learning agents for ``HetCluster-v0``: imitation of the expert policies and RL fine-tuning."""
+"""Learning agents for the ``HetCluster`` ids (``HetCluster-v1`` by default): imitation of the expert
+policies and RL fine-tuning."""

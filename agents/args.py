@@ -87,15 +87,14 @@ def parse_seeds(text: str | Sequence[int]) -> list[int]:
 class BCArgs:
     """Arguments of the behaviour-cloning recipe (``hetgym train --algo bc``).
 
-    The defaults finish in a few minutes on two CPU cores on ``HetCluster-v0`` (4 teacher episodes of
-    some 12,000 steps each); the larger configuration in ``docs/agents.md`` uses 16 episodes and 20
-    epochs.
+    The defaults clone 4 teacher episodes for 8 epochs on ``HetCluster-v1``, the id built for learning;
+    ``docs/agents.md`` gives a larger configuration and the measured times.
     """
 
-    env_id: str = "HetCluster-v0"
+    env_id: str = "HetCluster-v1"
     """Registered environment id."""
     env: dict[str, Any] = field(default_factory=dict)
-    """``gym.make`` overrides on top of the agents' defaults (32 slots, ``window-levels`` observation)."""
+    """``gym.make`` overrides on top of the agents' defaults (``agents.common.agent_env_defaults``)."""
     teacher: str = "dancer"
     """The expert policy to clone (any registered policy), with knobs as ``NAME:KEY=VALUE[,KEY=VALUE]``."""
     algo: str = "maskable-ppo"
@@ -160,11 +159,10 @@ class DAggerArgs:
     """Arguments of the DAgger recipe (``hetgym train --algo dagger``).
 
     The defaults (4 teacher episodes and 8 epochs of cloning, then 3 rounds of one learner episode and 3
-    epochs each) take some 13 minutes on two CPU cores on ``HetCluster-v0``; see ``docs/agents.md`` for
-    a larger configuration.
+    epochs each) run on ``HetCluster-v1``; see ``docs/agents.md`` for a larger configuration.
     """
 
-    env_id: str = "HetCluster-v0"
+    env_id: str = "HetCluster-v1"
     """Registered environment id."""
     env: dict[str, Any] = field(default_factory=dict)
     """``gym.make`` overrides on top of the agents' defaults."""
@@ -250,17 +248,18 @@ class DAggerArgs:
 class PPOArgs:
     """Arguments of the PPO / MaskablePPO recipe (``hetgym train --algo ppo|maskable-ppo``).
 
-    The defaults (50,000 steps, a few episodes of the default preset) take some 3 minutes on two CPU
-    cores; ``docs/agents.md`` gives a larger configuration.
+    The defaults (50,000 steps on ``HetCluster-v1``) train from scratch; ``docs/agents.md`` gives a larger
+    configuration. Training from scratch has no teacher: ``reference`` is the expert the environment's
+    round length is taken from and the agent is measured against.
     """
 
-    env_id: str = "HetCluster-v0"
+    env_id: str = "HetCluster-v1"
     """Registered environment id."""
     env: dict[str, Any] = field(default_factory=dict)
     """``gym.make`` overrides on top of the agents' defaults."""
-    teacher: str | None = "dancer"
-    """The reference policy (``NAME`` or ``NAME:KEY=VALUE,...``): its round length sets the environment's,
-    and the gap is measured to it."""
+    reference: str | None = "dancer"
+    """The reference policy (``NAME`` or ``NAME:KEY=VALUE,...``): its round length sets the environment's
+    (from scratch) and the DSR gap is measured to it; a fine-tuning run's teacher is its clone's."""
     algo: str = "maskable-ppo"
     """``maskable-ppo`` (masked actions) or ``ppo``."""
     init: str | None = None

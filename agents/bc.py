@@ -401,7 +401,11 @@ def evaluate_against_teacher(
     max_steps: int | None,
     on_step: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """The agent's and the teacher's mean DSR and average JCT on ``seeds`` (and per seed)."""
+    """The agent's and the teacher's mean DSR and average JCT on ``seeds`` (and per seed).
+
+    ``teacher`` is the expert the agent is measured against (a PPO run's reference); the result names it
+    under ``reference`` and keeps its figures under the ``teacher_*`` keys.
+    """
     from agents.evaluation import evaluate_expert, evaluate_model
 
     if not seeds:
@@ -417,6 +421,7 @@ def evaluate_against_teacher(
     }
     if teacher:
         ref = evaluate_expert(teacher, env_id, env_kwargs, seeds)
+        out["reference"] = teacher
         out["teacher_dsr"] = float(ref["dsr"].mean())
         out["teacher_jct_mean_s"] = float(ref["jct_mean_s"].mean())
         out["teacher_per_seed_dsr"] = ref["dsr"].round(6).tolist()
@@ -647,6 +652,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         env_id=args.env_id,
         env_kwargs=env_kwargs,
         teacher=args.teacher,
+        reference=args.teacher,
         recipe="bc",
         algo=args.algo,
         arch=args.arch,

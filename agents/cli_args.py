@@ -22,9 +22,9 @@ from typing import Any
 
 from agents.args import AgentError
 
-#: Fields set by dedicated options of ``hetgym train`` (``--env KEY=VALUE``, ``--teacher``, ``--algo`` /
-#: ``--save-as``), not generated.
-SPECIAL_FIELDS = frozenset({"env", "teacher", "algo"})
+#: Fields set by dedicated options of ``hetgym train`` (``--env KEY=VALUE``, ``--teacher``, ``--reference``,
+#: ``--algo`` / ``--save-as``), not generated.
+SPECIAL_FIELDS = frozenset({"env", "teacher", "reference", "algo"})
 
 
 def field_help(cls: type) -> dict[str, str]:

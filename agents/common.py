@@ -6,10 +6,10 @@ then the agent defaults of the id's interface (:func:`agent_env_defaults`), then
 the ``-v0`` ids the defaults widen the window to 32 slots (on the ``default`` preset up to some 35 jobs are
 active at once, and a teacher's decision about a job outside a 16-slot window cannot be expressed) and use
 the ``window-levels`` observation (each job's speed and deadline slack per GPU type and count level, what a
-deadline-aware teacher compares). On the ``-v1`` ids, whose interface is built for learning, they keep
-its 32-slot window and its ``decisions="on-change"`` cadence: the teacher then acts at the agent's cadence
-rather than at every epoch (for Dancer on ``HetCluster-Tiny-v1``, seeds 1000-1019: DSR 0.679 against
-0.754 at every epoch, with 32 agent steps an episode against 2,579).
+deadline-aware teacher compares). On the ``-v1`` ids (the recipes' default), whose interface is built for
+learning, they keep its 32-slot window and its ``decisions="on-change"`` cadence: the teacher then acts at
+the agent's cadence rather than at every epoch, with far fewer agent steps an episode and a somewhat lower
+DSR than at every epoch (``docs/environment.md``).
 
 **Checkpoints.** A run folder holds ``model.zip`` (a Stable-Baselines3 ``PPO`` or sb3-contrib
 ``MaskablePPO`` archive, whatever recipe trained it: a cloned policy is saved inside the algorithm it
@@ -65,13 +65,14 @@ META_FILE = "agent.json"
 
 
 def agent_env_kwargs(
-    teacher: str | None, overrides: Mapping[str, Any] | None = None, env_id: str = "HetCluster-v0"
+    teacher: str | None, overrides: Mapping[str, Any] | None = None, env_id: str = "HetCluster-v1"
 ) -> dict[str, Any]:
     """``gym.make`` overrides for an agent taught by ``teacher`` (see the module docstring).
 
     Args:
         teacher: A registered policy name, possibly with knobs (``dancer:memory=observed``, see
-            :func:`~agents.args.parse_teacher`), whose round length the environment takes, or ``None``.
+            :func:`~agents.args.parse_teacher`), whose round length the environment takes (a teacher, or
+            the reference of a PPO run from scratch), or ``None``.
         overrides: The user's overrides (``sim`` is merged with the teacher's, the rest replace).
         env_id: The registered id the agent trains in (its interface chooses the defaults).
     """
@@ -163,7 +164,8 @@ class AgentMeta:
     Attributes:
         env_id: The registered environment id.
         env_kwargs: The ``gym.make`` overrides (they rebuild the exact environment).
-        teacher: The expert policy the agent learned from (``None`` for RL from scratch).
+        teacher: The expert policy the agent learned from by imitation (for a fine-tuning run, its clone's;
+            ``None`` for RL from scratch).
         recipe: ``bc``, ``dagger``, ``ppo`` or ``maskable-ppo``.
         algo: The algorithm whose archive ``model.zip`` is (``ppo`` or ``maskable-ppo``).
         arch: Policy architecture as asked for (``slot``, ``slot-flat``, ``set`` or ``mlp``; ``slot`` is the
@@ -172,6 +174,9 @@ class AgentMeta:
         args: The recipe's arguments.
         results: Figures measured during and after training (agreement, evaluation, ...).
         parent: The checkpoint a fine-tuning run started from.
+        reference: The expert the agent is measured against (the DSR gap): the teacher for BC and DAgger,
+            the ``reference`` policy for PPO (from scratch, its round length also sets the environment's);
+            ``None`` in files written before it was recorded.
     """
 
     env_id: str
@@ -184,6 +189,7 @@ class AgentMeta:
     args: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     parent: str | None = None
+    reference: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(_plain(dataclasses.asdict(self)), indent=2, default=str)

@@ -245,6 +245,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         env_id=args.env_id,
         env_kwargs=env_kwargs,
         teacher=args.teacher,
+        reference=args.teacher,
         recipe="dagger",
         algo="maskable-ppo" if "Maskable" in type(model).__name__ else "ppo",
         arch=arch,

@@ -17,7 +17,7 @@ small entropy bonus): the "from scratch" baseline.
 The episodes' workloads are drawn from the environment's seeded generator (a fresh workload per
 episode; held-out evaluation seeds are small integers that these draws practically never produce). An
 :class:`~agents.callbacks.EpisodeMetricsCallback` logs each finished episode's DSR, JCT, utilisation
-and gap to the teacher beside SB3's losses.
+and gap to the reference policy beside SB3's losses.
 """
 
 from __future__ import annotations
@@ -65,8 +65,6 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     if args.critic_warmup_steps > 0 and not finetune:
         raise AgentError("critic_warmup_steps needs --init (a clone to fine-tune): from scratch no actor to keep")
     recipe = f"{args.algo}-finetune" if finetune else args.algo
-    name = args.run_name or run_name(args.env_id, recipe, args.teacher if finetune else None, args.seed)
-    folder = Path(args.out_dir) / name
     init_meta: AgentMeta | None = None
     arch, hidden, attention = args.arch, args.hidden, args.attention_layers
     if finetune:
@@ -87,7 +85,10 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         hidden = int(init_meta.args.get("hidden", hidden))
         attention = int(init_meta.args.get("attention_layers", attention))
     else:
-        env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
+        env_kwargs = agent_env_kwargs(args.reference, args.env, args.env_id)
+    teacher = init_meta.teacher if init_meta is not None else None
+    name = args.run_name or run_name(args.env_id, recipe, teacher, args.seed)
+    folder = Path(args.out_dir) / name
     lr = args.learning_rate if args.learning_rate is not None else (1e-5 if finetune else 3e-4)
     clip = args.clip_range if args.clip_range is not None else (0.1 if finetune else 0.2)
     ent = args.ent_coef if args.ent_coef is not None else (0.0 if finetune else 0.01)
@@ -121,15 +122,16 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     meta = AgentMeta(
         env_id=args.env_id,
         env_kwargs=env_kwargs,
-        teacher=args.teacher if finetune else None,
+        teacher=teacher,
         recipe=recipe,
         algo=args.algo,
         arch=arch,
         seed=args.seed,
         args={**dataclasses.asdict(args), "learning_rate": lr, "clip_range": clip, "ent_coef": ent},
         parent=str(args.init) if finetune else None,
+        reference=args.reference,
     )
-    reference = TeacherReference(args.teacher, args.env_id, env_kwargs) if args.teacher else None
+    reference = TeacherReference(args.reference, args.env_id, env_kwargs) if args.reference else None
     episodes = EpisodeMetricsCallback(reference)
     callbacks: list[Any] = [episodes]
     if args.time_discount:
@@ -147,7 +149,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         bar.task("evaluating on held-out workloads", None)
         eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
         evaluation = evaluate_against_teacher(
-            model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
+            model, args.env_id, env_kwargs, args.reference, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )
         log_evaluation(logger, evaluation, model.num_timesteps)
     venv.close()

@@ -434,7 +434,7 @@ class ExpertLabelWrapper(gym.Wrapper[dict[str, np.ndarray], Any, dict[str, np.nd
 
 
 def labelled_env(
-    env_id: str = "hetgym:HetCluster-v0",
+    env_id: str = "hetgym:HetCluster-v1",
     policy: str = "edf",
     policy_kwargs: dict[str, Any] | None = None,
     **env_kwargs: Any,
@@ -445,7 +445,7 @@ def labelled_env(
     ``env_kwargs`` says otherwise (``policy_compat=None`` turns that off).
 
     Use it to build vector envs whose workers label their own observations, e.g.
-    ``SubprocVecEnv([functools.partial(labelled_env, "hetgym:HetCluster-Tiny-v0", "srtf")] * 4)``.
+    ``SubprocVecEnv([functools.partial(labelled_env, "hetgym:HetCluster-Tiny-v1", "srtf")] * 4)``.
     """
     kwargs = dict(env_kwargs)
     if "policy_compat" not in kwargs:

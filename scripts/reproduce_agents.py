@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {timings[name]:.0f} s -> {out.path}", flush=True)
         return out
 
-    common = {"env_id": env_id, "teacher": args.teacher, "seed": args.seed, "out_dir": str(runs), "eval_seeds": ""}
+    shared = {"env_id": env_id, "seed": args.seed, "out_dir": str(runs), "eval_seeds": ""}
+    common = {**shared, "teacher": args.teacher}
     bc_run = timed(
         "bc",
         lambda: bc.train(
@@ -115,14 +116,21 @@ def main(argv: list[str] | None = None) -> int:
     ft_run = timed(
         "ppo_finetune",
         lambda: ppo.train(
-            PPOArgs(**common, init=str(dagger_run.path), total_timesteps=args.ppo_steps, run_name=f"ppo-ft-{stamp}"),
+            PPOArgs(
+                **shared,
+                reference=args.teacher,
+                init=str(dagger_run.path),
+                total_timesteps=args.ppo_steps,
+                run_name=f"ppo-ft-{stamp}",
+            ),
             progress=progress,
         ),
     )
     scratch_run = timed(
         "ppo_scratch",
         lambda: ppo.train(
-            PPOArgs(**common, total_timesteps=args.ppo_steps, run_name=f"ppo-scratch-{stamp}"), progress=progress
+            PPOArgs(**shared, reference=args.teacher, total_timesteps=args.ppo_steps, run_name=f"ppo-scratch-{stamp}"),
+            progress=progress,
         ),
     )
     experts = default_policies() if args.experts == "all" else [s for s in args.experts.split(",") if s]

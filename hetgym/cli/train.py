@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ from hetgym.cli._common import console, parse_value
 from hetgym.sim.layout import require_project_package
 
 RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
-PRESET_IDS = {"default": "HetCluster-v0", "tiny": "HetCluster-Tiny-v0"}
+#: ``--preset`` names: the newest ids, those of the interface built for learning (``interface="v1"``).
+PRESET_IDS = {"default": "HetCluster-v1", "tiny": "HetCluster-Tiny-v1"}
+#: The expert bc and dagger learn from when no ``--teacher`` is given, and ppo's default ``--reference``.
+DEFAULT_EXPERT = "dancer"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,19 +35,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train an agent: behaviour cloning, DAgger, PPO or MaskablePPO (from scratch or from a clone)",
-        description="Train an agent in HetCluster-v0 and save it (model.zip + agent.json) in a run folder. "
-        "bc and dagger learn from --teacher; ppo and maskable-ppo train from scratch, or fine-tune a saved "
-        "clone given with --init. The defaults finish in minutes on two CPU cores; docs/agents.md gives a "
+        description=f"Train an agent in {PRESET_IDS['default']} (--preset tiny: {PRESET_IDS['tiny']}) and save "
+        "it (model.zip + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and maskable-ppo "
+        "train from scratch, or fine-tune a saved clone given with --init, and are measured against "
+        "--reference. docs/agents.md gives a "
         "larger configuration. Progress goes to the terminal, losses and episode metrics to TensorBoard "
         "(RUN/tb).",
     )
     p.add_argument("--algo", choices=RECIPES, default="bc", help="the recipe (default: bc)")
     p.add_argument(
         "--teacher",
-        default="dancer",
         metavar="NAME[:KEY=VALUE,...]",
-        help="expert to learn from / compare with, with its knobs if any, e.g. dancer:memory=observed (the label "
-        "DAgger wants: a function of the state; see docs/agents.md) (default: dancer)",
+        help="bc/dagger: the expert to learn from, with its knobs if any, e.g. dancer:memory=observed (the label "
+        f"DAgger wants: a function of the state; see docs/agents.md) (default: {DEFAULT_EXPERT})",
+    )
+    p.add_argument(
+        "--reference",
+        metavar="NAME[:KEY=VALUE,...]",
+        help="ppo/maskable-ppo: the expert the agent is measured against (DSR gap); from scratch its round "
+        f"length also sets the environment's (default: {DEFAULT_EXPERT}). bc and dagger are measured against "
+        "their teacher",
     )
     p.add_argument("--preset", choices=sorted(PRESET_IDS), help="shorthand for --env-id (default or tiny)")
     p.add_argument(
@@ -131,7 +142,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     env = parse_env_overrides(args.env)
     if args.preset and getattr(args, "env_id", None):
         raise ValueError("give --preset or --env-id, not both")
-    fixed: dict[str, Any] = {"env": env, "teacher": args.teacher}
+    fixed: dict[str, Any] = {"env": env}
+    if args.algo in ("bc", "dagger"):
+        if args.reference is not None:
+            raise ValueError(
+                f"--reference applies to ppo and maskable-ppo; {args.algo} is measured against its --teacher"
+            )
+        fixed["teacher"] = args.teacher or DEFAULT_EXPERT
+    else:
+        if args.teacher is not None and args.reference is not None:
+            raise ValueError("give --reference (PPO learns from no teacher); --teacher is its older name")
+        if args.teacher is not None:
+            print(
+                f"note: --teacher with --algo {args.algo}: PPO imitates no teacher; {args.teacher} is the "
+                f"reference (--reference {args.teacher})",
+                file=sys.stderr,
+            )
+        fixed["reference"] = args.reference or args.teacher or DEFAULT_EXPERT
     if args.preset:
         fixed["env_id"] = PRESET_IDS[args.preset]
     started = time.perf_counter()
@@ -163,7 +190,11 @@ def _pct(x: Any) -> str:
 def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
     """The figures a run measured, as a table."""
     res = meta.results
-    table = Table(title=f"{meta.recipe} on {meta.env_id} (teacher: {meta.teacher or '-'}), saved to {path}")
+    reference = getattr(meta, "reference", None)
+    who = f"teacher: {meta.teacher}" if meta.teacher else "no teacher"
+    if reference and reference != meta.teacher:
+        who += f", reference: {reference}"
+    table = Table(title=f"{meta.recipe} on {meta.env_id} ({who}), saved to {path}")
     table.add_column("figure")
     table.add_column("value", justify="right")
     agree = res.get("agreement")
@@ -184,10 +215,11 @@ def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
         table.add_row(f"DSR on held-out seeds {ev['seeds']}", f"{ev['dsr']:.3f}")
         table.add_row("average JCT (h)", f"{ev['jct_mean_s'] / 3600:.2f}")
         if "teacher_dsr" in ev:
+            role = "teacher" if ev.get("reference", meta.teacher) == meta.teacher else "reference"
             table.add_row(
-                "teacher's DSR / average JCT (h)", f"{ev['teacher_dsr']:.3f} / {ev['teacher_jct_mean_s'] / 3600:.2f}"
+                f"{role}'s DSR / average JCT (h)", f"{ev['teacher_dsr']:.3f} / {ev['teacher_jct_mean_s'] / 3600:.2f}"
             )
-            table.add_row("DSR gap to the teacher", f"{ev['dsr_gap']:+.3f}")
+            table.add_row(f"DSR gap to the {role}", f"{ev['dsr_gap']:+.3f}")
     if "timesteps" in res:
         table.add_row("environment steps", str(res["timesteps"]))
     table.add_row("wall time (s)", f"{wall_s:.0f}")
@@ -249,7 +281,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.ensemble and agents and (meta.env_id, env_kwargs) != next(iter(agents.values()))[1:]:
             raise AgentError(f"{path} acts in another env than the first MODEL; an ensemble needs one env for all")
         agents[label] = (model, meta.env_id, env_kwargs)
-        teacher = teacher or meta.teacher
+        teacher = teacher or meta.reference or meta.teacher
     if args.ensemble:
         from agents.ensemble import EnsembleAgent
 
@@ -273,8 +305,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise ValueError("nothing to evaluate: give a MODEL, --random or some --experts")
         from agents.common import agent_env_kwargs
 
-        env_kwargs = agent_env_kwargs(None, {"trace": str(args.trace)} if args.trace else {})
-        reference = (PRESET_IDS[args.preset or "default"], env_kwargs)
+        preset_id = PRESET_IDS[args.preset or "default"]
+        env_kwargs = agent_env_kwargs(None, {"trace": str(args.trace)} if args.trace else {}, preset_id)
+        reference = (preset_id, env_kwargs)
     if args.random:
         from agents.random_agent import RandomMaskedAgent
 

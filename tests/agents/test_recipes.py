@@ -233,6 +233,7 @@ def test_ppo_from_scratch_and_bad_fine_tuning_input(bc_run: bc.RunResult, tmp_pa
         )
     )
     assert run.meta.recipe == "maskable-ppo" and run.meta.teacher is None and run.meta.parent is None
+    assert run.meta.reference == "dancer"  # measured against it, and its round sets the env, but not imitated
     assert json.loads((run.path / META_FILE).read_text())["args"]["learning_rate"] == 3e-4
     with pytest.raises(AgentError, match="drop --env"):
         ppo.train(PPOArgs(env_id=TINY, init=str(bc_run.path), env={"queue_slots": 8}, out_dir=str(tmp_path)))
