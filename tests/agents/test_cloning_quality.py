@@ -26,7 +26,7 @@ TINY = "HetCluster-Tiny-v0"
 @pytest.mark.slow
 def test_bc_recovers_an_observation_determined_teacher() -> None:
     seed_everything(0)
-    kwargs = agent_env_kwargs("fifo", {"window_order": "arrival"})
+    kwargs = agent_env_kwargs("fifo", {"window_order": "arrival"}, env_id=TINY)
     train = collect_demonstrations(TINY, kwargs, "fifo", list(range(60))).transitions()
     held_out = collect_demonstrations(TINY, kwargs, "fifo", [500, 501, 502]).transitions()
     model = new_model("maskable-ppo", make_env(TINY, kwargs), "slot", 128, 0, seed=0)

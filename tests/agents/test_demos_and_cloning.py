@@ -24,7 +24,7 @@ TINY = "HetCluster-Tiny-v0"
 
 @pytest.fixture(scope="module")
 def edf_demos() -> Demonstrations:
-    return collect_demonstrations(TINY, agent_env_kwargs("edf"), "edf", [0, 1])
+    return collect_demonstrations(TINY, agent_env_kwargs("edf", env_id=TINY), "edf", [0, 1])
 
 
 def test_demonstrations_have_imitation_shapes_and_valid_labels(edf_demos: Demonstrations) -> None:
@@ -39,7 +39,7 @@ def test_demonstrations_have_imitation_shapes_and_valid_labels(edf_demos: Demons
         assert traj.infos["expert_acted"].all() and traj.infos["expert_exact"].all()
         np.testing.assert_array_equal(traj.infos["executed"], traj.acts)
     # The teacher acting through the env scores exactly as on the simulator.
-    ref = evaluate_expert("edf", TINY, agent_env_kwargs("edf"), [0, 1])
+    ref = evaluate_expert("edf", TINY, agent_env_kwargs("edf", env_id=TINY), [0, 1])
     assert [t.metrics["dsr"] for t in edf_demos.trajectories] == ref["dsr"].tolist()
     assert edf_demos.trajectories[0].workload_seed == 0
 
@@ -68,10 +68,10 @@ def test_bad_files_and_arguments_fail_clearly(edf_demos: Demonstrations, tmp_pat
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
     with pytest.raises(AgentError, match="lacks"):
         Demonstrations.load(tmp_path / "other.npz")
-    env = make_env(TINY, agent_env_kwargs("edf"))
+    env = make_env(TINY, agent_env_kwargs("edf", env_id=TINY))
     with pytest.raises(AgentError, match="ExpertLabelWrapper"):
         rollout(env, [0])
-    labelled = make_env(TINY, agent_env_kwargs("edf"), teacher="edf")
+    labelled = make_env(TINY, agent_env_kwargs("edf", env_id=TINY), teacher="edf")
     with pytest.raises(AgentError, match="learner"):
         rollout(labelled, [0], beta=0.5)
     with pytest.raises(AgentError, match="rng"):
@@ -84,7 +84,7 @@ def test_bad_files_and_arguments_fail_clearly(edf_demos: Demonstrations, tmp_pat
 
 
 def test_dagger_mixing_labels_every_state_the_learner_reaches() -> None:
-    kwargs = agent_env_kwargs("srtf")
+    kwargs = agent_env_kwargs("srtf", env_id=TINY)
     env = make_env(TINY, kwargs, teacher="srtf")
     model = new_model("maskable-ppo", make_env(TINY, kwargs), "slot", 16, 0, seed=0)
     trajs = rollout(env, [3], learner=model_learner(model), beta=0.0, max_steps=400)
@@ -122,7 +122,7 @@ def _fake_transitions(env: gym.Env[Any, Any], n: int, label: int, rng: np.random
 
 
 def test_masked_cross_entropy_ignores_masked_logits() -> None:
-    env = make_env(TINY, agent_env_kwargs("edf"))
+    env = make_env(TINY, agent_env_kwargs("edf", env_id=TINY))
     model = new_model("maskable-ppo", env, "slot-flat", 16, 0, seed=0)
     data = _fake_transitions(env, 8, int(env.action_space.n) - 1, np.random.default_rng(0))
     obs = {k: th.as_tensor(v) for k, v in data.obs.items()}
@@ -141,7 +141,7 @@ def test_masked_cross_entropy_ignores_masked_logits() -> None:
 
 def test_fit_is_reproducible_and_learns_the_teacher_on_its_states(edf_demos: Demonstrations) -> None:
     data = edf_demos.transitions()
-    env = make_env(TINY, agent_env_kwargs("edf"))
+    env = make_env(TINY, agent_env_kwargs("edf", env_id=TINY))
     runs = []
     for _ in range(2):
         model = new_model("maskable-ppo", env, "slot", 64, 0, seed=3)
@@ -160,7 +160,7 @@ def test_fit_is_reproducible_and_learns_the_teacher_on_its_states(edf_demos: Dem
 
 
 def test_one_shot_codec_uses_per_dimension_cross_entropy() -> None:
-    kwargs = agent_env_kwargs("edf", {"codec": "multidiscrete", "queue_slots": 4})
+    kwargs = agent_env_kwargs("edf", {"codec": "multidiscrete", "queue_slots": 4}, env_id=TINY)
     demos = collect_demonstrations(TINY, kwargs, "edf", [0])
     data = demos.transitions()
     assert data.acts.ndim == 2 and data.masks.shape[1] == int(np.sum(make_env(TINY, kwargs).action_space.nvec))
@@ -180,7 +180,7 @@ def test_invalid_labels_are_left_out(edf_demos: Demonstrations) -> None:
     bad = data.take(np.arange(20))
     bad.masks = bad.masks.copy()
     bad.masks[0, bad.acts[0]] = False  # a hand-made label the mask forbids
-    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf", env_id=TINY)), "slot", 16, 0, seed=0)
     history = fit(model.policy, bad, epochs=1, batch_size=8)
     assert history[0]["dropped_labels"] == 1.0
     with pytest.raises(AgentError, match="no demonstrations"):
@@ -199,7 +199,7 @@ def test_leaving_out_invalid_labels_trains_as_on_the_data_without_them(edf_demos
     kept = data.take(np.setdiff1d(np.arange(60), [0, 7, 31, 59]))
     weights = []
     for d in (data, kept):
-        model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+        model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf", env_id=TINY)), "slot", 16, 0, seed=0)
         fit(model.policy, d, epochs=2, batch_size=8, seed=3)
         weights.append([p.detach().clone() for p in model.policy.parameters()])
     assert all(th.equal(a, b) for a, b in zip(*weights, strict=True))
@@ -207,7 +207,7 @@ def test_leaving_out_invalid_labels_trains_as_on_the_data_without_them(edf_demos
 
 def test_demonstrations_mark_the_epochs_at_which_the_teacher_changes_something() -> None:
     # Tiresias re-decides at every round tick and mostly keeps everything: both kinds of epoch occur.
-    kwargs = agent_env_kwargs("tiresias", {"codec": "multidiscrete"})
+    kwargs = agent_env_kwargs("tiresias", {"codec": "multidiscrete"}, env_id=TINY)
     demos = collect_demonstrations(TINY, kwargs, "tiresias", [0])
     traj = demos.trajectories[0]
     changes = traj.infos["expert_changes"]
@@ -245,7 +245,7 @@ def test_fit_follows_its_learning_rate_schedule(
 
     monkeypatch.setattr(th.optim, "Adam", Recording)
     data = edf_demos.transitions()
-    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf", env_id=TINY)), "slot", 16, 0, seed=0)
     fit(model.policy, data, epochs=3, batch_size=64, lr=2e-3, lr_schedule=schedule)
     assert len(rates) == 3 * -(-len(data) // 64)  # one step per minibatch
     if schedule == "constant":
@@ -269,7 +269,7 @@ def test_an_unknown_learning_rate_schedule_is_refused_before_any_work(
         with pytest.raises(AgentError, match="lr_schedule='step': choose one of constant, cosine"):
             train(args)  # type: ignore[operator]
     assert list(tmp_path.iterdir()) == []
-    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf")), "slot", 16, 0, seed=0)
+    model = new_model("maskable-ppo", make_env(TINY, agent_env_kwargs("edf", env_id=TINY)), "slot", 16, 0, seed=0)
     before = [t.clone() for t in model.policy.parameters()]
     with pytest.raises(AgentError, match="choose one of constant, cosine"):
         fit(model.policy, edf_demos.transitions(), epochs=1, lr_schedule="linear")
@@ -297,7 +297,7 @@ def test_flattening_with_release_gives_the_same_pairs_and_empties_the_demonstrat
 def test_float16_storage_halves_the_observations_and_rounds_them_within_its_precision(
     edf_demos: Demonstrations, tmp_path: Path
 ) -> None:
-    half = collect_demonstrations(TINY, agent_env_kwargs("edf"), "edf", [0, 1], obs_dtype="float16")
+    half = collect_demonstrations(TINY, agent_env_kwargs("edf", env_id=TINY), "edf", [0, 1], obs_dtype="float16")
     assert half.obs_dtypes() == {"float16"} and edf_demos.obs_dtypes() == {"float32"}
     for a, b in zip(half.trajectories, edf_demos.trajectories, strict=True):
         np.testing.assert_array_equal(a.acts, b.acts)  # the teacher's episodes are the same
@@ -332,7 +332,7 @@ def test_float16_storage_refuses_what_it_cannot_hold_and_unknown_dtypes() -> Non
     with pytest.raises(AgentError, match=r"obs_dtype='float64': use one of \('float32', 'float16'\)"):
         check_obs_dtype("float64")
     with pytest.raises(AgentError, match="obs_dtype"):
-        collect_demonstrations(TINY, agent_env_kwargs("edf"), "edf", [0], obs_dtype="int8")
+        collect_demonstrations(TINY, agent_env_kwargs("edf", env_id=TINY), "edf", [0], obs_dtype="int8")
     f16 = np.dtype(np.float16)
     with pytest.raises(AgentError, match="'queue' holds values float16 cannot store"):
         cast_obs(np.array([0.5, 7e4], dtype=np.float32), f16, "queue")

@@ -183,7 +183,7 @@ def test_masked_distribution_gives_invalid_actions_no_probability() -> None:
 
 
 def test_behaviour_cloning_runs_and_lowers_the_loss() -> None:
-    kwargs = agent_env_kwargs("edf", {"codec": "jobwise", "max_decisions": 120})
+    kwargs = agent_env_kwargs("edf", {"codec": "jobwise", "max_decisions": 120}, env_id=TINY)
     data = collect_demonstrations(TINY, kwargs, "edf", [0, 1, 2]).transitions(0.99)
     assert 200 <= len(data) <= 1000
     env = gym.make(TINY, **kwargs)
@@ -198,7 +198,9 @@ def test_behaviour_cloning_runs_and_lowers_the_loss() -> None:
 
 def test_the_set_network_clones_hadare_through_jobwise_types() -> None:
     # jobwise-types numbers its actions as jobwise does: the same network, on an expert spreading jobs over types.
-    kwargs = agent_env_kwargs("hadare", {"codec": "jobwise-types", "observation": "window-levels", "max_decisions": 80})
+    kwargs = agent_env_kwargs(
+        "hadare", {"codec": "jobwise-types", "observation": "window-levels", "max_decisions": 80}, env_id=TINY
+    )
     data = collect_demonstrations(TINY, kwargs, "hadare", [0, 1])
     assert all(t.infos["expert_exact"].all() for t in data.trajectories)
     flat = data.transitions(0.99)
