@@ -49,7 +49,8 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
-from agents.demos import Demonstrations, Transitions, check_obs_dtype, collect_demonstrations
+from agents.demos import Demonstrations, Transitions, check_obs_dtype
+from agents.progress import collect_with_progress, progress_report
 
 _MASKED = -1e8
 
@@ -443,88 +444,6 @@ def log_evaluation(logger: Any, result: dict[str, Any], step: int, prefix: str =
     logger.dump(step)
 
 
-class _Progress:
-    """A rich progress bar with one task at a time (disabled: every call is a no-op)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            from hetgym.cli._common import console
-
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=console,
-                transient=True,
-            )
-            self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def task(self, description: str, total: float | None) -> None:
-        if self._progress is not None:
-            if self._task is not None:
-                self._progress.remove_task(self._task)
-            self._task = self._progress.add_task(description, total=total)
-
-    def advance(self, n: float = 1) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.advance(self._task, n)
-
-    def set_total(self, total: float) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, total=total)
-
-    def log(self, text: str) -> None:
-        if self._progress is not None:
-            self._progress.console.print(text)
-
-
-def expected_steps(env_id: str, env_kwargs: dict[str, Any], teacher: str) -> int:
-    """A rough count of teacher steps per episode (for progress totals): the jobs times 100."""
-    env = make_env(env_id, env_kwargs)
-    try:
-        return int(env.unwrapped.config.workload.num_jobs) * 100  # type: ignore[attr-defined]
-    finally:
-        env.close()
-
-
-def collect_with_progress(
-    bar: _Progress,
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    teacher: str,
-    seeds: list[int],
-    label: str,
-    obs_dtype: str = "float32",
-) -> Demonstrations:
-    """:func:`~agents.demos.collect_demonstrations` with a progress bar over steps."""
-    bar.task(f"{label}: {teacher} on {len(seeds)} workloads", expected_steps(env_id, env_kwargs, teacher) * len(seeds))
-    demos = collect_demonstrations(
-        env_id, env_kwargs, teacher, seeds, on_step=lambda _n: bar.advance(), obs_dtype=obs_dtype
-    )
-    return demos
-
-
 def load_demonstrations(
     paths: str, teacher: str, env_id: str, env_kwargs: dict[str, Any], obs_dtype: str = "float32"
 ) -> Demonstrations:
@@ -586,7 +505,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         raise AgentError(f"seeds {sorted(overlap)} are both training and held-out seeds; keep them apart")
     check_network(args.env_id, env_kwargs, args.arch, args.attention_layers, args.decoding)
     logger = make_logger(folder / "tb", args.track)
-    with _Progress(progress) as bar:
+    with progress_report(progress) as bar:
         if demos is None:
             demos = collect_with_progress(
                 bar, args.env_id, env_kwargs, args.teacher, train_seeds, "demonstrations", args.obs_dtype
@@ -603,7 +522,11 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         env = make_env(args.env_id, env_kwargs)
         model = model_from_args(args, env)
         model.set_logger(logger)
-        bar.task(f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states", args.epochs * len(data))
+        bar.task(
+            f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states",
+            args.epochs * len(data),
+            unit="states",
+        )
 
         def on_epoch(epoch: int, stats: dict[str, float]) -> None:
             for key, value in stats.items():

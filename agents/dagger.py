@@ -28,12 +28,9 @@ import numpy as np
 from agents.args import DAggerArgs, check_lr_schedule
 from agents.bc import (
     RunResult,
-    _Progress,
     action_agreement,
-    collect_with_progress,
     demonstration_seeds,
     evaluate_against_teacher,
-    expected_steps,
     fit,
     load_demonstrations,
     log_evaluation,
@@ -52,6 +49,7 @@ from agents.common import (
     seed_everything,
 )
 from agents.demos import Demonstrations, Transitions, check_obs_dtype, model_learner, rollout
+from agents.progress import EpisodeCounter, collect_with_progress, progress_report
 
 BETA_SCHEDULES: tuple[str, ...] = ("linear", "exponential", "constant")
 
@@ -137,7 +135,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         "l2_weight": args.l2_weight,
         "value_weight": args.value_weight,
     }
-    with _Progress(progress) as bar:
+    with progress_report(progress) as bar:
         if demos is None:
             demos = collect_with_progress(
                 bar, args.env_id, env_kwargs, args.teacher, train_seeds, "round 0", args.obs_dtype
@@ -160,7 +158,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         data: Transitions | None = None
         if not args.init:
             data = data_set.transitions(args.gamma)
-            bar.task(f"round 0: cloning {len(data)} states", args.epochs * len(data))
+            bar.task(f"round 0: cloning {len(data)} states", args.epochs * len(data), unit="states")
             fit(
                 model.policy,
                 data,
@@ -179,10 +177,8 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                 beta = beta_at(
                     r, args.beta_schedule, rampdown_rounds=args.rampdown_rounds, decay=args.decay, beta=args.beta
                 )
-                bar.task(
-                    f"round {r}: beta {beta:.2f}, {len(seeds)} episode(s)",
-                    expected_steps(args.env_id, env_kwargs, args.teacher) * len(seeds),
-                )
+                bar.task(f"round {r}: beta {beta:.2f}, episodes", len(seeds), unit="workloads")
+                counter = EpisodeCounter(bar)
                 trajs = rollout(
                     env_labelled,
                     seeds,
@@ -190,9 +186,10 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                     beta=beta,
                     rng=rng,
                     max_steps=args.max_steps,
-                    on_step=lambda _n: bar.advance(),
+                    on_step=counter,
                     obs_dtype=args.obs_dtype,
                 )
+                counter.close()
                 new = Demonstrations(trajs, args.teacher, args.env_id, env_kwargs)
                 data_set.extend(new)
                 learner_share = float(np.mean(np.concatenate([~t.infos["expert_acted"] for t in trajs])))
@@ -201,7 +198,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                 # two copies of every observation (7 GB each by round 3 of a DAgger run from 60 v1 workloads).
                 data = None
                 data = data_set.transitions(args.gamma)
-                bar.task(f"round {r}: training on {len(data)} states", args.epochs_per_round * len(data))
+                bar.task(f"round {r}: training on {len(data)} states", args.epochs_per_round * len(data), unit="states")
                 fit(
                     model.policy,
                     data,

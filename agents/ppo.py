@@ -31,7 +31,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from agents.args import PPOArgs
-from agents.bc import RunResult, _Progress, evaluate_against_teacher, log_evaluation, make_logger, new_model
+from agents.bc import RunResult, evaluate_against_teacher, log_evaluation, make_logger, new_model
 from agents.callbacks import CriticWarmup, EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
 from agents.common import (
     AgentError,
@@ -44,7 +44,9 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
+from agents.progress import progress_report
 from agents.smdp import TimeDiscountCallback, time_discount_kwargs
+from hetgym.progress import ProgressReport
 
 #: ``gym.make`` settings a fine-tuning run may change: they shape the reward only.
 REWARD_ONLY_KEYS = frozenset({"reward", "reward_baseline", "shaping", "shaping_gamma"})
@@ -142,8 +144,8 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         callbacks.append(warmup)
     if args.checkpoint_every > 0:
         callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
-    with _Progress(progress) as bar:
-        bar.task(f"{recipe}: {args.total_timesteps} steps", args.total_timesteps)
+    with progress_report(progress) as bar:
+        bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
         callbacks.append(_ProgressCallback(bar))
         model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
         bar.task("evaluating on held-out workloads", None)
@@ -170,7 +172,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
 class _ProgressCallback(BaseCallback):
     """Advances the progress bar by one step per environment step."""
 
-    def __init__(self, bar: _Progress) -> None:
+    def __init__(self, bar: ProgressReport) -> None:
         super().__init__()
         self.bar = bar
 

@@ -42,6 +42,7 @@ from agents.args import BCArgs, DAggerArgs, PPOArgs, parse_seeds  # noqa: E402
 from agents.common import atomic_write, load_agent, seed_everything  # noqa: E402
 from agents.evaluation import compare_on_seeds  # noqa: E402
 from hetgym.experiments import default_policies  # noqa: E402
+from hetgym.progress import ProgressReport  # noqa: E402
 
 PRESETS = {"default": "HetCluster-v0", "tiny": "HetCluster-Tiny-v0"}
 
@@ -145,15 +146,17 @@ def main(argv: list[str] | None = None) -> int:
         model, meta = load_agent(run.path)  # evaluate what was saved, as `hetgym evaluate` would
         agents[label] = (model, meta.env_id, meta.env_kwargs)
     t0 = time.perf_counter()
-    evaluation = compare_on_seeds(
-        agents,
-        experts,
-        seeds,
-        teacher=args.teacher,
-        max_steps=400_000,
-        on_run=lambda name, seed: print(f"  evaluated {name} on seed {seed}", flush=True),
-        title=f"{env_id}: agents from {args.teacher} and the experts, held-out seeds {seeds}",
-    )
+    with ProgressReport(enabled=progress, live=False, interval_s=0) as report:  # a line per run, with an ETA
+        report.task("evaluate", len(seeds) * (len(agents) + len(experts)), unit="runs")
+        evaluation = compare_on_seeds(
+            agents,
+            experts,
+            seeds,
+            teacher=args.teacher,
+            max_steps=400_000,
+            on_run=lambda name, seed: report.update(advance=1, detail=f"{name} seed {seed}"),
+            title=f"{env_id}: agents from {args.teacher} and the experts, held-out seeds {seeds}",
+        )
     timings["evaluation"] = round(time.perf_counter() - t0, 1)
     written = evaluation.save(args.out)
     print(evaluation.markdown())

@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hetgym.atomic import atomic_write  # noqa: E402
+from hetgym.progress import ProgressReport  # noqa: E402
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, list_policies, make_policy  # noqa: E402
 from hetgym.stats import Interval, paired_interval, t_interval  # noqa: E402
 
@@ -576,20 +577,19 @@ def run_tasks(tasks: Sequence[Task], workers: int, progress: bool = True) -> dic
     rows: dict[str, list[dict]] = {}
     # Costliest first, so that the two workers finish together.
     order = sorted(tasks, key=lambda t: -t.cost)
-    started = time.perf_counter()
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results: Iterable[tuple[str, list[dict]]] = pool.map(run_task, order)
-            for i, (study, out) in enumerate(results, 1):
+    with ProgressReport(enabled=progress, live=False) as report:
+        report.task("reproduce_papers", len(order), unit="tasks")
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                results: Iterable[tuple[str, list[dict]]] = pool.map(run_task, order)
+                for study, out in results:
+                    rows.setdefault(study, []).extend(out)
+                    report.update(advance=1, detail=study)
+        else:
+            for task in order:
+                study, out = run_task(task)
                 rows.setdefault(study, []).extend(out)
-                if progress and (i % 25 == 0 or i == len(order)):
-                    print(f"  {i}/{len(order)} tasks, {time.perf_counter() - started:.0f} s", flush=True)
-    else:
-        for i, task in enumerate(order, 1):
-            study, out = run_task(task)
-            rows.setdefault(study, []).extend(out)
-            if progress and (i % 25 == 0 or i == len(order)):
-                print(f"  {i}/{len(order)} tasks, {time.perf_counter() - started:.0f} s", flush=True)
+                report.update(advance=1, detail=study)
     return {k: pd.DataFrame(v) for k, v in rows.items()}
 
 

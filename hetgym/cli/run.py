@@ -19,7 +19,6 @@ from typing import Any
 
 import pandas as pd
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from hetgym.atomic import atomic_dir
@@ -41,6 +40,7 @@ from hetgym.experiments import (
     default_policies,
     run_one,
 )
+from hetgym.progress import ProgressReport, format_duration
 from hetgym.sim.errors import HetgymError
 
 #: The columns of the terminal table without ``--wide`` (they fit in 80 columns).
@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="write jobs.csv, timeline.csv, metrics.json, config.json and timings.json to this new folder",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
     add_output_args(p)
     add_scenario_args(p)
     p.set_defaults(func=cmd_simulate)
@@ -101,7 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "one needs --force",
     )
     c.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
-    c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the progress bar, or off a terminal the progress lines (one every HETGYM_PROGRESS_S=10 seconds)",
+    )
     c.add_argument("--wide", action="store_true", help="every metric column in the table (wider than 80 columns)")
     add_output_args(c)
     add_scenario_args(c)
@@ -211,26 +215,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(
         f"{planned.describe().capitalize()}: cluster {scenario.cluster} ({scenario.cluster_spec().describe()}); {about}"
     )
+    total = len(policies) * len(seeds)
+    console.print(
+        f"{total} runs ({len(policies)} policies x {len(seeds)} seeds"
+        + (f", {scenario.workload.num_jobs} jobs each" if scenario.workload.num_jobs < 10**9 else "")
+        + "); the time they take is estimated after the first run",
+        highlight=False,
+    )
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=args.no_progress,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("runs", total=len(policies) * len(seeds))
+    clock = RunClock(policies, seeds)
+    problems: dict[tuple[str, int], list[tuple[str, bool]]] = {}
+    with ProgressReport(enabled=not args.no_progress, console=console) as progress:
+        progress.task("compare", total, unit="runs")
 
         def on_run(policy: str, seed: int, result: Any) -> None:
-            progress.update(task, advance=1, description=f"{policy} seed {seed}")
+            clock.ran(policy, seed)
+            progress.eta_s = clock.left_s()
+            progress.update(advance=1, detail=f"{policy} seed {seed}")
+            note = clock.estimate_note()
+            if note and not args.no_progress:
+                progress.log(note)
             if result is not None:
                 found = run_problems(result, time_limit=args.max_time_s is not None)
                 if found:
                     problems[(policy, seed)] = found
 
-        problems: dict[tuple[str, int], list[tuple[str, bool]]] = {}
         comparison = compare(scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports)
     if not comparison.runs.empty:
         print_comparison(comparison, wide=args.wide)
@@ -263,6 +272,63 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"{len(comparison.runs)} runs in {elapsed_s:.1f} s; wrote {out}/: " + ", ".join(p.name for p in written)
     )
     return 0
+
+
+class RunClock:
+    """The time a comparison's runs take, and an estimate of the time left.
+
+    Each run's time is the wall time between two runs' ends (so it counts building the workload). The
+    time left is each remaining run's policy's mean time so far, or, for a policy not yet timed, the mean of
+    every run so far: rough during the first seed (policies differ in cost by orders of magnitude), then
+    each policy's own pace, since every seed runs every policy.
+    """
+
+    def __init__(self, policies: list[str], seeds: list[int]) -> None:
+        self.policies = list(policies)
+        self.seeds = list(seeds)
+        self.times: dict[str, list[float]] = {}
+        self.done = 0
+        self._last = time.perf_counter()
+        self._started = self._last
+
+    def ran(self, policy: str, seed: int) -> None:
+        """Record that ``policy`` finished ``seed`` now."""
+        now = time.perf_counter()
+        self.times.setdefault(policy, []).append(now - self._last)
+        self._last = now
+        self.done += 1
+
+    def left_s(self) -> float | None:
+        """Estimated seconds until the last run ends (``None`` before the first run)."""
+        if not self.times:
+            return None
+        every = [t for ts in self.times.values() for t in ts]
+        overall = sum(every) / len(every)
+        left = 0.0
+        for policy in self.policies:
+            runs_left = len(self.seeds) - len(self.times.get(policy, []))
+            ts = self.times.get(policy)
+            left += runs_left * (sum(ts) / len(ts) if ts else overall)
+        return left
+
+    def estimate_note(self) -> str | None:
+        """A line to print after the first run and after the first seed (when others follow), else ``None``."""
+        total = len(self.policies) * len(self.seeds)
+        left = self.left_s()
+        if left is None or self.done == total:
+            return None
+        elapsed = time.perf_counter() - self._started
+        if self.done == 1:
+            return (
+                f"estimate: about {format_duration(elapsed * total)} for the {total} runs (the first run took "
+                f"{elapsed:.1f} s; a rough guess, as policies differ in cost; refined after the first seed)"
+            )
+        if self.done == len(self.policies) and len(self.seeds) > 1:
+            return (
+                f"estimate: about {format_duration(elapsed + left)} in all, {format_duration(left)} left "
+                f"(each policy's time on the first seed, times the seeds left)"
+            )
+        return None
 
 
 def _workload_text(scenario: Any) -> str:

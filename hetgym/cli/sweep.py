@@ -19,10 +19,10 @@ from types import FrameType
 from typing import Any
 
 import yaml
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
+from hetgym.progress import ProgressReport
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -177,23 +177,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     console.print(f"Sweep [bold]{spec.name}[/bold]: {len(runs)} runs -> {out} ({label})")
     failed = 0
     stalled = 0
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=args.no_progress,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("runs", total=len(runs), failed="")
+    with ProgressReport(enabled=not args.no_progress, console=console) as progress:
+        progress.task("sweep", len(runs), unit="runs")
 
         def on_start(todo: int, skipped: int) -> None:
             if skipped:
                 console.print(f"resuming: {skipped} of {len(runs)} runs already done, {todo} to run")
-            progress.update(task, total=todo)
+            progress.set_total(todo)
 
         def on_result(row: dict[str, Any]) -> None:
             nonlocal failed, stalled
@@ -206,12 +196,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     f"[red]stalled: {row.get('policy')} seed {row.get('seed')}: the simulator's watchdog stopped "
                     "the run with jobs unfinished (run it with `hetgym simulate` to see why)[/red]"
                 )
-            progress.update(
-                task,
-                advance=1,
-                description=f"{row.get('policy')} seed {row.get('seed')}",
-                failed=f"[red]{failed} failed[/red]" if failed else "",
-            )
+            detail = f"{row.get('policy')} seed {row.get('seed')}" + (f", {failed} failed" if failed else "")
+            progress.update(advance=1, detail=detail)
 
         with _sigterm_as_interrupt():
             outcome = run_sweep(

@@ -16,6 +16,7 @@ from typing import Any
 from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
+from hetgym.progress import ProgressReport
 from hetgym.sim.layout import require_project_package
 
 RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
@@ -39,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "it (model.zip + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and maskable-ppo "
         "train from scratch, or fine-tune a saved clone given with --init, and are measured against "
         "--reference. docs/agents.md gives a "
-        "larger configuration. Progress goes to the terminal, losses and episode metrics to TensorBoard "
-        "(RUN/tb).",
+        "larger configuration. Progress goes to standard output (a bar on a terminal, else a line every "
+        "HETGYM_PROGRESS_S=10 seconds), losses and episode metrics to TensorBoard (RUN/tb).",
     )
     p.add_argument("--algo", choices=RECIPES, default="bc", help="the recipe (default: bc)")
     p.add_argument(
@@ -69,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("maskable-ppo", "ppo"),
         help="bc/dagger: the algorithm the clone is saved for (default: maskable-ppo)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (or lines, off a terminal)")
     add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs], "recipe options")
     p.set_defaults(func=cmd_train)
 
@@ -112,7 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
-    e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    e.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -228,8 +229,6 @@ def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from agents.args import AgentError, parse_seeds
     from agents.common import load_agent, make_env, seed_everything
     from agents.evaluation import CELL_NOTE, TABLE_METRICS, compare_on_seeds, metric_cell
@@ -319,16 +318,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         space = make_env(env_id, env_kwargs).action_space
         agents["random"] = (RandomMaskedAgent(space, seed=0), env_id, env_kwargs)
     total = len(seeds) * (len(agents) + len(experts))
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} runs"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=args.no_progress,
-    ) as progress:
-        task = progress.add_task("evaluating", total=total)
+    with ProgressReport(enabled=not args.no_progress, console=console) as progress:
+        progress.task("evaluate", total, unit="runs")
         evaluation = compare_on_seeds(
             agents,
             experts,
@@ -336,7 +327,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             teacher=teacher if (teacher in experts) else None,
             reference_env=reference,
             max_steps=args.max_steps,
-            on_run=lambda name, seed: progress.update(task, advance=1, description=f"{name} seed {seed}"),
+            on_run=lambda name, seed: progress.update(advance=1, detail=f"{name} seed {seed}"),
             title=f"held-out seeds {seeds}" if not args.trace else f"trace {args.trace}",
         )
     agg = evaluation.aggregate()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hetgym.progress import ProgressReport
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
@@ -329,7 +330,8 @@ class Simulator(ApplyMixin):
 
         Args:
             policy: Any object following the policy protocol.
-            progress: Show a progress bar over jobs.
+            progress: Report progress over jobs (:class:`~hetgym.progress.ProgressReport`: a bar on a
+                terminal, else a line every few seconds).
             ticks: Whether round ticks are decision epochs; ``None`` (default) asks the policy
                 (``uses_ticks``). The Gym environment always has ticks, so compare with ``ticks=True``.
         """
@@ -337,30 +339,24 @@ class Simulator(ApplyMixin):
         if ticks is None:
             ticks = getattr(policy, "uses_ticks", True)
         view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(self.specs), desc=getattr(policy, "name", "policy"), unit="job", leave=False)
         latencies = self._latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
         name = getattr(policy, "name", type(policy).__name__)
-        while view is not None:
-            t0 = perf()
-            try:
-                allocation = schedule(view)
-                latencies.append(perf() - t0)
-                view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
-                view = self.step(allocation)
-            except InvalidAllocationError as err:
-                raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
-            if bar is not None and self._epoch % 256 == 0:
-                bar.n = self._ended
-                bar.refresh()
-        if bar is not None:
-            bar.n = self._ended
-            bar.close()
+        with ProgressReport(enabled=progress) as report:
+            report.task(f"simulate {name}", len(self.specs), unit="jobs ended")
+            while view is not None:
+                t0 = perf()
+                try:
+                    allocation = schedule(view)
+                    latencies.append(perf() - t0)
+                    view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
+                    view = self.step(allocation)
+                except InvalidAllocationError as err:
+                    raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
+                if progress and self._epoch % 256 == 0:
+                    report.update(completed=self._ended)
+            report.update(completed=self._ended)
         return self.result(name)
 
     # ----------------------------------------------------------------------------------------
