@@ -47,9 +47,10 @@ from agents.common import (
     parse_seeds,
     run_name,
     save_agent,
+    save_meta,
     seed_everything,
 )
-from agents.demos import Demonstrations, Transitions, check_obs_dtype
+from agents.demos import Transitions, check_obs_dtype, demonstration_seeds, load_demonstrations
 from agents.progress import collect_with_progress, progress_report
 
 _MASKED = -1e8
@@ -444,43 +445,6 @@ def log_evaluation(logger: Any, result: dict[str, Any], step: int, prefix: str =
     logger.dump(step)
 
 
-def load_demonstrations(
-    paths: str, teacher: str, env_id: str, env_kwargs: dict[str, Any], obs_dtype: str = "float32"
-) -> Demonstrations:
-    """Saved demonstrations (``--save-demos``) for a run, refused unless they are its teacher's in its env.
-
-    ``paths`` is one ``.npz`` or several separated by commas, whose episodes are pooled (no workload seed
-    may appear twice); observations are converted to ``obs_dtype`` as they are read.
-    """
-    files = [p.strip() for p in str(paths).split(",") if p.strip()]
-    if not files:
-        raise AgentError(f"demos={paths!r}: name at least one .npz file")
-    pooled: Demonstrations | None = None
-    seen: dict[int, str] = {}
-    for path in files:
-        demos = Demonstrations.load(path, obs_dtype=obs_dtype)
-        if demos.teacher != teacher or demos.env_kwargs != env_kwargs or demos.env_id != env_id:
-            raise AgentError(
-                f"{path} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
-                f"{teacher!r} in {env_id} {env_kwargs}; collect new ones or pass the matching --env"
-            )
-        for seed in demonstration_seeds(demos):
-            if seed in seen:
-                raise AgentError(f"workload seed {seed} is in both {seen[seed]} and {path}; pool distinct workloads")
-            seen[seed] = path
-        if pooled is None:
-            pooled = demos
-        else:
-            pooled.extend(demos)
-    assert pooled is not None
-    return pooled
-
-
-def demonstration_seeds(demos: Demonstrations) -> list[int]:
-    """The workload seeds of the demonstrations' episodes (episodes on a trace have none)."""
-    return [t.workload_seed for t in demos.trajectories if t.workload_seed is not None]
-
-
 def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     """Run the behaviour-cloning recipe (see the module docstring)."""
     started = time.perf_counter()
@@ -557,33 +521,33 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         )
         agreement = action_agreement(model.policy, val_data)
         train_agreement = action_agreement(model.policy, data.take(np.arange(0, len(data), 7)))
+        meta = AgentMeta(
+            env_id=args.env_id,
+            env_kwargs=env_kwargs,
+            teacher=args.teacher,
+            recipe="bc",
+            algo=args.algo,
+            arch=args.arch,
+            seed=args.seed,
+            args=dataclasses.asdict(args),
+            results={
+                "stage": "trained",
+                "agreement": agreement,
+                "train_agreement_sample": train_agreement,
+                "train_states": len(data),
+                "teacher_train_episodes": teacher_train_episodes,
+                "history": history,
+            },
+            reference=args.teacher,
+        )
+        save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
         bar.task("evaluating on held-out workloads", None)
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )
         log_evaluation(logger, evaluation, args.epochs)
-    results = {
-        "agreement": agreement,
-        "train_agreement_sample": train_agreement,
-        "train_states": len(data),
-        "teacher_train_episodes": teacher_train_episodes,
-        "history": history,
-        "evaluation": evaluation,
-        "wall_s": time.perf_counter() - started,
-    }
-    meta = AgentMeta(
-        env_id=args.env_id,
-        env_kwargs=env_kwargs,
-        teacher=args.teacher,
-        reference=args.teacher,
-        recipe="bc",
-        algo=args.algo,
-        arch=args.arch,
-        seed=args.seed,
-        args=dataclasses.asdict(args),
-        results=results,
-    )
-    save_agent(model, meta, folder)
+    meta.results.update(stage="evaluated", evaluation=evaluation, wall_s=time.perf_counter() - started)
+    save_meta(meta, folder)
     logger.close()
     return RunResult(folder, model, meta)
 

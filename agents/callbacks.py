@@ -7,7 +7,8 @@ same workload (the raw simulator, cached by workload seed) and records ``episode
 and ``episode/jct_gap_to_teacher_h`` (positive DSR gap: the agent met more deadlines).
 
 :class:`PeriodicCheckpoint` saves ``model_<steps>.zip`` into the run folder every ``every`` steps, next to
-the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.zip`` finds the environment.
+the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.zip`` finds the environment; ``model.zip``
+is updated with it.
 
 :class:`CriticWarmup` freezes the actor for the first steps of a fine-tuning run, so the critic (fitted
 to the teacher's returns, under another discount) is fitted to the clone's own returns before its
@@ -94,7 +95,11 @@ class EpisodeMetricsCallback(BaseCallback):
 
 
 class PeriodicCheckpoint(BaseCallback):
-    """Save the model as ``<folder>/model_<steps>.zip`` (with ``agent.json``) every ``every`` steps."""
+    """Save the model as ``<folder>/model_<steps>.zip`` every ``every`` steps, and as ``model.zip`` too.
+
+    ``model.zip`` and ``agent.json`` (``results["stage"] == "checkpoint"``, with the steps done) then always
+    hold the latest checkpoint, so a run stopped at any point leaves a usable agent in its folder.
+    """
 
     def __init__(self, folder: str | Path, meta: AgentMeta, every: int, verbose: int = 0) -> None:
         super().__init__(verbose)
@@ -107,7 +112,9 @@ class PeriodicCheckpoint(BaseCallback):
     def _on_step(self) -> bool:
         if self.every > 0 and self.num_timesteps - self._last >= self.every:
             self._last = self.num_timesteps
+            self.meta.results = {"stage": "checkpoint", "timesteps": int(self.num_timesteps)}
             self.saved.append(save_agent(self.model, self.meta, self.folder, f"model_{self.num_timesteps}.zip"))
+            save_agent(self.model, self.meta, self.folder)
         return True
 
 

@@ -172,7 +172,10 @@ class AgentMeta:
             ``set`` network under ``codec="jobwise"``).
         seed: The run's seed.
         args: The recipe's arguments.
-        results: Figures measured during and after training (agreement, evaluation, ...).
+        results: Figures measured during and after training (agreement, evaluation, ...); ``stage`` says how
+            far the run got when the files were written: ``checkpoint`` (training under way), ``trained``
+            (training done, the final evaluation not yet: written before it, so an interrupted evaluation
+            leaves a usable agent) or ``evaluated``.
         parent: The checkpoint a fine-tuning run started from.
         reference: The expert the agent is measured against (the DSR gap): the teacher for BC and DAgger,
             the ``reference`` policy for PPO (from scratch, its round length also sets the environment's);
@@ -223,6 +226,11 @@ def save_agent(model: Any, meta: AgentMeta, folder: str | os.PathLike[str], name
     atomic_write(target, lambda p: model.save(p))
     atomic_write(out / META_FILE, lambda p: p.write_text(meta.to_json()))
     return target
+
+
+def save_meta(meta: AgentMeta, folder: str | os.PathLike[str]) -> Path:
+    """Rewrite ``folder/agent.json`` (e.g. with the figures of an evaluation run after the model was saved)."""
+    return atomic_write(Path(folder) / META_FILE, lambda p: p.write_text(meta.to_json()))
 
 
 def resolve_model_path(path: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -312,6 +320,7 @@ __all__ = [
     "resolve_model_path",
     "run_name",
     "save_agent",
+    "save_meta",
     "seed_everything",
     "set_decoding",
 ]

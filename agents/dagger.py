@@ -46,6 +46,7 @@ from agents.common import (
     parse_seeds,
     run_name,
     save_agent,
+    save_meta,
     seed_everything,
 )
 from agents.demos import Demonstrations, Transitions, check_obs_dtype, model_learner, rollout
@@ -127,6 +128,24 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     logger = make_logger(folder / "tb", args.track)  # after the checks above, so a refused run writes nothing
     model.set_logger(logger)
     rounds_log: list[dict[str, Any]] = []
+    meta = AgentMeta(
+        env_id=args.env_id,
+        env_kwargs=env_kwargs,
+        teacher=args.teacher,
+        reference=args.teacher,
+        recipe="dagger",
+        algo="maskable-ppo" if "Maskable" in type(model).__name__ else "ppo",
+        arch=arch,
+        seed=args.seed,
+        args=dataclasses.asdict(args),
+        parent=parent,
+    )
+
+    def checkpoint(stage: str, agree: dict[str, float]) -> None:
+        """Save the agent as it is now (after each round, and before the evaluation)."""
+        meta.results = {"stage": stage, "agreement": agree, "rounds": rounds_log}
+        save_agent(model, meta, folder)
+
     fit_kwargs: dict[str, Any] = {
         "batch_size": args.batch_size,
         "lr": args.lr,
@@ -171,6 +190,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         agree = action_agreement(model.policy, val_data)
         rounds_log.append({"round": 0, "beta": 1.0, "states": len(data_set), "agreement": agree})
         bar.log(f"round 0: {len(data_set)} states, held-out agreement {agree['agreement']:.4f}")
+        checkpoint("checkpoint", agree)
         env_labelled = make_env(args.env_id, env_kwargs, teacher=args.teacher)
         try:
             for r, seeds in enumerate(round_seeds, start=1):
@@ -231,32 +251,17 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                     f"round {r}: beta {beta:.2f}, rollout DSR {np.nanmean(dsrs):.3f}, "
                     f"{len(data_set)} states, held-out agreement {agree['agreement']:.4f}"
                 )
+                checkpoint("checkpoint", agree)
         finally:
             env_labelled.close()
+        checkpoint("trained", agree)
         bar.task("evaluating on held-out workloads", None)
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )
         log_evaluation(logger, evaluation, epoch_counter[0])
-    meta = AgentMeta(
-        env_id=args.env_id,
-        env_kwargs=env_kwargs,
-        teacher=args.teacher,
-        reference=args.teacher,
-        recipe="dagger",
-        algo="maskable-ppo" if "Maskable" in type(model).__name__ else "ppo",
-        arch=arch,
-        seed=args.seed,
-        args=dataclasses.asdict(args),
-        results={
-            "agreement": action_agreement(model.policy, val_data),
-            "rounds": rounds_log,
-            "evaluation": evaluation,
-            "wall_s": time.perf_counter() - started,
-        },
-        parent=parent,
-    )
-    save_agent(model, meta, folder)
+    meta.results.update(stage="evaluated", evaluation=evaluation, wall_s=time.perf_counter() - started)
+    save_meta(meta, folder)
     logger.close()
     return RunResult(folder, model, meta)
 

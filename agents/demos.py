@@ -446,6 +446,43 @@ def collect_demonstrations(
     return Demonstrations(trajs, teacher, env_id, dict(env_kwargs))
 
 
+def load_demonstrations(
+    paths: str, teacher: str, env_id: str, env_kwargs: dict[str, Any], obs_dtype: str = "float32"
+) -> Demonstrations:
+    """Saved demonstrations (``--save-demos``) for a run, refused unless they are its teacher's in its env.
+
+    ``paths`` is one ``.npz`` or several separated by commas, whose episodes are pooled (no workload seed
+    may appear twice); observations are converted to ``obs_dtype`` as they are read.
+    """
+    files = [p.strip() for p in str(paths).split(",") if p.strip()]
+    if not files:
+        raise AgentError(f"demos={paths!r}: name at least one .npz file")
+    pooled: Demonstrations | None = None
+    seen: dict[int, str] = {}
+    for path in files:
+        demos = Demonstrations.load(path, obs_dtype=obs_dtype)
+        if demos.teacher != teacher or demos.env_kwargs != env_kwargs or demos.env_id != env_id:
+            raise AgentError(
+                f"{path} holds {demos.teacher!r} demonstrations in {demos.env_id} {demos.env_kwargs}, not "
+                f"{teacher!r} in {env_id} {env_kwargs}; collect new ones or pass the matching --env"
+            )
+        for seed in demonstration_seeds(demos):
+            if seed in seen:
+                raise AgentError(f"workload seed {seed} is in both {seen[seed]} and {path}; pool distinct workloads")
+            seen[seed] = path
+        if pooled is None:
+            pooled = demos
+        else:
+            pooled.extend(demos)
+    assert pooled is not None
+    return pooled
+
+
+def demonstration_seeds(demos: Demonstrations) -> list[int]:
+    """The workload seeds of the demonstrations' episodes (episodes on a trace have none)."""
+    return [t.workload_seed for t in demos.trajectories if t.workload_seed is not None]
+
+
 __all__ = [
     "INFO_KEYS",
     "OBS_DTYPES",
@@ -456,7 +493,9 @@ __all__ = [
     "cast_obs",
     "check_obs_dtype",
     "collect_demonstrations",
+    "demonstration_seeds",
     "discounted_returns",
+    "load_demonstrations",
     "model_learner",
     "rollout",
 ]

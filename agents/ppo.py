@@ -42,6 +42,7 @@ from agents.common import (
     parse_seeds,
     run_name,
     save_agent,
+    save_meta,
     seed_everything,
 )
 from agents.progress import progress_report
@@ -67,6 +68,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     if args.critic_warmup_steps > 0 and not finetune:
         raise AgentError("critic_warmup_steps needs --init (a clone to fine-tune): from scratch no actor to keep")
     recipe = f"{args.algo}-finetune" if finetune else args.algo
+    eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []  # checked before training
     init_meta: AgentMeta | None = None
     arch, hidden, attention = args.arch, args.hidden, args.attention_layers
     if finetune:
@@ -148,23 +150,23 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
         callbacks.append(_ProgressCallback(bar))
         model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
+        meta.results = {
+            "stage": "trained",
+            "timesteps": int(model.num_timesteps),
+            "episodes": episodes.episodes,
+            "critic_warmup_updates": warmup.frozen_updates,
+        }
+        if init_meta is not None:
+            meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
+        save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
         bar.task("evaluating on held-out workloads", None)
-        eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.reference, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )
         log_evaluation(logger, evaluation, model.num_timesteps)
     venv.close()
-    meta.results = {
-        "timesteps": int(model.num_timesteps),
-        "episodes": episodes.episodes,
-        "critic_warmup_updates": warmup.frozen_updates,
-        "evaluation": evaluation,
-        "wall_s": time.perf_counter() - started,
-    }
-    if init_meta is not None:
-        meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
-    save_agent(model, meta, folder)
+    meta.results.update(stage="evaluated", evaluation=evaluation, wall_s=time.perf_counter() - started)
+    save_meta(meta, folder)
     logger.close()
     return RunResult(folder, model, meta)
 
