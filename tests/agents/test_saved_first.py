@@ -39,7 +39,7 @@ def test_bc_saves_the_clone_before_evaluating_it(tmp_path: Path, monkeypatch: py
     folder = tmp_path / "clone"
     names = {p.name for p in folder.iterdir()}
     assert {META_FILE, MODEL_FILE} <= names and not any(n.startswith(".") for n in names)  # no temporary files
-    model, meta = load_agent(folder)
+    _model, meta = load_agent(folder)
     assert meta.results["stage"] == "trained" and "evaluation" not in meta.results
     assert meta.teacher == meta.reference == "edf" and 0.0 <= meta.results["agreement"]["agreement"] <= 1.0
     monkeypatch.undo()
