@@ -83,6 +83,41 @@ def parse_seeds(text: str | Sequence[int]) -> list[int]:
     return out
 
 
+#: ``hetgym train --smoke``: budgets under which every recipe checks its whole pipeline (collection,
+#: training, saving, evaluation) in under a minute of one core's time, on the default id too: one teacher
+#: episode, one epoch, one DAgger round, 512 PPO steps, one held-out workload, capped episodes. Keyed by
+#: the arguments class; options given explicitly win.
+SMOKE_BUDGETS: dict[str, dict[str, Any]] = {
+    "BCArgs": {"train_seeds": "0", "val_seeds": "100", "eval_seeds": "1000", "epochs": 1, "max_steps": 2_000},
+    "DAggerArgs": {
+        "train_seeds": "0",
+        "val_seeds": "100",
+        "eval_seeds": "1000",
+        "epochs": 1,
+        "rounds": 1,
+        "episodes_per_round": 1,
+        "epochs_per_round": 1,
+        "max_steps": 2_000,
+    },
+    "PPOArgs": {
+        "total_timesteps": 512,
+        "n_steps": 256,
+        "batch_size": 64,
+        "n_epochs": 1,
+        "eval_seeds": "1000",
+        "max_steps": 2_000,
+    },
+}
+#: Where smoke runs are saved unless ``out_dir`` is given (apart from real runs).
+SMOKE_OUT_DIR = "runs/smoke"
+
+
+def smoke_options(cls: type, given: dict[str, Any]) -> dict[str, Any]:
+    """``cls``'s :data:`SMOKE_BUDGETS` (and :data:`SMOKE_OUT_DIR`) for the options not in ``given``."""
+    budgets = {**SMOKE_BUDGETS[cls.__name__], "out_dir": SMOKE_OUT_DIR}
+    return {k: v for k, v in budgets.items() if given.get(k) is None}
+
+
 @dataclass
 class BCArgs:
     """Arguments of the behaviour-cloning recipe (``hetgym train --algo bc``).
@@ -320,6 +355,8 @@ class PPOArgs:
 
 __all__ = [
     "LR_SCHEDULES",
+    "SMOKE_BUDGETS",
+    "SMOKE_OUT_DIR",
     "AgentError",
     "BCArgs",
     "DAggerArgs",
@@ -327,4 +364,5 @@ __all__ = [
     "check_lr_schedule",
     "parse_seeds",
     "parse_teacher",
+    "smoke_options",
 ]

@@ -420,6 +420,7 @@ def evaluate_against_teacher(
         "utilisation": float(mine["utilisation"].mean()),
         "per_seed_dsr": mine["dsr"].round(6).tolist(),
         "per_seed_jct_mean_s": mine["jct_mean_s"].round(3).tolist(),
+        "episodes_cut": int(mine["truncated_by_eval"].sum()),  # at max_steps: their figures are partial
     }
     if teacher:
         ref = evaluate_expert(teacher, env_id, env_kwargs, seeds)
@@ -487,7 +488,7 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
         model = model_from_args(args, env)
         model.set_logger(logger)
         bar.task(
-            f"cloning {args.teacher}: {args.epochs} epochs of {len(data)} states",
+            f"cloning {args.teacher}: {args.epochs} epoch{'s' * (args.epochs != 1)} of {len(data)} states",
             args.epochs * len(data),
             unit="states",
         )

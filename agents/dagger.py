@@ -247,9 +247,11 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
                     logger.record("dagger/rollout_dsr", float(np.mean(dsrs)))
                 logger.record("dagger/val_agreement", agree["agreement"])
                 logger.dump(epoch_counter[0])
+                ended = [d for d in dsrs if math.isfinite(d)]  # an episode cut at max_steps has no DSR
                 bar.log(
-                    f"round {r}: beta {beta:.2f}, rollout DSR {np.nanmean(dsrs):.3f}, "
-                    f"{len(data_set)} states, held-out agreement {agree['agreement']:.4f}"
+                    f"round {r}: beta {beta:.2f}, rollout DSR "
+                    + (f"{np.mean(ended):.3f}, " if ended else "- (episodes cut at max_steps), ")
+                    + f"{len(data_set)} states, held-out agreement {agree['agreement']:.4f}"
                 )
                 checkpoint("checkpoint", agree)
         finally:

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=f"Train an agent in {PRESET_IDS['default']} (--preset tiny: {PRESET_IDS['tiny']}) and save "
         "it (model.zip + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and maskable-ppo "
         "train from scratch, or fine-tune a saved clone given with --init, and are measured against "
-        "--reference. docs/agents.md gives a "
+        "--reference. --smoke checks any recipe end to end in under a minute of CPU time. docs/agents.md gives a "
         "larger configuration. Progress goes to standard output (a bar on a terminal, else a line every "
         "HETGYM_PROGRESS_S=10 seconds), losses and episode metrics to TensorBoard (RUN/tb).",
     )
@@ -71,6 +71,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="bc/dagger: the algorithm the clone is saved for (default: maskable-ppo)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars (or lines, off a terminal)")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny budgets that run any recipe end to end in under a minute of one core's time (one teacher "
+        "episode, one epoch, one DAgger round, 512 PPO steps, one held-out workload; agents.args.SMOKE_BUDGETS); "
+        "options given explicitly win; saved under runs/smoke unless --out-dir is given",
+    )
     add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs], "recipe options")
     p.set_defaults(func=cmd_train)
 
@@ -162,6 +169,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         fixed["reference"] = args.reference or args.teacher or DEFAULT_EXPERT
     if args.preset:
         fixed["env_id"] = PRESET_IDS[args.preset]
+    if args.smoke:
+        from agents.args import smoke_options
+
+        recipe_class = {"bc": BCArgs, "dagger": DAggerArgs}.get(args.algo, PPOArgs)
+        for key, value in smoke_options(recipe_class, vars(args)).items():
+            setattr(args, key, value)
     started = time.perf_counter()
     if args.algo == "bc":
         from agents import bc
@@ -180,7 +193,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise ValueError("--save-as applies to bc and dagger; ppo runs are saved as their own algorithm")
         fixed["algo"] = args.algo
         result = ppo.train(dataclass_from_options(PPOArgs, args, classes, **fixed), progress=not args.no_progress)
-    print_run_summary(result.meta, result.path, time.perf_counter() - started)
+    print_run_summary(result.meta, result.path, time.perf_counter() - started, smoke=args.smoke)
     return 0
 
 
@@ -188,14 +201,19 @@ def _pct(x: Any) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * float(x):.1f}%"
 
 
-def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
-    """The figures a run measured, as a table."""
+def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = False) -> None:
+    """The figures a run measured, as a table (``smoke``: says that they check the pipeline only)."""
     res = meta.results
     reference = getattr(meta, "reference", None)
     who = f"teacher: {meta.teacher}" if meta.teacher else "no teacher"
     if reference and reference != meta.teacher:
         who += f", reference: {reference}"
-    table = Table(title=f"{meta.recipe} on {meta.env_id} ({who}), saved to {path}")
+    table = Table(
+        title=f"{meta.recipe} on {meta.env_id} ({who}), saved to {path}",
+        caption="--smoke budgets: these figures check that the pipeline runs, not what the recipe learns"
+        if smoke
+        else None,
+    )
     table.add_column("figure")
     table.add_column("value", justify="right")
     agree = res.get("agreement")
@@ -215,6 +233,10 @@ def print_run_summary(meta: Any, path: Path, wall_s: float) -> None:
     if ev:
         table.add_row(f"DSR on held-out seeds {ev['seeds']}", f"{ev['dsr']:.3f}")
         table.add_row("average JCT (h)", f"{ev['jct_mean_s'] / 3600:.2f}")
+        if ev.get("episodes_cut"):
+            table.add_row(
+                "episodes cut at --max-steps (figures partial)", f"{ev['episodes_cut']} of {len(ev['seeds'])}"
+            )
         if "teacher_dsr" in ev:
             role = "teacher" if ev.get("reference", meta.teacher) == meta.teacher else "reference"
             table.add_row(

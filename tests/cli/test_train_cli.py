@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agents.args import SMOKE_BUDGETS
 from hetgym.cli import main
 from hetgym.cli.train import parse_env_overrides
 
@@ -66,6 +69,8 @@ def test_env_overrides_nest_and_parse_values() -> None:
         (["evaluate", "--experts", "edff", "--preset", "tiny"], "edf"),
         (["evaluate", "--experts", "none", "--decoding", "greedy"], "unknown decoding 'greedy'"),
         (["train", "--algo", "bc", "--arch", "mlp", "--decoding", "kind-first"], "needs the set network"),
+        (["train", "--algo", "dagger", "--reference", "edf"], "--reference applies to ppo and maskable-ppo"),
+        (["train", "--algo", "ppo", "--teacher", "edf", "--reference", "edf"], "give --reference"),
     ],
 )
 def test_bad_input_fails_with_a_clear_message(
@@ -175,3 +180,66 @@ def test_train_then_evaluate_end_to_end(tmp_path: Path, capsys: pytest.CaptureFi
     assert clone_dsr == pytest.approx(meta["results"]["evaluation"]["per_seed_dsr"][0], abs=1e-6)
     summary = pd.read_csv(out / "evaluation.csv", index_col=0)
     assert summary.loc["dancer", "dsr_gap"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "algo",
+    ["bc", pytest.param("dagger", marks=pytest.mark.slow), "maskable-ppo", pytest.param("ppo", marks=pytest.mark.slow)],
+)
+def test_smoke_runs_every_recipe_end_to_end(
+    algo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HETGYM_PROGRESS_S", "10")
+    extra = {"bc": ["--epochs", "2"], "ppo": ["--teacher", "edf-admission"]}.get(algo, [])
+    argv = ["train", "--smoke", "--algo", algo, "--preset", "tiny", "--out-dir", str(tmp_path), "--run-name", "s"]
+    assert main([*argv, *extra]) == 0
+    captured = capsys.readouterr()
+    words = " ".join(captured.out.split())  # the table's title wraps
+    meta = json.loads((tmp_path / "s" / "agent.json").read_text())
+    assert (tmp_path / "s" / "model.zip").is_file() and meta["env_id"] == "HetCluster-Tiny-v1"
+    assert meta["results"]["stage"] == "evaluated" and meta["results"]["evaluation"]["seeds"] == [1000]
+    budgets = SMOKE_BUDGETS[{"bc": "BCArgs", "dagger": "DAggerArgs"}.get(algo, "PPOArgs")]
+    given = {"epochs": 2} if algo == "bc" else {}  # an option given explicitly wins over the smoke budget
+    assert {k: meta["args"][k] for k in budgets} == {**budgets, **given}
+    assert "--smoke budgets: these figures check that the pipeline runs" in words
+    if algo in ("bc", "dagger"):
+        assert meta["teacher"] == meta["reference"] == "dancer" and "(teacher: dancer)" in words
+        assert re.search(
+            r"^progress: held-out states: dancer's episodes 1/1 workloads \(100%\), done in ", captured.out, re.M
+        )
+    else:
+        reference = "edf-admission" if algo == "ppo" else "dancer"
+        assert meta["teacher"] is None and meta["reference"] == reference
+        assert f"(no teacher, reference: {reference})" in words
+        assert re.search(
+            rf"^progress: {algo}: training 512/512 timesteps \(100%\), done in \d+:\d\d$", captured.out, re.M
+        )
+    if algo == "ppo":
+        assert "note: --teacher with --algo ppo: PPO imitates no teacher" in captured.err
+
+
+@pytest.mark.slow
+def test_smoke_on_the_default_id_warns_of_nothing_and_logs_progress(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    env = {k: v for k, v in os.environ.items() if k != "HETGYM_PROGRESS_S"}
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [sys.executable, "-W", "error::DeprecationWarning", "-m", "hetgym.cli", "train", "--smoke"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+    text = log.read_text()
+    assert "bc on HetCluster-v1 (teacher: dancer)" in text
+    assert re.search(
+        r"^progress: cloning dancer: 1 epoch of [\d]+ states [\d,]+/[\d,]+ states \(\d+%\), done in ", text, re.M
+    )
+    (run,) = (tmp_path / "runs" / "smoke").iterdir()
+    assert (run / "model.zip").is_file() and json.loads((run / "agent.json").read_text())["results"][
+        "stage"
+    ] == "evaluated"
