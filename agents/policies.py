@@ -1,4 +1,4 @@
-"""Policy networks for ``HetCluster-v0``: a slot-structured actor-critic, as SB3 policy classes.
+"""Policy networks for the ``HetCluster`` ids: a slot-structured actor-critic, as SB3 policy classes.
 
 The environment's observation is a window of K job slots plus cluster-wide features, and its actions
 address slots: the sequential codec's action ``(k*T + t)*C + c`` sets slot k's count on type t to level
@@ -160,7 +160,7 @@ class SlotExtractor(BaseFeaturesExtractor):
         heads: int = 4,
     ) -> None:
         if not isinstance(observation_space, spaces.Dict):
-            raise TypeError("the slot network reads a Dict observation (the HetCluster-v0 window)")
+            raise TypeError("the slot network reads a Dict observation (a HetCluster window)")
         for key in ("slot_used", "job_alloc"):
             if key not in observation_space.spaces:
                 raise ValueError(f"the observation has no {key!r} key; the slot network needs the window encoder")

@@ -148,7 +148,7 @@ class SetExtractor(BaseFeaturesExtractor):
         heads: int = 4,
     ) -> None:
         if not isinstance(observation_space, spaces.Dict):
-            raise TypeError("the set network reads a Dict observation (the HetCluster-v0 window)")
+            raise TypeError("the set network reads a Dict observation (a HetCluster window)")
         layout = _layout(slot_layout)
         for key in ("slot_used", "slot_cursor"):
             if key not in observation_space.spaces:
