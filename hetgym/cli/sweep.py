@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--ray-address", help="address of an existing Ray cluster (default: start Ray locally)")
     g.add_argument("--retry-failed", action="store_true", help="run again the configurations that failed before")
     g.add_argument("--dry-run", action="store_true", help="validate and list the grid; run nothing")
-    g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    g.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
 
     f = p.add_argument_group("grid (replace the file's keys, or describe a sweep without a file)")
     f.add_argument("--name", help="sweep name")
