@@ -542,7 +542,8 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
             reference=args.teacher,
         )
         save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
-        bar.task("evaluating on held-out workloads", None)
+        if eval_seeds:
+            bar.task("evaluating on held-out workloads", None)
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )

@@ -257,7 +257,8 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         finally:
             env_labelled.close()
         checkpoint("trained", agree)
-        bar.task("evaluating on held-out workloads", None)
+        if eval_seeds:
+            bar.task("evaluating on held-out workloads", None)
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.teacher, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )

@@ -159,7 +159,8 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
         if init_meta is not None:
             meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
         save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
-        bar.task("evaluating on held-out workloads", None)
+        if eval_seeds:
+            bar.task("evaluating on held-out workloads", None)
         evaluation = evaluate_against_teacher(
             model, args.env_id, env_kwargs, args.reference, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
         )
