@@ -2,14 +2,16 @@
 
 matplotlib is used with the non-interactive ``Agg`` backend, so figures render on machines with no
 display. Each ``plot_*`` function writes one PNG and returns its path; the ``*_figure`` functions build
-the figure without saving it (for inspection). Lines get distinct colours for any number of policies
-(:func:`line_styles`), legends sit outside the axes, and the utilisation plot's time axis ends where
-the last GPU goes idle.
+the figure without saving it (for inspection). They stay readable with 15 or more policies: the JCT CDF
+draws the best :data:`CDF_TOP` policies in colour (:func:`line_styles`) and the others in grey, and the
+utilisation figure gives each policy a small panel of its own, on a shared time axis cut where the work
+happens (:func:`busy_window_end_s`), not at the end of one policy's long tail.
 """
 
 from __future__ import annotations
 
 import colorsys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 
 _LINESTYLES = ("-", "--", "-.", ":")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+#: Policies drawn in colour in the JCT CDF; the rest are grey.
+CDF_TOP = 6
+#: The utilisation figure's time axis ends at most this many times the median policy's last busy moment.
+TAIL_CUT = 1.5
 
 
 def _pyplot() -> Any:  # the matplotlib.pyplot module
@@ -114,34 +121,84 @@ def jct_figure(comparison: Comparison) -> Figure:
     )
 
 
-def jct_cdf_figure(comparison: Comparison) -> Figure:
-    """Empirical CDF of job completion times (completed jobs, all seeds pooled), log time axis."""
+def headline_order(comparison: Comparison) -> list[str]:
+    """The policies best first: by mean DSR (highest first) when some job has a deadline, else by mean average
+    JCT (lowest first); a policy with no value last, ties in the comparison's order."""
+    runs = comparison.runs
+    present = [p for p in comparison.policies if not runs.empty and p in set(runs["policy"])]
+    key, sign = ("dsr", -1.0) if _has_deadlines(comparison) else ("jct_mean_s", 1.0)
+    if key not in runs:
+        return present
+    means = runs.groupby("policy", sort=False)[key].mean()
+
+    def rank(p: str) -> float:
+        value = float(means.get(p, np.nan))
+        return sign * value if np.isfinite(value) else np.inf
+
+    return sorted(present, key=rank)
+
+
+def jct_cdf_figure(comparison: Comparison, *, top: int = CDF_TOP) -> Figure:
+    """Empirical CDF of job completion times (completed jobs, all seeds pooled), log time axis.
+
+    With more than ``top`` policies, the ``top`` best by the headline metric (:func:`headline_order`) are drawn
+    in colour and named in the legend, best first; the others are thin grey lines under one legend entry.
+    """
     plt = _pyplot()
     jobs = comparison.jobs
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for p, style in zip(comparison.policies, line_styles(len(comparison.policies)), strict=True):
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    order = headline_order(comparison)
+    order += [p for p in comparison.policies if p not in order]
+    shown = order if len(order) <= top else order[:top]
+    others = [p for p in order if p not in shown]
+
+    def cdf(p: str) -> np.ndarray:
         if jobs.empty:
-            break
-        jct = np.sort(jobs.loc[(jobs.policy == p) & (jobs.status == "completed"), "jct_s"].to_numpy() / 3600)
+            return np.empty(0)
+        done = jobs.loc[(jobs.policy == p) & (jobs.status == "completed"), "jct_s"]
+        return np.sort(done.to_numpy(dtype=float) / 3600)
+
+    for i, p in enumerate(others):
+        jct = cdf(p)
         if jct.size:
-            ax.step(jct, np.arange(1, jct.size + 1) / jct.size, where="post", label=p, linewidth=1.2, **style)
+            label = f"{len(others)} others" if i == 0 else "_nolegend_"
+            y = np.arange(1, jct.size + 1) / jct.size
+            ax.step(jct, y, where="post", label=label, color="0.72", linewidth=0.8, zorder=1)
+    handles = []
+    for p, style in zip(shown, line_styles(len(shown)), strict=True):
+        jct = cdf(p)
+        if jct.size:
+            y = np.arange(1, jct.size + 1) / jct.size
+            handles += ax.step(jct, y, where="post", label=p, linewidth=1.6, zorder=2, **style)
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (h)")
     ax.set_ylabel("fraction of completed jobs")
     ax.grid(alpha=0.3)
-    if ax.get_lines():
-        _legend_outside(ax, len(ax.get_lines()))
-    ax.set_title(f"JCT distribution on {comparison.describe()}", fontsize=9)
+    grey = [line for line in ax.get_lines() if line.get_label() == f"{len(others)} others"]
+    if handles or grey:
+        title = None
+        if others:
+            metric = "DSR" if _has_deadlines(comparison) else "average JCT"
+            title = f"best {len(shown)} by {metric}"
+        ax.legend(handles=handles + grey, title=title, title_fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7)  # fmt: skip
+    seeds = f"{len(comparison.seeds)} seeds pooled" if len(comparison.seeds) > 1 else f"seed {comparison.seeds[0]}"
+    ax.set_title(f"JCT of completed jobs on {comparison.describe()} ({seeds})", fontsize=9)
     return fig
 
 
 def activity_end_s(comparison: Comparison, seed: int) -> float:
     """The simulated time at which the last GPU of any policy's run of ``seed`` went idle (0 if none worked)."""
+    return max(activity_ends_s(comparison, seed).values(), default=0.0)
+
+
+def activity_ends_s(comparison: Comparison, seed: int) -> dict[str, float]:
+    """``{policy: simulated time at which its last GPU went idle}`` for the runs of ``seed`` (0 if none worked)."""
     tl = comparison.timelines
     if tl.empty:
-        return 0.0
+        return {}
     types = [t for t in comparison.scenario.cluster_spec().gpu_types if t in tl.columns]
-    end = 0.0
+    ends: dict[str, float] = {}
     for p in comparison.policies:
         sub = tl[(tl.policy == p) & (tl.seed == seed)].sort_values("time_s")
         if sub.empty:
@@ -149,39 +206,100 @@ def activity_end_s(comparison: Comparison, seed: int) -> float:
         used = sub[types].sum(axis=1).to_numpy()
         times = sub["time_s"].to_numpy(dtype=float)
         busy = np.flatnonzero(used > 0)
+        ends[p] = 0.0
         if busy.size:
             last = busy[-1]
-            end = max(end, float(times[last + 1]) if last + 1 < times.size else float(times[last]))
-    return end
+            ends[p] = float(times[last + 1]) if last + 1 < times.size else float(times[last])
+    return ends
+
+
+def busy_window_end_s(comparison: Comparison, seed: int) -> float:
+    """Where the utilisation figure's time axis ends: when the last GPU goes idle, but at most
+    :data:`TAIL_CUT` times the median of the policies' ends, so one policy's long tail does not squash the
+    interval where the others work (0 if no GPU worked)."""
+    ends = [e for e in activity_ends_s(comparison, seed).values() if e > 0]
+    if not ends:
+        return 0.0
+    return min(max(ends), TAIL_CUT * float(np.median(ends)))
+
+
+def _mean_utilisation(
+    comparison: Comparison, policy: str, seed: int, sub: Any, used: np.ndarray, end_s: float
+) -> float:
+    """The run's ``utilisation`` metric (GPU-seconds / GPUs x makespan window), else the timeline's mean up to
+    ``end_s``."""
+    runs = comparison.runs
+    if not runs.empty and "utilisation" in runs:
+        row = runs.loc[(runs.policy == policy) & (runs.seed == seed), "utilisation"]
+        if len(row) and np.isfinite(float(row.iloc[0])):
+            return float(row.iloc[0])
+    times = sub["time_s"].to_numpy(dtype=float)
+    if end_s <= times[0]:
+        return 0.0
+    spans = np.diff(np.append(np.minimum(times, end_s), end_s))
+    return float((used * spans).sum() / (end_s - times[0]))
 
 
 def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figure:
-    """Fraction of all GPUs in use over time for each policy (one seed, the first by default).
+    """GPUs in use over time, one small panel per policy (one seed, the first by default).
 
-    The time axis ends shortly after the last GPU goes idle, not at the end of the longest run.
+    Each panel stacks the GPU types (fractions of the whole cluster) and is titled with the run's mean
+    utilisation. The panels share the time axis, which ends at :func:`busy_window_end_s`; a panel whose run
+    goes on past it says when its last GPU goes idle.
     """
     plt = _pyplot()
     seed = comparison.seeds[0] if seed is None else seed
     tl = comparison.timelines
     cluster = comparison.scenario.cluster_spec()
     types = list(cluster.gpu_types)
-    fig, ax = plt.subplots(figsize=(7.0, 3.8))
-    for p, style in zip(comparison.policies, line_styles(len(comparison.policies)), strict=True):
-        sub = tl[(tl.policy == p) & (tl.seed == seed)] if not tl.empty else tl
-        if sub.empty:
+    policies = list(comparison.policies)
+    n = max(len(policies), 1)
+    ncols = min(n, 5 if n > 8 else 4)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(2.5 * ncols + 1.2, 1.55 * nrows + 0.9), sharex=True, sharey=True, squeeze=False
+    )
+    end_s = busy_window_end_s(comparison, seed)
+    ends = activity_ends_s(comparison, seed)
+    colours = dict(zip(types, line_colours(len(types)), strict=True))
+    for i, ax in enumerate(axes.flat):
+        if i >= len(policies):
+            ax.set_axis_off()
             continue
-        used = sub[types].sum(axis=1).to_numpy() / cluster.total_gpus
-        ax.step(sub["time_s"].to_numpy() / 3600, used, where="post", label=p, linewidth=1, **style)
-    end_h = activity_end_s(comparison, seed) / 3600
-    if end_h > 0:
-        ax.set_xlim(0, end_h * 1.02)
-    ax.set_xlabel("simulated time (h)")
-    ax.set_ylabel("GPUs in use (fraction)")
-    ax.set_ylim(0, 1.05)
-    ax.grid(alpha=0.3)
-    if ax.get_lines():
-        _legend_outside(ax, len(ax.get_lines()))
-    ax.set_title(f"Utilisation over time on {comparison.describe()} (seed {seed})", fontsize=9)
+        p = policies[i]
+        sub = tl[(tl.policy == p) & (tl.seed == seed)].sort_values("time_s") if not tl.empty else tl
+        ax.grid(alpha=0.3)
+        if sub.empty:
+            ax.set_title(f"{p}: no timeline", fontsize=8)
+            continue
+        hours = sub["time_s"].to_numpy(dtype=float) / 3600
+        present = [t for t in types if t in sub.columns]
+        fractions = [sub[t].to_numpy(dtype=float) / cluster.total_gpus for t in present]
+        ax.stackplot(hours, *fractions, step="post", colors=[colours[t] for t in present], labels=present, linewidth=0)
+        used = np.sum(fractions, axis=0)
+        mean = _mean_utilisation(comparison, p, seed, sub, used, ends.get(p, 0.0))
+        ax.set_title(f"{p}  (mean {mean:.2f})", fontsize=8)
+        if end_s > 0 and ends.get(p, 0.0) > end_s * 1.02:
+            ax.text(0.98, 0.92, f"idle at {ends[p] / 3600:,.0f} h \u2192", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=7, color="0.25")  # fmt: skip
+        ax.tick_params(labelsize=7)
+    if end_s > 0:
+        axes[0, 0].set_xlim(0, end_s / 3600 * 1.02)
+    axes[0, 0].set_ylim(0, 1.05)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("simulated time (h)", fontsize=8)
+    for row in axes:
+        row[0].set_ylabel("GPUs in use", fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[t]) for t in types]
+    width, height = fig.get_size_inches()
+    fig.legend(handles, types, loc="lower center", ncol=len(types), fontsize=7, frameon=False)
+    title = (
+        f"GPUs in use by type (fraction of all {cluster.total_gpus}) on {comparison.describe()}, seed {seed}; "
+        "mean: over the run's makespan"
+    )
+    lines = textwrap.wrap(title, width=int(width * 15))
+    fig.suptitle("\n".join(lines), fontsize=9, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0.3 / height, 1, 1 - (0.16 * len(lines) + 0.04) / height))
     return fig
 
 

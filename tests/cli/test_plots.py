@@ -11,7 +11,12 @@ from matplotlib.colors import to_rgba
 
 from hetgym.experiments import Comparison, compare
 from hetgym.plots import (
+    CDF_TOP,
+    TAIL_CUT,
     activity_end_s,
+    activity_ends_s,
+    busy_window_end_s,
+    headline_order,
     jct_cdf_figure,
     line_colours,
     plot_comparison,
@@ -37,34 +42,83 @@ def synthetic(num_policies: int, *, busy_until_h: float = 70.0, idle_until_h: fl
 
 
 @pytest.mark.parametrize("num_policies", [14, 20, 27])
-def test_every_policy_gets_its_own_colour(num_policies: int) -> None:
+def test_the_cdf_colours_the_best_policies_and_greys_the_others(num_policies: int) -> None:
     comparison = synthetic(num_policies)
-    for figure in (jct_cdf_figure(comparison), utilisation_figure(comparison)):
-        lines = figure.axes[0].get_lines()
-        assert len(lines) == num_policies
-        colours = {tuple(np.round(to_rgba(line.get_color()), 3)) for line in lines}
-        assert len(colours) == num_policies
-        if num_policies > 10:  # beyond ten lines, styles and markers tell them apart as well
-            assert len({line.get_linestyle() for line in lines}) > 1 and len({line.get_marker() for line in lines}) > 1
+    lines = jct_cdf_figure(comparison).axes[0].get_lines()
+    assert len(lines) == num_policies
+    best = headline_order(comparison)[:CDF_TOP]
+    coloured = [
+        line for line in lines if not str(line.get_label()).startswith(("_", f"{num_policies - CDF_TOP} others"))
+    ]
+    assert [line.get_label() for line in coloured] == best
+    assert len({tuple(np.round(to_rgba(line.get_color()), 3)) for line in coloured}) == CDF_TOP
+    grey = [line for line in lines if line not in coloured]
+    assert len(grey) == num_policies - CDF_TOP and len({line.get_color() for line in grey}) == 1
     assert len(set(line_colours(100))) == 100
 
 
-def test_legends_sit_outside_the_axes() -> None:
-    comparison = synthetic(14)
-    for figure in (jct_cdf_figure(comparison), utilisation_figure(comparison)):
-        figure.canvas.draw()
-        ax = figure.axes[0]
-        legend = ax.get_legend()
-        assert legend is not None and len(legend.get_texts()) == 14
-        renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
-        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+def test_headline_order_is_best_first() -> None:
+    comparison = synthetic(8)
+    dsr = comparison.runs.set_index("policy")["dsr"]
+    order = headline_order(comparison)
+    assert list(dsr.loc[order]) == sorted(dsr, reverse=True)
+    no_deadlines = synthetic(3)
+    no_deadlines.runs["num_with_deadline"] = 0
+    assert headline_order(no_deadlines) == ["policy-00", "policy-01", "policy-02"]  # lowest average JCT first
+
+
+def test_few_policies_are_all_in_colour() -> None:
+    comparison = synthetic(4)
+    lines = jct_cdf_figure(comparison).axes[0].get_lines()
+    assert sorted(str(line.get_label()) for line in lines) == comparison.policies
+    assert len({line.get_color() for line in lines}) == 4
+
+
+def test_the_cdf_legend_sits_outside_the_axes() -> None:
+    figure = jct_cdf_figure(synthetic(14))
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    legend = ax.get_legend()
+    assert legend is not None and len(legend.get_texts()) == CDF_TOP + 1
+    assert legend.get_texts()[-1].get_text() == f"{14 - CDF_TOP} others"
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+@pytest.mark.parametrize("num_policies", [3, 15, 27])
+def test_utilisation_has_one_panel_per_policy(num_policies: int) -> None:
+    comparison = synthetic(num_policies)
+    figure = utilisation_figure(comparison)
+    panels = [ax for ax in figure.axes if ax.get_visible() and ax.axison]
+    assert len(panels) == num_policies
+    assert [ax.get_title().split()[0] for ax in panels] == comparison.policies
+    for ax in panels:
+        assert len(ax.collections) == 2  # one band per GPU type of the tiny cluster (v100, k80)
+        assert ax.get_xlim() == panels[0].get_xlim() and ax.get_ylim() == (0, 1.05)
 
 
 def test_the_utilisation_axis_ends_where_the_activity_does() -> None:
     comparison = synthetic(5, busy_until_h=70.0, idle_until_h=840.0)
     assert activity_end_s(comparison, 0) == pytest.approx(70.0 * 3600)
+    assert busy_window_end_s(comparison, 0) == pytest.approx(70.0 * 3600)
     low, high = utilisation_figure(comparison).axes[0].get_xlim()
     assert low == 0 and 70.0 <= high <= 70.0 * 1.05
+
+
+def test_one_long_tail_does_not_stretch_the_utilisation_axis() -> None:
+    comparison = synthetic(7, busy_until_h=70.0, idle_until_h=1700.0)
+    tl = comparison.timelines
+    tail = (tl.policy == "policy-06") & (tl.time_s > 60 * 3600)
+    tl.loc[tail, "k80"] = 1  # policy-06 keeps one K80 busy until 1,700 h
+    ends = {p: e / 3600 for p, e in activity_ends_s(comparison, 0).items()}
+    assert ends["policy-06"] == pytest.approx(1700.0)
+    median_h = float(np.median(list(ends.values())))
+    assert busy_window_end_s(comparison, 0) / 3600 == pytest.approx(TAIL_CUT * median_h)
+    figure = utilisation_figure(comparison)
+    assert figure.axes[0].get_xlim()[1] == pytest.approx(TAIL_CUT * median_h * 1.02)
+    notes = {ax.get_title().split()[0]: [t.get_text() for t in ax.texts] for ax in figure.axes if ax.axison}
+    assert notes["policy-06"] == ["idle at 1,700 h \u2192"]
+    assert all(not v for k, v in notes.items() if k != "policy-06")
 
 
 def test_without_deadlines_a_jct_chart_replaces_the_dsr_chart(tmp_path: Path) -> None:
