@@ -8,24 +8,37 @@ the exit status is 1 when any claim is outside its tolerance or its fragment is 
 Groups (the deterministic group always runs; the others on request):
 
 * deterministic: DSR of the classic policies on Tiny seeds 0-5 and the experts' episode epochs
-  (``docs/environment.md``), the running-maximum count on ``gavel-philly`` workloads (``docs/traces.md``).
+  (``docs/environment.md``), the running-maximum count on ``gavel-philly`` workloads (``docs/traces.md``),
+  the random-agent snippets of ``README.md`` and ``docs/v0.md`` (run as written; the line they print is
+  the one their ``# prints:`` comment states), the size of the default comparison (``README.md``).
   Exact: the simulator is deterministic. Seconds in all.
-* ``--timings``: ``scripts/bench_env.py``'s sequential-codec steps per CPU-second (``README.md``), 3 short
+* ``--timings``: ``scripts/bench_env.py``'s sequential-codec steps per CPU-second (``docs/v0.md``), 3 short
   runs per window size; tolerance 30% either side of the stated range (a shared machine moves it).
-* ``--budgets``: wall time of ``hetgym train --algo bc --teacher dancer`` and of the same with
-  ``--preset tiny`` (``README.md``, ``docs/agents.md``): one run each, minutes; within 0.4-1.35 times the
-  stated time (the stated runs shared the machine with other work).
+* ``--budgets``: wall time of ``hetgym train --algo bc --teacher dancer`` on ``HetCluster-v0`` and of the
+  same with ``--preset tiny`` (``docs/v0.md``, ``docs/agents.md``): one run each, minutes; within 0.4-1.35
+  times the stated time (the stated runs shared the machine with other work).
+* ``--readme``: the README's figures that need runs: the wall time of command 1's ``hetgym compare``, and its
+  RL path run as written (the ``hetgym train`` and ``hetgym evaluate`` commands of its block, in a temporary
+  folder): training wall and CPU time, evaluation wall time, the DSR table (experts and the random agent
+  exact, the trained agent within 0.05). About 10 minutes on two cores.
+* ``--suite``: the wall time of command 2's tests (``python -m pytest -m "not slow" -q``), from 4 minutes on
+  a quiet machine to half an hour on a busy one.
 
 Usage::
 
     python scripts/check_docs.py                       # deterministic claims
-    python scripts/check_docs.py --timings --budgets   # everything (about 15 minutes on two cores)
+    python scripts/check_docs.py --timings --budgets   # the timings and budgets (about 15 minutes on two cores)
+    python scripts/check_docs.py --readme --suite      # the README's measured figures
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import functools
 import os
+import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -167,6 +180,92 @@ def train_wall_s(*extra: str) -> float:
         return time.perf_counter() - started
 
 
+def snippet_output(doc: str, marker: str) -> str:
+    """The last line a ``python`` block of ``doc`` prints, the block found by ``marker``, run as written in a
+    fresh interpreter at the repository root."""
+    text = (ROOT / doc).read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    (code,) = [b for b in blocks if marker in b]
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def default_comparison_size() -> tuple[int, int]:
+    """(policies, runs) of a plain ``hetgym compare``: the default policies times the default seeds."""
+    from hetgym.cli import build_parser
+    from hetgym.experiments import default_policies
+
+    seeds = build_parser().parse_args(["compare"]).seeds.split(",")
+    policies = len(default_policies())
+    return policies, policies * len(seeds)
+
+
+def _cli(command: str) -> list[str]:
+    """A ``hetgym ...`` command line of a doc as an argument list run by this interpreter."""
+    args = shlex.split(command)
+    assert args[0] == "hetgym", command
+    return [sys.executable, "-m", "hetgym.cli", *args[1:]]
+
+
+def _timed(args: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, env=env)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare_wall_s() -> float:
+    """Wall seconds of command 1's ``hetgym compare`` (its results into a temporary folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return round(_timed(_cli(f"hetgym compare --out {tmp}/out"), Path(tmp))[0], 0)
+
+
+def readme_block_commands(marker: str, doc: str = "README.md") -> list[str]:
+    """The ``hetgym`` commands of the ``bash`` block of ``doc`` that contains ``marker`` (continuations joined,
+    comments dropped)."""
+    text = (ROOT / doc).read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```bash\n")[1:]]
+    (block,) = [b for b in blocks if marker in b]
+    lines = [line.split(" #", 1)[0].rstrip() for line in block.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line.startswith("hetgym ")]
+
+
+RL_PATH_MARKER = "--run-name tiny-v1-ppo"
+
+
+@functools.cache
+def rl_path() -> dict[str, Any]:
+    """The README's RL path run as written in a temporary folder: training wall and CPU seconds, evaluation wall
+    seconds, and the mean DSR of each policy of the evaluation (by its ``policy`` name)."""
+    commands = readme_block_commands(RL_PATH_MARKER)
+    train = [c for c in commands if c.startswith("hetgym train")]
+    evaluate = [c for c in commands if c.startswith("hetgym evaluate")]
+    assert len(train) == 1 and len(evaluate) == 1, commands
+    with tempfile.TemporaryDirectory() as tmp:
+        train_wall, train_cpu = _timed(_cli(train[0]), Path(tmp))
+        eval_wall, _ = _timed(_cli(evaluate[0]), Path(tmp))
+        with open(Path(tmp) / "results" / "evaluate" / "evaluation.csv", newline="") as fh:
+            dsr = {row["policy"]: round(float(row["dsr"]), 3) for row in csv.DictReader(fh)}
+    return {"train_wall_s": round(train_wall), "train_cpu_s": round(train_cpu), "eval_wall_s": round(eval_wall),
+            "dsr": dsr}  # fmt: skip
+
+
+def suite_wall_s() -> float:
+    """Wall seconds of command 2's tests, ``python -m pytest -m "not slow" -q``, at the repository root."""
+    return round(_timed([sys.executable, "-m", "pytest", "-m", "not slow", "-q"], ROOT)[0], 0)
+
+
 # ------------------------------------------------------------------------------------------------
 # Claims
 
@@ -180,6 +279,13 @@ def _within_range(rel: float) -> Callable[[Any, Any], bool]:
         lo, hi = stated
         m_lo, m_hi = measured
         return bool(lo * (1 - rel) <= m_lo and m_hi <= hi * (1 + rel))
+
+    return check
+
+
+def _within(tolerance: float) -> Callable[[Any, Any], bool]:
+    def check(stated: Any, measured: Any) -> bool:
+        return bool(abs(stated - measured) <= tolerance)
 
     return check
 
@@ -235,7 +341,7 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "bench_env sequential steps/CPU-s",
-        "README.md",
+        "docs/v0.md",
         "the sequential codec makes 23,300-33,300 steps per CPU-second",
         (23_300, 33_300),
         bench_env_steps_per_cpu_s,
@@ -243,11 +349,11 @@ CLAIMS: list[Claim] = [
         group="timings",
     ),
     Claim(
-        "hetgym train --algo bc --teacher dancer (s)",
-        "README.md",
+        "hetgym train --algo bc --teacher dancer, v0 (s)",
+        "docs/v0.md",
         "# 885 s, one run on two busy cores (load 4-7)",
         885.0,
-        lambda: round(train_wall_s(), 0),
+        lambda: round(train_wall_s("--env-id", "HetCluster-v0"), 0),
         _budget(0.4, 1.35),
         group="budgets",
     ),
@@ -259,6 +365,103 @@ CLAIMS: list[Claim] = [
         lambda: round(train_wall_s("--preset", "tiny"), 0),
         _budget(0.4, 1.35),
         group="budgets",
+    ),
+    Claim(
+        "README random agent on Tiny-v1, seed 0",
+        "README.md",
+        "# prints: done 5 7 0.167 1.7",
+        "done 5 7 0.167 1.7",
+        lambda: snippet_output("README.md", "# prints: done"),
+        _equal,
+    ),
+    Claim(
+        "v0 random agent on Tiny-v0, seed 0",
+        "docs/v0.md",
+        "# prints: done 12 0.0 nan",
+        "done 12 0.0 nan",
+        lambda: snippet_output("docs/v0.md", "# prints: done"),
+        _equal,
+    ),
+    Claim(
+        "default compare: policies, runs",
+        "README.md",
+        "(15 policies x 3 seeds, 45 simulations)",
+        (15, 45),
+        default_comparison_size,
+        _equal,
+    ),
+    Claim(
+        "README command 1: hetgym compare (s)",
+        "README.md",
+        "took 46 s wall at a load average of 2.9-4.4",
+        46.0,
+        compare_wall_s,
+        _budget(0.4, 1.35),
+        group="readme",
+    ),
+    Claim(
+        "README RL path: training wall (s)",
+        "README.md",
+        "training (51,200 steps) took 511 s wall (149 CPU-s)",
+        511,
+        lambda: rl_path()["train_wall_s"],
+        _budget(0.2, 1.35),
+        group="readme",
+    ),
+    Claim(
+        "README RL path: training CPU (s)",
+        "README.md",
+        "training (51,200 steps) took 511 s wall (149 CPU-s)",
+        149,
+        lambda: rl_path()["train_cpu_s"],
+        _budget(0.7, 1.3),
+        group="readme",
+    ),
+    Claim(
+        "README RL path: evaluation wall (s)",
+        "README.md",
+        "and the evaluation 36 s",
+        36,
+        lambda: rl_path()["eval_wall_s"],
+        _budget(0.3, 1.35),
+        group="readme",
+    ),
+    Claim(
+        "README RL path: the trained agent's DSR",
+        "README.md",
+        "| MaskablePPO from scratch (this run) | 0.733 |",
+        0.733,
+        lambda: rl_path()["dsr"]["maskable-ppo"],
+        _within(0.05),
+        group="readme",
+    ),
+    *(
+        Claim(
+            f"README RL path: {policy}'s DSR",
+            "README.md",
+            f"| {label} | {dsr:.3f} |",
+            dsr,
+            lambda policy=policy: rl_path()["dsr"][policy],  # type: ignore[misc]
+            _equal,
+            group="readme",
+        )
+        for policy, label, dsr in (
+            ("elasticflow", "ElasticFlow", 0.825),
+            ("hadare", "HadarE", 0.779),
+            ("dancer", "Dancer", 0.725),
+            ("edf-admission", "EDF with admission", 0.371),
+            ("srtf", "SRTF", 0.342),
+            ("random", "random masked agent", 0.154),
+        )
+    ),
+    Claim(
+        "README command 2: the tests (s)",
+        "README.md",
+        "the tests of command 2 took 999 s wall at a load average of 9.9-9.9",
+        999.0,
+        suite_wall_s,
+        _budget(0.2, 1.35),
+        group="suite",
     ),
 ]
 
@@ -277,9 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timings", action="store_true", help="also bench_env's steps/s (about a minute)")
     parser.add_argument("--budgets", action="store_true", help="also the BC training budgets (about 10 minutes)")
+    parser.add_argument("--readme", action="store_true", help="also the README's compare time and RL path (10 minutes)")
+    parser.add_argument("--suite", action="store_true", help="also the README's test-suite time (4-30 minutes)")
     parser.add_argument("--fragments-only", action="store_true", help="only check that every claim is in its doc")
     args = parser.parse_args(argv)
-    groups = {"deterministic"} | ({"timings"} if args.timings else set()) | ({"budgets"} if args.budgets else set())
+    requested = {"timings": args.timings, "budgets": args.budgets, "readme": args.readme, "suite": args.suite}
+    groups = {"deterministic"} | {group for group, wanted in requested.items() if wanted}
     missing = check_fragments(CLAIMS)
     for line in missing:
         print(f"MISSING  {line}")

@@ -1,6 +1,6 @@
 """Seeded synthetic workload generators following the Gavel-Philly and ElasticFlow recipes.
 
-Both recipes follow the public generator code of the papers (the README's "Scenarios" section summarises
+Both recipes follow the public generator code of the papers (``docs/simulator.md``, "Scenarios", summarises
 them):
 
 * **Gavel-Philly** (Gavel's ``scheduler/utils.py``): job type uniform over Gavel's 26 (model, batch)
