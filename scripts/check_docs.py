@@ -17,7 +17,8 @@ Groups (the deterministic group always runs; the others on request):
 * ``--budgets``: wall time of ``hetgym train --algo bc --teacher dancer`` on ``HetCluster-v0`` and of the
   same with ``--preset tiny`` (``docs/v0.md``, ``docs/agents.md``): one run each, minutes; within 0.4-1.35
   times the stated time (the stated runs shared the machine with other work).
-* ``--readme``: the README's figures that need runs: the wall time of command 1's ``hetgym compare``, and its
+* ``--readme``: the README's figures that need runs: the wall and CPU time of command 1's ``hetgym compare``
+  (CPU time within 0.7-1.3 times the stated one; the wall time follows the machine's load), and its
   RL path run as written (the ``hetgym train`` and ``hetgym evaluate`` commands of its block, in a temporary
   folder): training wall and CPU time, evaluation wall time, the DSR table (experts and the random agent
   exact, the trained agent within 0.05). About 10 minutes on two cores.
@@ -225,10 +226,12 @@ def _timed(args: list[str], cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def compare_wall_s() -> float:
-    """Wall seconds of command 1's ``hetgym compare`` (its results into a temporary folder)."""
+@functools.cache
+def compare_time_s() -> tuple[float, float]:
+    """(wall, CPU) seconds of command 1's ``hetgym compare`` (its results into a temporary folder)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return round(_timed(_cli(f"hetgym compare --out {tmp}/out"), Path(tmp))[0], 0)
+        wall, cpu = _timed(_cli(f"hetgym compare --out {tmp}/out"), Path(tmp))
+    return round(wall), round(cpu)
 
 
 def readme_block_commands(marker: str, doc: str = "README.md") -> list[str]:
@@ -393,10 +396,19 @@ CLAIMS: list[Claim] = [
     Claim(
         "README command 1: hetgym compare (s)",
         "README.md",
-        "took 46 s wall at a load average of 2.9-4.4",
-        46.0,
-        compare_wall_s,
+        "took 46 s wall (44 CPU-s) at a load average of 2.9-4.4",
+        46,
+        lambda: compare_time_s()[0],
         _budget(0.4, 1.35),
+        group="readme",
+    ),
+    Claim(
+        "README command 1: hetgym compare (CPU-s)",
+        "README.md",
+        "took 46 s wall (44 CPU-s) at a load average of 2.9-4.4",
+        44,
+        lambda: compare_time_s()[1],
+        _budget(0.7, 1.3),
         group="readme",
     ),
     Claim(
