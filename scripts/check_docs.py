@@ -469,8 +469,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "README command 2: the tests (s)",
         "README.md",
-        "the tests of command 2 took 999 s wall at a load average of 9.9-9.9",
-        999.0,
+        "the tests of command 2 took 824 s wall at a load average of 6.1-8.2",
+        824,
         suite_wall_s,
         _budget(0.2, 1.35),
         group="suite",
