@@ -41,3 +41,16 @@ def test_every_deterministic_claim_holds(check_docs: ModuleType, capsys: pytest.
     assert check_docs.main([]) == 0
     out = capsys.readouterr().out
     assert " NO" not in out and "MISSING" not in out
+
+
+def test_the_readme_snippets_print_what_they_say(check_docs: ModuleType) -> None:
+    for name in ("README random agent", "v0 random agent"):
+        (claim,) = [c for c in check_docs.CLAIMS if c.name.startswith(name)]
+        assert claim.measure() == claim.stated
+
+
+def test_the_readme_rl_path_is_one_train_and_one_evaluate_on_the_v1_id(check_docs: ModuleType) -> None:
+    commands = check_docs.readme_block_commands(check_docs.RL_PATH_MARKER)
+    assert [c.split()[1] for c in commands] == ["train", "evaluate"]
+    assert "--env-id HetCluster-Tiny-v1" in commands[0] and "runs/tiny-v1-ppo" in commands[1]
+    assert check_docs._cli(commands[1])[1:4] == ["-m", "hetgym.cli", "evaluate"]
