@@ -442,6 +442,7 @@ def test_the_policies_declared_work_conserving() -> None:
         "dancer",
         "elasticflow",
         "elasticflow-agnostic",
+        "elasticflow-guided",
         "gavel-fifo",
         "hydra",
         "jps",

@@ -1,0 +1,216 @@
+"""ElasticFlow guided per job: an outside admission and GPU-type choice at each arrival, ElasticFlow's allocation.
+
+The allocator of the event-driven environment (``HetCluster-v2``): :class:`~baselines.elasticflow.ElasticFlow`
+(Gu et al., ASPLOS 2023) with the guidance contract of :mod:`hetgym.sim.guidance`. Before the epoch at
+which a job arrives is scheduled, :meth:`GuidedElasticFlow.guide` may give it a
+:class:`~hetgym.sim.guidance.Directive`:
+
+* ``admission="auto"``: ElasticFlow's own test (a minimum satisfactory share exists and no admitted job
+  loses its share), declined jobs dropped;
+* ``"reject"``: dropped without the test;
+* ``"force"``: admitted with the guarantee without the test (planned in deadline order like every
+  admitted job; a job that then finds no share runs late on leftover GPUs, as ElasticFlow's admitted jobs
+  do). A job without a deadline cannot be guaranteed: it is kept best-effort;
+* ``"best_effort"``: kept without a guarantee (ElasticFlow's ``rejected_jobs="best_effort"`` for one job):
+  it gets GPUs only from the leftover step;
+* ``gpu_type``: the job's levels are restricted to that type for its whole life (planning, admission test
+  and leftover GPUs alike).
+
+Directed arrivals are settled first, then the ``auto`` arrivals of the same epoch go through ElasticFlow's
+admission in deadline order with the forced ones counted as admitted. A job with no directive, or the
+default one, is treated exactly as :class:`ElasticFlow` treats it, so this policy without directives makes
+ElasticFlow's decisions, bit for bit (``tests/baselines/test_elasticflow_guided.py``).
+
+:meth:`GuidedElasticFlow.probe` answers, without changing the policy's state, whether ElasticFlow's test
+would admit a job now under each type restriction: the job planned with the jobs admitted so far. It
+ignores the other arrivals of the same epoch (their directives are not known yet).
+
+Only ``memory="history"`` is supported: the directives are a history the observed-memory mode forgets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines._deadline import job_options
+from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
+from hetgym.sim.allocation import Allocation
+from hetgym.sim.errors import HetgymError
+from hetgym.sim.guidance import Directive
+from hetgym.sim.job import JobSpec
+from hetgym.sim.policy import register_policy
+from hetgym.sim.registry import KnobError
+from hetgym.sim.view import ClusterView, JobView
+
+
+@register_policy()
+class GuidedElasticFlow(ElasticFlow):
+    """ElasticFlow (Gu et al., ASPLOS 2023) taking a per-job admission and GPU-type directive at arrival.
+
+    See the module docstring. The knobs are :class:`~baselines.elasticflow.ElasticFlow`'s, except that
+    ``memory`` must be ``"history"``.
+    """
+
+    name = "elasticflow-guided"
+    in_default_comparison = False  # ElasticFlow itself when no directive is given
+
+    def __init__(
+        self,
+        round_s: float = 60.0,
+        rejected_jobs: str = "drop",
+        leftover_rule: str = "speedup",
+        placement: str = "buddy",
+        overhead_aware: bool = True,
+        max_count: int | None = None,
+        memory: str = "history",
+        slot_origin: str = "absolute",
+    ) -> None:
+        super().__init__(
+            round_s=round_s,
+            rejected_jobs=rejected_jobs,
+            leftover_rule=leftover_rule,
+            placement=placement,
+            overhead_aware=overhead_aware,
+            max_count=max_count,
+            memory=memory,
+            slot_origin=slot_origin,
+        )
+        if self.memory != "history":
+            raise KnobError(
+                f"elasticflow-guided: knob memory={self.memory!r} is not supported; the directives are "
+                "kept between epochs, so use memory='history'"
+            )
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._directives: dict[int, Directive] = {}
+        self._restricted: dict[tuple[int, str], tuple[JobSpec, JobLevels]] = {}
+        self.stats.update({"forced": 0, "best_effort": 0, "directed_rejects": 0})
+
+    # ----------------------------------------------------------------------------------------
+    # The guidance contract
+
+    def guide(self, job_id: int, directive: Directive) -> None:
+        """Take ``directive`` for job ``job_id`` (before the ``schedule`` call of its arrival epoch)."""
+        if self.cluster is None:
+            raise HetgymError("elasticflow-guided: call reset() before guide()")
+        if directive.gpu_type is not None and directive.gpu_type not in self._types:
+            raise HetgymError(
+                f"elasticflow-guided: directive for job {job_id} names GPU type {directive.gpu_type!r}, "
+                f"not one of the cluster's {list(self._types)}"
+            )
+        if directive.is_default:
+            self._directives.pop(job_id, None)
+        else:
+            self._directives[job_id] = directive
+
+    def usable_types(self, view: ClusterView, job_id: int) -> tuple[str, ...]:
+        """The GPU types on which the job has at least one level (what a type directive may name)."""
+        lv = ElasticFlow.levels_of(self, view, view.job(job_id))
+        return tuple(self._types[k] for k in lv.types)
+
+    def probe(self, view: ClusterView, job_id: int, gpu_types: tuple[str | None, ...]) -> tuple[bool, ...]:
+        """Whether ElasticFlow's admission test admits the job now under each restriction (``None``: any type).
+
+        The job is planned with the jobs admitted so far, in deadline order, on a fresh timeline; it
+        passes when it gets a share and every admitted job that had one keeps it. Nothing the policy
+        remembers changes.
+        """
+        job = view.job(job_id)
+        if not job.spec.has_deadline:
+            return tuple(False for _ in gpu_types)
+        admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted" and j.job_id != job_id]
+        try:
+            _, _, failed0 = self.plan_all(view, admitted)
+            out = []
+            for gpu_type in gpu_types:
+                lv = self._levels_for(view, job, gpu_type)
+                if not len(lv.order):
+                    out.append(False)
+                    continue
+                state = self._start(view, [*admitted, job])
+                if self._inputs_view is not view:
+                    self._inputs_view = view
+                    self._inputs.clear()
+                self._inputs[job_id] = (lv, self._first_loss(view, job))
+                self._advance(view, state)
+                out.append(job_id in state.plans and state.failed <= failed0)
+                self._inputs.pop(job_id, None)
+            return tuple(out)
+        finally:
+            self._inputs_view = None
+            self._inputs.clear()
+
+    # ----------------------------------------------------------------------------------------
+    # ElasticFlow's hooks
+
+    def levels_of(self, view: ClusterView, job: JobView) -> JobLevels:
+        """ElasticFlow's levels of the job, restricted to its directive's GPU type when it names one."""
+        directive = self._directives.get(job.job_id)
+        if directive is None or directive.gpu_type is None:
+            return super().levels_of(view, job)
+        lv = self._levels_for(view, job, directive.gpu_type)
+        if not len(lv.order):
+            usable = self.usable_types(view, job.job_id)
+            raise HetgymError(
+                f"elasticflow-guided: job {job.job_id} has no level on GPU type {directive.gpu_type!r} (the type "
+                f"is not allowed for it or runs it at rate 0); its usable types are {usable}"
+            )
+        return lv
+
+    def _levels_for(self, view: ClusterView, job: JobView, gpu_type: str | None) -> JobLevels:
+        if gpu_type is None:
+            return ElasticFlow.levels_of(self, view, job)
+        key = (job.job_id, gpu_type)
+        hit = self._restricted.get(key)
+        if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
+            return hit[1]
+        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+        column = self._types.index(gpu_type)
+        keep = opts.counts[:, column] > 0 if len(opts) else np.zeros(0, dtype=bool)
+        restricted = type(opts)(opts.counts[keep], opts.rates[keep], opts.types)
+        speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
+        lv = job_levels(restricted, speed, self._cap)
+        self._restricted[key] = (job.spec, lv)
+        return lv
+
+    def _admit(
+        self, view: ClusterView, admitted: list[JobView], arrived: list[int]
+    ) -> tuple[list[JobView], set[int], Any]:
+        """Settle the directed arrivals, then run ElasticFlow's admission on the others (see the module docstring)."""
+        if not self._directives:
+            return super()._admit(view, admitted, arrived)
+        auto: list[int] = []
+        dropped: set[int] = set()
+        admitted = list(admitted)
+        for jid in arrived:
+            directive = self._directives.get(jid)
+            if directive is None or directive.admission == "auto":
+                auto.append(jid)
+            elif directive.admission == "reject":
+                dropped.add(jid)
+                self.stats["directed_rejects"] += 1
+            elif directive.admission == "force" and view.job(jid).spec.has_deadline:
+                self._kind[jid] = "admitted"
+                admitted.append(view.job(jid))
+                self.stats["forced"] += 1
+            else:
+                self._kind[jid] = "best_effort"
+                self.stats["best_effort"] += 1
+        admitted, rejected, last = super()._admit(view, admitted, auto)
+        return admitted, rejected | dropped, last
+
+    def schedule(self, view: ClusterView) -> Allocation:
+        allocation = super().schedule(view)
+        if self._directives:
+            active = view.job_index
+            for jid in [j for j in self._directives if j not in active or j in allocation.reject]:
+                del self._directives[jid]
+            for key in [k for k in self._restricted if k[0] not in self._directives]:
+                del self._restricted[key]
+        return allocation
+
+
+__all__ = ["GuidedElasticFlow"]
