@@ -1,7 +1,8 @@
 """The ``HetCluster-v0`` Gymnasium environment: observation encoders, action codecs, rewards, rendering.
 
 Importing :mod:`hetgym` registers ``HetCluster-v0`` (the ``default`` scenario) and
-``HetCluster-Tiny-v0`` (the ``tiny`` scenario); make them with ``gymnasium.make``. See
+``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface, and the event-driven ``-v2`` ids
+(:mod:`hetgym.envs.events`); make them with ``gymnasium.make``. See
 :class:`HetClusterEnv` for the spaces, rewards and episode rules, and ``docs/environment.md``.
 
 The pluggable components (action codecs, observation encoders, rewards, window orders) are registries
@@ -19,12 +20,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hetgym.envs.registration import ENV_IDS, register_envs
+from hetgym.envs.registration import ENV_IDS, EVENT_ENV_IDS, register_envs
 
 if TYPE_CHECKING:
     from hetgym.envs.codecs import CODECS, ActionCodec, CodecStep, OneShotCodec, SequentialCodec, register_codec
     from hetgym.envs.config import EnvSettings, HetClusterConfig
     from hetgym.envs.env import HetClusterEnv
+    from hetgym.envs.events import EventEnvConfig, HetClusterEventEnv
     from hetgym.envs.exactness import Encoding
     from hetgym.envs.observations import (
         ENCODERS,
@@ -46,6 +48,8 @@ _LAZY = {
     "EnvSettings": "hetgym.envs.config",
     "HetClusterConfig": "hetgym.envs.config",
     "HetClusterEnv": "hetgym.envs.env",
+    "EventEnvConfig": "hetgym.envs.events",
+    "HetClusterEventEnv": "hetgym.envs.events",
     "Encoding": "hetgym.envs.exactness",
     "ENCODERS": "hetgym.envs.observations",
     "OBSERVATIONS": "hetgym.envs.observations",
@@ -72,6 +76,7 @@ __all__ = [
     "CODECS",
     "ENCODERS",
     "ENV_IDS",
+    "EVENT_ENV_IDS",
     "OBSERVATIONS",
     "REWARDS",
     "WINDOW_ORDERS",
@@ -80,8 +85,10 @@ __all__ = [
     "DecisionState",
     "Encoding",
     "EnvSettings",
+    "EventEnvConfig",
     "HetClusterConfig",
     "HetClusterEnv",
+    "HetClusterEventEnv",
     "ObservationEncoder",
     "OneShotCodec",
     "RewardComponents",

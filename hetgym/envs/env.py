@@ -162,6 +162,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
       (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``. Later
       additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
+    * v2: A different MDP in its own class, :class:`~hetgym.envs.events.HetClusterEventEnv`: one decision per
+      job arrival (admission and GPU type), a guided ElasticFlow allocating between them. v0 and v1 stay here.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012

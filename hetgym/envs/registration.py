@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 ENTRY_POINT = "hetgym.envs.env:HetClusterEnv"
+#: The event-driven interface's class (the ``-v2`` ids).
+EVENT_ENTRY_POINT = "hetgym.envs.events.env:HetClusterEventEnv"
 #: ``gym.make_vec(id, num_envs=N)`` builds this batched vector env (``vectorization_mode="sync"`` still gives
 #: Gymnasium's ``SyncVectorEnv``).
 VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_vector_env"
@@ -25,9 +27,16 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "HetCluster-Tiny-v1": {"scenario": "tiny", "interface": "v1"},
 }
 
+#: The ids of the event-driven interface (:mod:`hetgym.envs.events`): one decision per job arrival, a guided
+#: ElasticFlow allocating between them. A different class, so its options are not those of :data:`ENV_IDS`.
+EVENT_ENV_IDS: dict[str, dict[str, Any]] = {
+    "HetCluster-v2": {"scenario": "default"},
+    "HetCluster-Tiny-v2": {"scenario": "tiny"},
+}
+
 
 def register_envs() -> list[str]:
-    """Register every id in :data:`ENV_IDS` that is not registered yet; return the ids now registered."""
+    """Register every id in :data:`ENV_IDS` and :data:`EVENT_ENV_IDS` not registered yet; return them all."""
     import gymnasium
 
     for env_id, kwargs in ENV_IDS.items():
@@ -35,4 +44,7 @@ def register_envs() -> list[str]:
             gymnasium.register(
                 id=env_id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT, kwargs=dict(kwargs)
             )
-    return list(ENV_IDS)
+    for env_id, kwargs in EVENT_ENV_IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=EVENT_ENTRY_POINT, kwargs=dict(kwargs))
+    return [*ENV_IDS, *EVENT_ENV_IDS]

@@ -1,0 +1,137 @@
+"""The event-driven environment's configuration: a frozen dataclass resolved from a scenario plus overrides.
+
+``gym.make("HetCluster-v2", **overrides)`` passes plain keyword arguments; an unknown key raises an
+error naming the nearest valid one, and the values are checked here, before anything runs:
+
+* ``scenario``: an embedded scenario (:data:`hetgym.workloads.SCENARIOS`): cluster, workload, simulator;
+* ``cluster``: another cluster preset;
+* ``workload={...}`` / ``sim={...}``: fields merged onto the scenario's workload and simulator configs;
+* ``allocator``: the registered guided policy that allocates GPUs between the agent's decisions
+  (default ``"elasticflow-guided"``), with ``allocator_knobs={...}``, its constructor's knobs;
+* ``probe``: whether the observation carries the allocator's admission test of the deciding job under
+  each GPU-type choice (default ``True``);
+* ``time_scale_s``: the unit of the squashed time features;
+* ``max_time_s``: a cap on simulated time (the episode is truncated there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hetgym.envs.config import EnvConfigError, _merge, dataclass_to_dict
+from hetgym.sim.cluster import ClusterSpec, get_cluster
+from hetgym.sim.config import SimConfig, check_number
+from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.guidance import GuidedPolicy
+from hetgym.sim.job import JobSpec
+from hetgym.sim.policy import Policy, make_policy, policy_class
+from hetgym.workloads.scenario import WorkloadConfig, get_scenario
+
+#: The allocator of the registered ``-v2`` ids.
+DEFAULT_ALLOCATOR = "elasticflow-guided"
+
+
+@dataclass(frozen=True)
+class EventEnvConfig:
+    """Everything that defines a :class:`~hetgym.envs.events.HetClusterEventEnv` (resolved, immutable).
+
+    Attributes:
+        scenario: Name of the scenario preset the other fields were resolved from.
+        cluster: Cluster preset name.
+        workload: The workload recipe drawn at every reset.
+        sim: Simulator knobs.
+        allocator: A registered policy implementing :class:`~hetgym.sim.guidance.GuidedPolicy`.
+        allocator_knobs: Its constructor's keyword arguments.
+        probe: Whether the observation carries the allocator's admission test per GPU-type choice.
+        time_scale_s: Time unit of the squashed time features.
+        max_time_s: Cap on simulated time, or ``None`` for the scenario's.
+    """
+
+    scenario: str = "default"
+    cluster: str = "default"
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
+    allocator: str = DEFAULT_ALLOCATOR
+    allocator_knobs: Mapping[str, Any] = field(default_factory=dict)
+    probe: bool = True
+    time_scale_s: float = 3600.0
+    max_time_s: float | None = None
+
+    def __post_init__(self) -> None:
+        get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
+        if not isinstance(self.allocator_knobs, Mapping):
+            raise EnvConfigError(
+                f"allocator_knobs={self.allocator_knobs!r}: give a mapping of the allocator's knobs, e.g. "
+                "{'leftover_rule': 'gputime'}"
+            )
+        object.__setattr__(self, "allocator_knobs", dict(self.allocator_knobs))
+        self.make_allocator()  # an unknown policy, knob or a policy that takes no guidance raises here
+        if not isinstance(self.probe, bool):
+            raise EnvConfigError(f"probe={self.probe!r}: give True or False")
+        object.__setattr__(
+            self,
+            "time_scale_s",
+            check_number(
+                "time_scale_s", self.time_scale_s, low=0.0, low_open=True, unit="seconds", error=EnvConfigError
+            ),
+        )
+
+    @classmethod
+    def make(cls, scenario: str = "default", **overrides: Any) -> EventEnvConfig:
+        """Resolve a scenario preset plus ``gym.make``-style overrides (see the module docstring).
+
+        Raises:
+            UnknownNameError: An unknown key (here, in ``workload`` or in ``sim``), scenario, cluster,
+                allocator or allocator knob, naming the nearest valid one.
+            EnvConfigError: A value out of range, or an allocator that takes no guidance.
+        """
+        valid = [f.name for f in dataclasses.fields(cls) if f.init]
+        for key in overrides:
+            if key not in valid:
+                raise UnknownNameError(
+                    "environment option", key, valid, "See EventEnvConfig for the options of the -v2 ids."
+                )
+        sc = get_scenario(scenario)
+        cluster = overrides.pop("cluster", None) or sc.cluster
+        get_cluster(cluster)
+        workload = _merge(sc.workload, overrides.pop("workload", None), WorkloadConfig, "workload")
+        sim = _merge(sc.sim, overrides.pop("sim", None), SimConfig, "sim")
+        max_time_s = overrides.get("max_time_s")
+        if max_time_s is not None:
+            checked = check_number(
+                "max_time_s", max_time_s, low=0.0, low_open=True, allow_inf=True, unit="seconds", error=EnvConfigError
+            )
+            sim = dataclasses.replace(sim, max_time_s=float(checked))
+        return cls(scenario=sc.name, cluster=cluster, workload=workload, sim=sim, **overrides)
+
+    def to_kwargs(self) -> dict[str, Any]:
+        """Plain keyword arguments that :meth:`make` turns back into an equal configuration."""
+        out = dataclass_to_dict(self)
+        out["workload"] = dataclass_to_dict(self.workload)
+        out["sim"] = dataclass_to_dict(self.sim)
+        return out
+
+    def cluster_spec(self) -> ClusterSpec:
+        """The cluster."""
+        return get_cluster(self.cluster)
+
+    def make_allocator(self) -> Policy:
+        """A fresh instance of the allocator (checked to take guidance)."""
+        cls = policy_class(self.allocator)
+        policy = make_policy(self.allocator, **self.allocator_knobs)
+        if not isinstance(policy, GuidedPolicy):
+            raise EnvConfigError(
+                f"allocator={self.allocator!r}: {cls.__name__} takes no per-job guidance (it has no guide() and "
+                f"probe()); use a guided policy such as {DEFAULT_ALLOCATOR!r}"
+            )
+        return policy
+
+    def draw_jobs(self, seed: int) -> tuple[JobSpec, ...]:
+        """The workload of one episode, drawn from the recipe with ``seed``."""
+        return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
+
+
+__all__ = ["DEFAULT_ALLOCATOR", "EventEnvConfig"]

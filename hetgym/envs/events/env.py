@@ -1,0 +1,380 @@
+"""``HetClusterEventEnv``: the agent decides once per job event; a guided expert allocates between events."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from hetgym.envs.events.actions import AUTO_ACTION, EventActions
+from hetgym.envs.events.config import EventEnvConfig
+from hetgym.envs.events.observation import EventObservation, empty_observation
+from hetgym.sim.engine import SimulationResult, Simulator
+from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.policy import Policy, policy_placer
+from hetgym.sim.view import ClusterView
+
+#: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
+WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
+RESET_OPTIONS = ("workload_seed", "jobs")
+_DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
+
+
+class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
+    """A heterogeneous GPU cluster in which the agent decides each arriving job's admission and GPU type,
+    and a fixed expert allocator (ElasticFlow's machinery by default) runs the cluster between those events.
+
+    ## Description
+
+    The cluster, the workloads and the simulator are those of ``HetCluster-v1`` (see
+    :class:`~hetgym.envs.HetClusterEnv`). Here the agent is asked once per *job event*: when a job arrives
+    (several jobs arriving at one epoch are asked one after another, in submission order). Its choice is a
+    :class:`~hetgym.sim.guidance.Directive` for that job: admit it as the allocator would, reject it,
+    admit it with the allocator's guarantee without its admission test, or admit it best-effort, and
+    optionally the one GPU type it may use. Between events the allocator, a registered guided policy
+    (``allocator``, default ``"elasticflow-guided"``: ElasticFlow's minimum-satisfactory-share planning,
+    leftover scaling and buddy placement), decides every epoch itself, exactly as
+    :meth:`Simulator.run <hetgym.sim.Simulator.run>` drives it; the simulator goes straight from one
+    event to the next. An episode therefore has one decision per job, and an agent that always takes
+    action 0 (the allocator's own choice) *is* ElasticFlow: the same decisions and per-job results as
+    ``Simulator.run(make_policy("elasticflow"))`` on the same workload.
+
+    ## Action Space
+
+    ``Discrete(2 * T + 4)`` for ``T`` GPU types (:mod:`hetgym.envs.events.actions`): 0 = the allocator's
+    choice, 1 = reject, then ``auto`` on each type, ``force`` on any type and on each type, and
+    ``best_effort``. ``action_masks()`` and ``info["action_mask"]`` allow the type-restricted actions only
+    on the types the allocator can run the job on; a masked-out action is taken on any type instead
+    (``info["invalid_action"]``).
+
+    ## Observation Space
+
+    A ``Dict`` of float32 ``Box`` es (:mod:`hetgym.envs.events.observation`): the deciding job per GPU
+    type (usable, relative speed, run time, deadline slack, the allocator's admission test under that
+    restriction), the job itself (requested GPUs, time to deadline, the admission test on any type), the
+    cluster per type (capacity, free GPUs, GPUs held by guaranteed and by best-effort jobs) and queue
+    aggregates (active, waiting, guaranteed, best-effort and late jobs, committed work, workload arrived,
+    clock). ``probe=False`` leaves the admission-test features at 0 (and skips computing them).
+
+    ## Rewards
+
+    +1 when a job with a deadline completes by it, -1 when one is lost (rejected, past its deadline while
+    still active, or unfinished at the stop), counted over the simulated time a step covers;
+    ``info["reward_components"]`` has the counts (``met``, ``missed``, ``rejected``, ``completed``).
+
+    ## Starting State
+
+    ``reset(seed=...)`` draws the workload with a seed taken from ``np_random``, resets the allocator with
+    ``np.random.default_rng(sim.seed)`` (as ``Simulator.run`` does) and advances to the first arrival.
+    ``options={"workload_seed": n}`` uses ``scenario.workload.build(cluster, seed=n)`` instead;
+    ``options={"jobs": [JobSpec, ...]}`` runs a given workload.
+
+    ## Episode End
+
+    Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``) or the
+    simulator's watchdog stops a run that no longer progresses (``"stalled"``); truncated at
+    ``max_time_s`` of simulated time (``"max_time"``). The step that ends the episode runs the simulator to
+    the end (after the last arrival nothing is left to decide) and its ``info["metrics"]`` holds the run's
+    metrics, with ``num_decisions`` (the agent's) and ``decisions_per_job``.
+
+    ## Arguments
+
+    ``gym.make("HetCluster-v2", **overrides)`` (or ``"hetgym:HetCluster-v2"``), overrides being fields of
+    :class:`~hetgym.envs.events.EventEnvConfig`: ``scenario``, ``cluster``, ``workload={...}``,
+    ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``probe``, ``time_scale_s``, ``max_time_s``;
+    and ``render_mode="ansi"``. ``HetCluster-Tiny-v2`` is the same with ``scenario="tiny"``. An unknown key
+    names the nearest valid one.
+
+    ## Version History
+
+    * v2: Initial version of the event-driven interface (one decision per job arrival, a guided
+      ElasticFlow allocating between them). ``HetCluster-v0`` and ``-v1`` keep their interfaces.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
+        self.render_mode = render_mode
+        self.config = EventEnvConfig.make(**kwargs)
+        self.cluster = self.config.cluster_spec()
+        self.gpu_types = tuple(self.cluster.gpu_types)
+        self.actions = EventActions(self.gpu_types)
+        self.action_space = gym.spaces.Discrete(self.actions.n)
+        self.encoder = EventObservation(self.cluster, self.config.time_scale_s)
+        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        self.allocator: Policy = self.config.make_allocator()
+        self.sim: Simulator | None = None
+        self.jobs: tuple[JobSpec, ...] = ()
+        self.workload_seed: int | None = None
+        self.episode_id = 0
+        self.num_decisions = 0
+        self._view: ClusterView | None = None
+        self._pending: deque[int] = deque()
+        self._job_id = -1
+        self._mask = np.zeros(self.actions.n, dtype=bool)
+        self._mask[AUTO_ACTION] = True
+        self._obs = empty_observation(len(self.gpu_types))
+        self._done = True
+        self._result: SimulationResult | None = None
+        self._stop_reason = ""
+
+    # ----------------------------------------------------------------------------------------
+    # Gymnasium API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        for key in options:
+            if key not in RESET_OPTIONS:
+                raise UnknownNameError("reset option", key, RESET_OPTIONS)
+        drawn = int(self.np_random.integers(0, 2**31 - 1))
+        if "jobs" in options:
+            self.jobs = tuple(options["jobs"])
+            self.workload_seed = None
+        else:
+            self.workload_seed = int(options.get("workload_seed", drawn))
+            self.jobs = self.config.draw_jobs(self.workload_seed)
+        self._specs = {j.job_id: j for j in self.jobs}
+        sim = Simulator(self.cluster, self.jobs, config=self.config.sim)
+        self.sim = sim
+        allocator = self.allocator
+        allocator.reset(self.cluster, rng=np.random.default_rng(self.config.sim.seed))
+        self.episode_id += 1
+        self.num_decisions = 0
+        self._kinds: dict[int, str] = {}  # the admitted active jobs: guaranteed | best_effort
+        self._decided: dict[int, str] = {}  # this epoch's directed jobs and their admission, until scheduled
+        self._best_rates: dict[int, float] = {}
+        self._penalised: set[int] = set()
+        self._ended_cursor = 0
+        self._done = False
+        self._result = None
+        self._stop_reason = ""
+        self._pending = deque()
+        # Exactly as Simulator.run starts a policy's run: its round, its ticks setting and its placer.
+        ticks = bool(getattr(allocator, "uses_ticks", True))
+        self._view = sim.reset(round_s=allocator.round_s, ticks=ticks, placer=policy_placer(allocator))
+        comps = self._new_components()
+        if self._view is None:
+            self._end_episode(comps)
+        else:
+            self._pending.extend(self._view.arrived)
+            self._run_to_decision(comps)
+        return self._obs, self._info(comps, invalid=False)
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
+        if not self.action_space.contains(action) and not self.action_space.contains(np.int64(action)):
+            raise HetgymError(
+                f"action {action!r} is outside Discrete({self.actions.n}) (see hetgym.envs.events.actions)"
+            )
+        a = int(action)
+        invalid = not bool(self._mask[a])
+        directive = self.actions.directive(a)
+        if invalid:
+            directive = self.actions.directive(self.actions.closest(directive, ()))
+        assert self._view is not None
+        self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+        self._decided[self._job_id] = directive.admission
+        self.num_decisions += 1
+        comps = self._new_components()
+        self._run_to_decision(comps)
+        reward = float(comps["met"] - comps["missed"])
+        terminated = self._done and self._stop_reason in ("done", "stalled")
+        truncated = self._done and not terminated
+        return self._obs, reward, terminated, truncated, self._info(comps, invalid=invalid)
+
+    def action_masks(self) -> np.ndarray:
+        """The valid actions now (sb3-contrib's MaskablePPO reads this)."""
+        return self._mask.copy()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; make the env with render_mode='ansi'")
+            return None
+        view = self._view
+        if view is None or self._done:
+            return f"episode over ({self._stop_reason}); {self.num_decisions} decisions"
+        free = ", ".join(f"{t} {view.free_gpus.get(t, 0)}/{self.cluster.capacity[t]}" for t in self.gpu_types)
+        job = view.job(self._job_id)
+        slack_h = (job.deadline_s - view.now_s) / 3600.0
+        return (
+            f"t={view.now_s / 3600.0:.2f} h  job {job.job_id} ({job.job_type}, {job.num_gpus} GPUs, "
+            f"deadline in {slack_h:.2f} h)  free: {free}  active {len(view.jobs)}  decisions {self.num_decisions}"
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # For experts and evaluation
+
+    @property
+    def view(self) -> ClusterView | None:
+        """The epoch of the pending decision (``None`` once the episode has ended)."""
+        return None if self._done else self._view
+
+    @property
+    def job_id(self) -> int:
+        """The job the pending decision is about (-1 once the episode has ended)."""
+        return -1 if self._done else self._job_id
+
+    def usable_types(self) -> tuple[str, ...]:
+        """The GPU types the allocator can run the deciding job on."""
+        if self._view is None or self._done:
+            return ()
+        return tuple(self.allocator.usable_types(self._view, self._job_id))  # type: ignore[attr-defined]
+
+    def result(self) -> SimulationResult:
+        """The simulator's result for the current episode (complete once it has ended)."""
+        if self.sim is None:
+            raise HetgymError("call reset() first")
+        return self._result if self._result is not None else self.sim.result("env")
+
+    # ----------------------------------------------------------------------------------------
+    # Internals
+
+    @staticmethod
+    def _new_components() -> dict[str, int]:
+        return {"met": 0, "missed": 0, "rejected": 0, "completed": 0}
+
+    def _run_to_decision(self, comps: dict[str, int]) -> None:
+        """Schedule and advance the simulator until a job event needs the agent, or the run ends."""
+        sim = self.sim
+        assert sim is not None
+        allocator = self.allocator
+        view = self._view
+        while True:
+            if self._pending:
+                assert view is not None
+                self._view = view
+                self._present(view, self._pending.popleft(), comps)
+                return
+            assert view is not None
+            allocation = allocator.schedule(view)
+            if self._decided:
+                self._settle(view, allocation.reject)
+            view = None  # the epoch's snapshot need not outlive the step
+            view = sim.step(allocation)
+            self._account(comps)
+            if view is None:
+                self._view = None
+                self._end_episode(comps)
+                return
+            self._pending.extend(view.arrived)
+
+    def _settle(self, view: ClusterView, rejected: frozenset[int]) -> None:
+        """Record what the epoch's directed arrivals became once the allocator scheduled them."""
+        for jid, admission in self._decided.items():
+            if jid in rejected:
+                continue
+            job = view.job(jid)
+            guaranteed = admission in ("auto", "force") and job.spec.has_deadline
+            self._kinds[jid] = "guaranteed" if guaranteed else "best_effort"
+            self._best_rates[jid] = self.encoder.best_rate(view, job)
+        self._decided = {}
+
+    def _account(self, comps: dict[str, int]) -> None:
+        """Count the jobs that ended since the last call (rewards) and forget them."""
+        assert self.sim is not None
+        ended = self.sim.ended_log(self._ended_cursor)
+        self._ended_cursor += len(ended)
+        for jid, t, status in ended:
+            self._kinds.pop(jid, None)
+            self._best_rates.pop(jid, None)
+            spec = self._specs[jid]
+            if status == JobStatus.COMPLETED:
+                comps["completed"] += 1
+                if spec.has_deadline and jid not in self._penalised:
+                    if t <= spec.deadline_s + _DEADLINE_TOL_S:
+                        comps["met"] += 1
+                    else:
+                        comps["missed"] += 1
+                        self._penalised.add(jid)
+            else:
+                if status == JobStatus.REJECTED:
+                    comps["rejected"] += 1
+                if spec.has_deadline and jid not in self._penalised:
+                    comps["missed"] += 1
+                    self._penalised.add(jid)
+
+    def _present(self, view: ClusterView, job_id: int, comps: dict[str, int]) -> None:
+        """Make ``job_id`` the deciding job: its mask and observation; charge deadlines passed since."""
+        now = view.now_s
+        for job in view.jobs:
+            late = job.deadline_s < now and now > job.deadline_s + _DEADLINE_TOL_S
+            if late and job.job_id not in self._penalised and job.spec.has_deadline:
+                comps["missed"] += 1
+                self._penalised.add(job.job_id)
+        self._job_id = job_id
+        allocator = self.allocator
+        usable = tuple(allocator.usable_types(view, job_id))  # type: ignore[attr-defined]
+        self._mask = self.actions.mask(usable)
+        probe = None
+        if self.config.probe:
+            choices: tuple[str | None, ...] = (None, *self.gpu_types)
+            probe = tuple(allocator.probe(view, job_id, choices))  # type: ignore[attr-defined]
+        self._obs = self.encoder.build(
+            view,
+            view.job(job_id),
+            usable,
+            probe,
+            kinds=self._kinds,
+            best_rates=self._best_rates,
+            to_decide=len(self._pending),
+            num_jobs=len(self.jobs),
+        )
+
+    def _end_episode(self, comps: dict[str, int]) -> None:
+        assert self.sim is not None
+        self._done = True
+        self._job_id = -1
+        self._mask = np.zeros(self.actions.n, dtype=bool)
+        self._mask[AUTO_ACTION] = True
+        self._obs = empty_observation(len(self.gpu_types))
+        self._account(comps)  # jobs left unfinished at a stop are logged by then
+        result = self.sim.result(str(getattr(self.allocator, "name", "env")))
+        self._result = result
+        m = result.metrics
+        if m["num_unfinished"] == 0 and m["num_not_arrived"] == 0:
+            self._stop_reason = "done"
+        elif result.stalled:
+            self._stop_reason = "stalled"
+        else:
+            self._stop_reason = "max_time"
+
+    def _info(self, comps: dict[str, int], *, invalid: bool) -> dict[str, Any]:
+        view = self._view
+        if view is not None and not self._done:
+            now_s = float(view.now_s)
+        else:
+            now_s = float(self.sim.now_s) if self.sim is not None else 0.0
+        info: dict[str, Any] = {
+            "action_mask": self._mask.copy(),
+            "event": "arrival" if not self._done else "end",
+            "job_id": self.job_id,
+            "now_s": now_s,
+            "num_decisions": self.num_decisions,
+            "invalid_action": invalid,
+            "reward_components": dict(comps),
+        }
+        if self._done:
+            assert self._result is not None
+            metrics = {k: float(v) for k, v in self._result.metrics.items() if k not in WALL_CLOCK_METRICS}
+            metrics["num_decisions"] = float(self.num_decisions)
+            n = len(self.jobs)
+            metrics["decisions_per_job"] = self.num_decisions / n if n else math.nan
+            info["metrics"] = metrics
+            info["stop_reason"] = self._stop_reason
+            info["workload_seed"] = self.workload_seed
+            if self._result.stalled:
+                info["stall_reason"] = self._result.stall_reason
+        return info
+
+
+__all__ = ["HetClusterEventEnv"]
