@@ -25,11 +25,17 @@ ElasticFlow's decisions, bit for bit (``tests/baselines/test_elasticflow_guided.
 would admit a job now under each type restriction: the job planned with the jobs admitted so far. It
 ignores the other arrivals of the same epoch (their directives are not known yet).
 
+**Late jobs.** :meth:`GuidedElasticFlow.newly_late` names the jobs admitted with the guarantee that a re-plan
+left without a share (projected to miss their deadline; ElasticFlow keeps them on leftover GPUs), each once.
+A ``reject`` directive given to such a job (any active job that is not arriving) drops it at the next
+``schedule`` call, which then re-plans without it.
+
 Only ``memory="history"`` is supported: the directives are a history the observed-memory mode forgets.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -87,7 +93,10 @@ class GuidedElasticFlow(ElasticFlow):
         super()._reset()
         self._directives: dict[int, Directive] = {}
         self._restricted: dict[tuple[int, str], tuple[JobSpec, JobLevels]] = {}
-        self.stats.update({"forced": 0, "best_effort": 0, "directed_rejects": 0})
+        self.stats.update({"forced": 0, "best_effort": 0, "directed_rejects": 0, "dropped": 0})
+        self._late_reported: set[int] = set()
+        self._late_new: list[int] = []
+        self._drops: set[int] = set()
 
     # ----------------------------------------------------------------------------------------
     # The guidance contract
@@ -105,6 +114,12 @@ class GuidedElasticFlow(ElasticFlow):
             self._directives.pop(job_id, None)
         else:
             self._directives[job_id] = directive
+
+    def newly_late(self) -> tuple[int, ...]:
+        """The guaranteed jobs the latest re-plans left without a share, not named before (each job once)."""
+        out = tuple(self._late_new)
+        self._late_new = []
+        return out
 
     def usable_types(self, view: ClusterView, job_id: int) -> tuple[str, ...]:
         """The GPU types on which the job has at least one level (what a type directive may name)."""
@@ -180,7 +195,7 @@ class GuidedElasticFlow(ElasticFlow):
         self, view: ClusterView, admitted: list[JobView], arrived: list[int]
     ) -> tuple[list[JobView], set[int], Any]:
         """Settle the directed arrivals, then run ElasticFlow's admission on the others (see the module docstring)."""
-        if not self._directives:
+        if not self._directives and not self._drops:
             return super()._admit(view, admitted, arrived)
         auto: list[int] = []
         dropped: set[int] = set()
@@ -200,9 +215,35 @@ class GuidedElasticFlow(ElasticFlow):
                 self._kind[jid] = "best_effort"
                 self.stats["best_effort"] += 1
         admitted, rejected, last = super()._admit(view, admitted, auto)
+        dropped |= self._drops
+        self._drops = set()
         return admitted, rejected | dropped, last
 
+    def _replan(
+        self,
+        view: ClusterView,
+        admitted: list[JobView],
+        rejected: set[int],
+        done: tuple[Any, dict[int, Any], set[int]] | None = None,
+    ) -> None:
+        done = done if done is not None else self.plan_all(view, admitted)
+        super()._replan(view, admitted, rejected, done)
+        for jid in sorted(done[2]):
+            if jid not in self._late_reported and self._kind.get(jid) == "admitted":
+                self._late_reported.add(jid)
+                self._late_new.append(jid)
+
     def schedule(self, view: ClusterView) -> Allocation:
+        arrived = set(view.arrived)
+        for jid, directive in self._directives.items():
+            if directive.admission == "reject" and jid not in arrived and jid in view.job_index:
+                # A job admitted earlier is dropped: it leaves the plans, and the cluster is re-planned now.
+                self._kind.pop(jid, None)
+                self._decision.pop(jid, None)
+                self._drops.add(jid)
+                self.stats["dropped"] += 1
+        if self._drops:
+            self._next_change_s = -math.inf
         allocation = super().schedule(view)
         if self._directives:
             active = view.job_index

@@ -216,3 +216,42 @@ def test_render_ansi() -> None:
     text = env.render()
     assert isinstance(text, str) and "job" in text
     assert math.isfinite(env.unwrapped.view.now_s)
+
+
+def test_late_events_leave_elasticflow_exact() -> None:
+    # ElasticFlow's admitted jobs keep their shares, so it meets no late event; asking changes nothing.
+    env = gym.make("HetCluster-Tiny-v2", events=["arrival", "late"])
+    u = env.unwrapped
+    for seed in (0, 1):
+        play(env, lambda e, i: AUTO_ACTION, seed=seed)
+        direct = Simulator(u.cluster, u.jobs, config=u.config.sim).run(make_policy("elasticflow"))
+        assert u.result().jobs.equals(direct.jobs)
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_late_events_follow_forced_jobs_and_a_drop_rejects(drop: bool) -> None:
+    env = gym.make("HetCluster-v2", events=["arrival", "late"], probe=False, workload={"num_jobs": 60})
+    force = env.unwrapped.actions.index(Directive("force"))
+    late: list[int] = []
+
+    def choose(e: gym.Env, info: dict[str, Any]) -> int:
+        if info["event"] == "late":
+            assert np.flatnonzero(info["action_mask"]).tolist() == [AUTO_ACTION, REJECT_ACTION]
+            assert e.unwrapped.view.job(info["job_id"]).remaining_iters > 0
+            late.append(info["job_id"])
+            return REJECT_ACTION if drop else AUTO_ACTION
+        assert info["event"] == "arrival"
+        return force
+
+    _, info = play(env, choose, seed=1000)
+    m = info["metrics"]
+    assert late and len(set(late)) == len(late)  # each job is asked about once
+    assert m["num_decisions"] == 60 + len(late) and 1.0 < m["decisions_per_job"] <= 2.0
+    assert m["num_rejected"] == (len(late) if drop else 0)
+
+
+def test_events_option_is_checked() -> None:
+    with pytest.raises(EnvConfigError, match="arrival"):
+        gym.make("HetCluster-Tiny-v2", events=["late"])
+    with pytest.raises(UnknownNameError, match="late"):
+        gym.make("HetCluster-Tiny-v2", events=["arrival", "lat"])

@@ -13,8 +13,11 @@ action                        directive (:class:`~hetgym.sim.guidance.Directive`
 ``3 + 2T``                    ``best_effort`` (admit without a guarantee), any type
 ============================  ==============================================================
 
-The mask allows ``0``, ``1``, ``2 + T`` and ``3 + 2T`` always, and a type-restricted action only when the
-allocator has a level for the job on that type (:meth:`~hetgym.sim.guidance.GuidedPolicy.usable_types`).
+At an arrival the mask allows ``0``, ``1``, ``2 + T`` and ``3 + 2T`` always, and a type-restricted action
+only when the allocator has a level for the job on that type
+(:meth:`~hetgym.sim.guidance.GuidedPolicy.usable_types`). At a *late* event (a guaranteed job projected
+to miss its deadline, with ``events=("arrival", "late")``) only ``0`` (keep it as it is) and ``1`` (drop
+it) are allowed.
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ class EventActions:
         """The valid actions for a job whose allocator levels lie on the types ``usable``."""
         ok_type = np.array([g in usable for g in self.gpu_types] + [False])
         return ~self._typed | ok_type[self._type_of]
+
+    def late_mask(self) -> np.ndarray:
+        """The valid actions at a late event: keep (0) or drop (1)."""
+        out = np.zeros(self.n, dtype=bool)
+        out[[AUTO_ACTION, REJECT_ACTION]] = True
+        return out
 
     def closest(self, directive: Directive, usable: tuple[str, ...]) -> int:
         """The action of ``directive``, or of the same admission on any type when its type is not usable."""

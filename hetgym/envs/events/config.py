@@ -8,6 +8,9 @@ error naming the nearest valid one, and the values are checked here, before anyt
 * ``workload={...}`` / ``sim={...}``: fields merged onto the scenario's workload and simulator configs;
 * ``allocator``: the registered guided policy that allocates GPUs between the agent's decisions
   (default ``"elasticflow-guided"``), with ``allocator_knobs={...}``, its constructor's knobs;
+* ``events``: the job events the agent is asked at: ``("arrival",)`` (default) or ``("arrival", "late")``,
+  which also asks, once per job, about a guaranteed job that the allocator's re-plan projects to miss
+  its deadline (keep it, action 0, or drop it, action 1);
 * ``probe``: whether the observation carries the allocator's admission test of the deciding job under
   each GPU-type choice (default ``True``);
 * ``time_scale_s``: the unit of the squashed time features;
@@ -32,6 +35,8 @@ from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 
 #: The allocator of the registered ``-v2`` ids.
 DEFAULT_ALLOCATOR = "elasticflow-guided"
+#: The job events the agent can be asked at (``events=``); ``"arrival"`` is always among them.
+EVENTS: tuple[str, ...] = ("arrival", "late")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class EventEnvConfig:
         sim: Simulator knobs.
         allocator: A registered policy implementing :class:`~hetgym.sim.guidance.GuidedPolicy`.
         allocator_knobs: Its constructor's keyword arguments.
+        events: The job events the agent is asked at (see the module docstring).
         probe: Whether the observation carries the allocator's admission test per GPU-type choice.
         time_scale_s: Time unit of the squashed time features.
         max_time_s: Cap on simulated time, or ``None`` for the scenario's.
@@ -56,6 +62,7 @@ class EventEnvConfig:
     sim: SimConfig = field(default_factory=SimConfig)
     allocator: str = DEFAULT_ALLOCATOR
     allocator_knobs: Mapping[str, Any] = field(default_factory=dict)
+    events: tuple[str, ...] = ("arrival",)
     probe: bool = True
     time_scale_s: float = 3600.0
     max_time_s: float | None = None
@@ -68,7 +75,19 @@ class EventEnvConfig:
                 "{'leftover_rule': 'gputime'}"
             )
         object.__setattr__(self, "allocator_knobs", dict(self.allocator_knobs))
-        self.make_allocator()  # an unknown policy, knob or a policy that takes no guidance raises here
+        events = (self.events,) if isinstance(self.events, str) else tuple(self.events)
+        for event in events:
+            if event not in EVENTS:
+                raise UnknownNameError("job event", event, EVENTS)
+        if "arrival" not in events or len(set(events)) != len(events):
+            raise EnvConfigError(f"events={list(events)}: give 'arrival' once, optionally with 'late'")
+        object.__setattr__(self, "events", tuple(e for e in EVENTS if e in events))
+        allocator = self.make_allocator()  # an unknown policy, knob or a policy that takes no guidance raises here
+        if "late" in self.events and not callable(getattr(allocator, "newly_late", None)):
+            raise EnvConfigError(
+                f"events={list(self.events)}: the allocator {self.allocator!r} does not report late jobs "
+                "(no newly_late()); use events=['arrival'] or a guided policy that does"
+            )
         if not isinstance(self.probe, bool):
             raise EnvConfigError(f"probe={self.probe!r}: give True or False")
         object.__setattr__(
@@ -134,4 +153,4 @@ class EventEnvConfig:
         return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
 
 
-__all__ = ["DEFAULT_ALLOCATOR", "EventEnvConfig"]
+__all__ = ["DEFAULT_ALLOCATOR", "EVENTS", "EventEnvConfig"]

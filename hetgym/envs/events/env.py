@@ -9,7 +9,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.events.actions import AUTO_ACTION, EventActions
+from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
 from hetgym.envs.events.config import EventEnvConfig
 from hetgym.envs.events.observation import EventObservation, empty_observation
 from hetgym.sim.engine import SimulationResult, Simulator
@@ -32,7 +32,9 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     The cluster, the workloads and the simulator are those of ``HetCluster-v1`` (see
     :class:`~hetgym.envs.HetClusterEnv`). Here the agent is asked once per *job event*: when a job arrives
-    (several jobs arriving at one epoch are asked one after another, in submission order). Its choice is a
+    (several jobs arriving at one epoch are asked one after another, in submission order), and, with
+    ``events=("arrival", "late")``, once when a job admitted with the guarantee is first projected by the
+    allocator's re-plan to miss its deadline (keep it, action 0, or drop it, action 1). Its choice is a
     :class:`~hetgym.sim.guidance.Directive` for that job: admit it as the allocator would, reject it,
     admit it with the allocator's guarantee without its admission test, or admit it best-effort, and
     optionally the one GPU type it may use. Between events the allocator, a registered guided policy
@@ -85,7 +87,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     ``gym.make("HetCluster-v2", **overrides)`` (or ``"hetgym:HetCluster-v2"``), overrides being fields of
     :class:`~hetgym.envs.events.EventEnvConfig`: ``scenario``, ``cluster``, ``workload={...}``,
-    ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``probe``, ``time_scale_s``, ``max_time_s``;
+    ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``probe``, ``time_scale_s``,
+    ``max_time_s``;
     and ``render_mode="ansi"``. ``HetCluster-Tiny-v2`` is the same with ``scenario="tiny"``. An unknown key
     names the nearest valid one.
 
@@ -115,8 +118,11 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.episode_id = 0
         self.num_decisions = 0
         self._view: ClusterView | None = None
-        self._pending: deque[int] = deque()
+        self._pending: deque[tuple[str, int]] = deque()  # (event, job id), in the order asked
+        self._late_events = "late" in self.config.events
+        self._event = ""
         self._job_id = -1
+        self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
         self._obs = empty_observation(len(self.gpu_types))
@@ -165,7 +171,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if self._view is None:
             self._end_episode(comps)
         else:
-            self._pending.extend(self._view.arrived)
+            self._pending.extend(("arrival", jid) for jid in self._view.arrived)
             self._run_to_decision(comps)
         return self._obs, self._info(comps, invalid=False)
 
@@ -179,11 +185,16 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         a = int(action)
         invalid = not bool(self._mask[a])
         directive = self.actions.directive(a)
-        if invalid:
-            directive = self.actions.directive(self.actions.closest(directive, ()))
         assert self._view is not None
-        self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
-        self._decided[self._job_id] = directive.admission
+        if self._event == "late":
+            # Keep (anything but a drop: nothing changes, the allocator goes on as it would) or drop.
+            if a == REJECT_ACTION:
+                self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+        else:
+            if invalid:
+                directive = self.actions.directive(self.actions.closest(directive, ()))
+            self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+            self._decided[self._job_id] = directive.admission
         self.num_decisions += 1
         comps = self._new_components()
         self._run_to_decision(comps)
@@ -253,12 +264,14 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             if self._pending:
                 assert view is not None
                 self._view = view
-                self._present(view, self._pending.popleft(), comps)
+                event, job_id = self._pending.popleft()
+                self._present(view, event, job_id, comps)
                 return
             assert view is not None
             allocation = allocator.schedule(view)
             if self._decided:
                 self._settle(view, allocation.reject)
+            late = allocator.newly_late() if self._late_events else ()  # type: ignore[attr-defined]
             view = None  # the epoch's snapshot need not outlive the step
             view = sim.step(allocation)
             self._account(comps)
@@ -266,7 +279,10 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 self._view = None
                 self._end_episode(comps)
                 return
-            self._pending.extend(view.arrived)
+            self._pending.extend(("arrival", jid) for jid in view.arrived)
+            if late:
+                active = view.job_index
+                self._pending.extend(("late", jid) for jid in late if jid in active)
 
     def _settle(self, view: ClusterView, rejected: frozenset[int]) -> None:
         """Record what the epoch's directed arrivals became once the allocator scheduled them."""
@@ -303,8 +319,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                     comps["missed"] += 1
                     self._penalised.add(jid)
 
-    def _present(self, view: ClusterView, job_id: int, comps: dict[str, int]) -> None:
-        """Make ``job_id`` the deciding job: its mask and observation; charge deadlines passed since."""
+    def _present(self, view: ClusterView, event: str, job_id: int, comps: dict[str, int]) -> None:
+        """Make ``job_id`` the deciding job of ``event``: its mask and observation; charge deadlines passed since."""
         now = view.now_s
         for job in view.jobs:
             late = job.deadline_s < now and now > job.deadline_s + _DEADLINE_TOL_S
@@ -312,11 +328,13 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 comps["missed"] += 1
                 self._penalised.add(job.job_id)
         self._job_id = job_id
+        self._event = event
         allocator = self.allocator
         usable = tuple(allocator.usable_types(view, job_id))  # type: ignore[attr-defined]
-        self._mask = self.actions.mask(usable)
+        late = event == "late"
+        self._mask = self.actions.late_mask() if late else self.actions.mask(usable)
         probe = None
-        if self.config.probe:
+        if self.config.probe and not late:
             choices: tuple[str | None, ...] = (None, *self.gpu_types)
             probe = tuple(allocator.probe(view, job_id, choices))  # type: ignore[attr-defined]
         self._obs = self.encoder.build(
@@ -328,12 +346,14 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             best_rates=self._best_rates,
             to_decide=len(self._pending),
             num_jobs=len(self.jobs),
+            late=late,
         )
 
     def _end_episode(self, comps: dict[str, int]) -> None:
         assert self.sim is not None
         self._done = True
         self._job_id = -1
+        self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
         self._obs = empty_observation(len(self.gpu_types))
@@ -356,7 +376,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             now_s = float(self.sim.now_s) if self.sim is not None else 0.0
         info: dict[str, Any] = {
             "action_mask": self._mask.copy(),
-            "event": "arrival" if not self._done else "end",
+            "event": self._event if not self._done else "end",
             "job_id": self.job_id,
             "now_s": now_s,
             "num_decisions": self.num_decisions,

@@ -13,10 +13,10 @@ key                       shape    entries
 ``job_slack``             ``T``    time to deadline minus that run time (signed; -1 when unusable)
 ``job_admissible``        ``T``    the allocator's admission test restricted to the type (0/1; 0
                                    without ``probe``)
-``job``                   ``5``    requested GPUs over the largest type's capacity; time to
+``job``                   ``6``    requested GPUs over the largest type's capacity; time to
                                    deadline (squashed); has a deadline (0/1); the admission test on
-                                   any type (0/1); other arrivals of this epoch still to decide
-                                   (squashed count)
+                                   any type (0/1); other events of this epoch still to decide
+                                   (squashed count); the event is a late job's, not an arrival (0/1)
 ``cluster_capacity``      ``T``    capacity over the largest type's
 ``cluster_free``          ``T``    free GPUs over the capacity
 ``cluster_guaranteed``    ``T``    GPUs held by guaranteed jobs over the capacity
@@ -51,7 +51,7 @@ JOB_TYPE_KEYS = ("job_usable", "job_speed", "job_run_time", "job_slack", "job_ad
 CLUSTER_KEYS = ("cluster_capacity", "cluster_free", "cluster_guaranteed", "cluster_best_effort")
 JOB_ROWS = len(JOB_TYPE_KEYS)
 CLUSTER_ROWS = len(CLUSTER_KEYS)
-JOB_FEATURES = 5
+JOB_FEATURES = 6
 QUEUE_FEATURES = 8
 _COUNT_SCALE = 16.0
 
@@ -122,6 +122,7 @@ class EventObservation:
         best_rates: Mapping[int, float],
         to_decide: int,
         num_jobs: int,
+        late: bool = False,
     ) -> dict[str, np.ndarray]:
         """The observation of ``job``'s event at ``view``.
 
@@ -132,8 +133,9 @@ class EventObservation:
             probe: The admission test on any type then on each type in order, or ``None``.
             kinds: ``"guaranteed"`` or ``"best_effort"`` for every active job admitted so far.
             best_rates: Each admitted job's best rate at its requested count.
-            to_decide: Other arrivals of this epoch still to decide.
+            to_decide: Other events of this epoch still to decide.
             num_jobs: Jobs in the workload.
+            late: The event is a late job's (else an arrival).
         """
         t_n = len(self.types)
         now = view.now_s
@@ -163,6 +165,7 @@ class EventObservation:
                 float(job.spec.has_deadline),
                 float(probe[0]) if probe is not None else 0.0,
                 count_feature(to_decide),
+                float(late),
             ],
             dtype=np.float32,
         )
@@ -176,14 +179,14 @@ class EventObservation:
                 for t, n in ja.counts:
                     cl[row, index[t]] += n
         cl[1:] /= self.capacity
-        guaranteed = best_effort = late = 0
+        guaranteed = best_effort = past_deadline = 0
         work_gpu_s = 0.0
         for other in view.jobs:
             kind = kinds.get(other.job_id)
             if kind == "guaranteed":
                 guaranteed += 1
                 if other.deadline_s < now:
-                    late += 1
+                    past_deadline += 1
                 rate = best_rates.get(other.job_id, 0.0)
                 if rate > 0:
                     work_gpu_s += other.remaining_iters / rate * other.num_gpus
@@ -197,7 +200,7 @@ class EventObservation:
                 count_feature(waiting),
                 count_feature(guaranteed),
                 count_feature(best_effort),
-                count_feature(late),
+                count_feature(past_deadline),
                 squash(work_gpu_s / (self.total_gpus * scale)),
                 arrived / num_jobs if num_jobs else 0.0,
                 squash(now / scale),
