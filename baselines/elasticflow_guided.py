@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from baselines._deadline import job_options
-from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
+from baselines.elasticflow import ElasticFlow, JobLevels, _order_key, job_levels
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.guidance import Directive
@@ -138,17 +138,27 @@ class GuidedElasticFlow(ElasticFlow):
             return tuple(False for _ in gpu_types)
         admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted" and j.job_id != job_id]
         try:
-            _, _, failed0 = self.plan_all(view, admitted)
+            # As ElasticFlow's own trials do (_trial): the admitted jobs ordered before this one plan the same
+            # with or without it, so they are planned once and each restriction goes on from a copy.
+            base = self._start(view, admitted)
+            self._advance(view, base, _order_key(job))
+            full = base.copy()
+            self._advance(view, full)
+            failed0 = full.failed
             out = []
             for gpu_type in gpu_types:
                 lv = self._levels_for(view, job, gpu_type)
                 if not len(lv.order):
                     out.append(False)
                     continue
-                state = self._start(view, [*admitted, job])
-                if self._inputs_view is not view:
-                    self._inputs_view = view
-                    self._inputs.clear()
+                if base.timeline.default_horizon:
+                    state = self._start(view, [*admitted, job])
+                else:
+                    state = base.copy()
+                    aligned = math.ceil(job.deadline_s / self.round_s - 1e-9) * self.round_s
+                    if aligned > view.now_s + 1e-9:
+                        state.timeline.split(aligned)
+                    state.jobs.insert(state.pos, job)
                 self._inputs[job_id] = (lv, self._first_loss(view, job))
                 self._advance(view, state)
                 out.append(job_id in state.plans and state.failed <= failed0)

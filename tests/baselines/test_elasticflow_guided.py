@@ -128,3 +128,35 @@ def test_a_directive_naming_an_unknown_type_is_refused() -> None:
         policy.guide(0, Directive("auto", "h100"))
     with pytest.raises(ConfigError, match="admission"):
         Directive("maybe")
+
+
+def full_pass_probe(policy: Any, view: ClusterView, job_id: int, gpu_type: str | None) -> bool:
+    """The admission test by whole planning passes (what the probe's shared prefix must reproduce)."""
+    job = view.job(job_id)
+    admitted = [j for j in view.jobs if policy._kind.get(j.job_id) == "admitted" and j.job_id != job_id]
+    _, _, failed0 = policy.plan_all(view, admitted)
+    lv = policy._levels_for(view, job, gpu_type)
+    if not len(lv.order):
+        return False
+    state = policy._start(view, [*admitted, job])
+    policy._inputs[job_id] = (lv, policy._first_loss(view, job))
+    policy._advance(view, state)
+    ok = job_id in state.plans and state.failed <= failed0
+    policy._inputs_view = None
+    policy._inputs.clear()
+    return bool(ok)
+
+
+def test_the_probe_equals_whole_planning_passes() -> None:
+    compared = 0
+
+    def choose(view: ClusterView, jid: int, policy: Any) -> Directive | None:
+        nonlocal compared
+        types = (None, *view.cluster.gpu_types)
+        got = policy.probe(view, jid, types)
+        assert got == tuple(full_pass_probe(policy, view, jid, t) for t in types), f"job {jid}"
+        compared += 1
+        return Directive("force") if jid % 3 == 0 else None  # some forced jobs, so that shares get contested
+
+    run(Directed(choose), "default", 2, 50)
+    assert compared == 50
