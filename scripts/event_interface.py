@@ -96,7 +96,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[key] = {"mean": ci.mean, "ci": [ci.low, ci.high]}
     out["elasticflow_identical_all"] = all(r["elasticflow_identical"] for r in rows)
     out["elasticflow_closest_identical_all"] = all(r["elasticflow_closest_identical"] for r in rows)
-    for key in [k for k in rows[0] if "_closest_" in k]:
+    for key in [k for k in rows[0] if "_closest_" in k and k.endswith("_dsr")]:
         expert = key.split("_closest_")[0]
         gap = paired_interval([r[key] for r in rows], [r[f"{expert}_dsr"] for r in rows])
         out[f"gap_{key.removesuffix('_dsr')}"] = {"mean": gap.mean, "ci": [gap.low, gap.high]}
