@@ -9,8 +9,9 @@ For each held-out workload seed of the scenario it runs, on the same workload:
   other jobs forced, on any type and on the type it used most), with the DSR gap to its own run.
 
 ``--timing`` instead times one random masked episode of ``HetCluster-v2`` (with and without the
-admission-test features) and ``--v1-steps`` random masked steps of ``HetCluster-v1`` on one workload, and
-prints the load average (a shared machine moves the figures).
+admission-test features), one episode of action 0 (ElasticFlow) beside ``Simulator.run`` of ElasticFlow,
+and ``--v1-steps`` random masked steps of ``HetCluster-v1`` on one workload, and prints the load average
+(a shared machine moves the figures).
 
 Usage::
 
@@ -115,6 +116,11 @@ def timing(v1_steps: int) -> dict[str, Any]:
     for probe in (True, False):
         _, _, wall, steps = episode("HetCluster-v2", seed, random_chooser(0), probe=probe)
         out[f"v2_probe_{probe}"] = {"episode_s": wall, "steps": steps, "ms_per_step": 1000 * wall / steps}
+    _, u, wall, steps = episode("HetCluster-v2", seed, lambda e, i: AUTO_ACTION)
+    out["v2_elasticflow"] = {"episode_s": wall, "steps": steps, "ms_per_step": 1000 * wall / steps}
+    started = time.perf_counter()
+    Simulator(u.cluster, u.jobs, config=u.config.sim).run(make_policy("elasticflow"))
+    out["simulator_elasticflow_s"] = time.perf_counter() - started
     env = gym.make("HetCluster-v1")
     rng = np.random.default_rng(0)
     _, info = env.reset(seed=seed, options={"workload_seed": seed})
