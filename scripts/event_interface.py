@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from multiprocessing import Pool
 from pathlib import Path
@@ -33,16 +32,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import hetgym  # noqa: E402,F401  (registers the ids)
-from agents.common import parse_seeds  # noqa: E402
-from hetgym.envs.events import AUTO_ACTION  # noqa: E402
-from hetgym.envs.events.experts import expert_choices  # noqa: E402
-from hetgym.sim import Simulator, make_policy  # noqa: E402
-from hetgym.stats import paired_interval, t_interval  # noqa: E402
+import hetgym  # noqa: F401  (registers the ids)
+from agents.common import parse_seeds
+from hetgym.envs.events import AUTO_ACTION
+from hetgym.envs.events.experts import expert_choices
+from hetgym.sim import Simulator, make_policy
+from hetgym.stats import paired_interval, t_interval
 
 EXPERTS = ("elasticflow", "dancer", "hadare", "edf-admission")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,14 +28,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import baselines  # noqa: E402,F401  (registers the policies, also where the package is on the path only)
-import hetgym  # noqa: E402,F401  (registers the ids)
-from hetgym.sim import Simulator, make_policy  # noqa: E402
-from hetgym.stats import paired_interval  # noqa: E402
+import baselines  # noqa: F401  (registers the policies)
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.sim import Simulator, make_policy
+from hetgym.stats import paired_interval
 
 EXPERTS = ("elasticflow", "edf-admission")
 
