@@ -504,7 +504,10 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         for ja in allocation.jobs.values():
             if ja.mode not in modes:
                 return None
-        return QuietTicks(deadline_horizon_s(view.jobs, self._penalised), views=True)
+        penalised = self._penalised
+        # Only worked out when a tick comes before the next event (a commit at an arrival is often followed
+        # by another arrival or a completion).
+        return QuietTicks(views=True, horizon=lambda: deadline_horizon_s((*view.running, *view.waiting), penalised))
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
         """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view.

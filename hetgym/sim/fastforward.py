@@ -14,8 +14,9 @@ progress is accounted lazily (only when allocations change), so nothing else mov
 A tick is passed over only when the tick-by-tick replay would have reached it as a quiet epoch and
 committed it unchanged: before the next completion and the next arrival (strictly: an event at the
 same instant makes the epoch news), within ``SimConfig.max_time_s``, ``max_epochs`` and the epoch
-bound, before the request's ``until_s``, and while the watchdog sees work (a job still to arrive, or
-a running job past its restart penalty), so the stall counter stays at zero. Consecutive ticks passed
+bound, before the request's ``until_s``, and before the tick at which the watchdog would stop the run
+(the stall counter moves as in the replay: reset at a tick with work, a job still to arrive or a
+running job past its restart penalty, else counted). Consecutive ticks passed
 over are a whole number of seconds apart, so per-interval sums over them (the environment's reward
 components) are exact whatever the order of their terms; ticks on a round that is not a whole
 number of seconds are replayed one by one.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hetgym.sim.config import MAX_RESTART_PENALTY_S, SimConfig
@@ -49,6 +51,7 @@ class QuietTicks:
     Args:
         until_s: Pass over no tick later than this time (the environment's next deadline crossing).
         views: Keep the running jobs' views at the last tick passed over (:attr:`running`).
+        horizon: Gives ``until_s`` instead, called only when a tick comes before the next event.
 
     Attributes:
         times_s: The ticks passed over, in order (empty when none was): each was an epoch whose
@@ -56,11 +59,14 @@ class QuietTicks:
         running: With ``views``, the running jobs' views (submission order) at the last of them.
     """
 
-    __slots__ = ("running", "times_s", "until_s", "views")
+    __slots__ = ("horizon", "running", "times_s", "until_s", "views")
 
-    def __init__(self, until_s: float = math.inf, *, views: bool = False) -> None:
+    def __init__(
+        self, until_s: float = math.inf, *, views: bool = False, horizon: Callable[[], float] | None = None
+    ) -> None:
         self.until_s = until_s
         self.views = views
+        self.horizon = horizon
         self.times_s: list[float] = []
         self.running: tuple[JobView, ...] = ()
 
@@ -102,6 +108,7 @@ class FastForwardMixin:
         """After a step's decision is applied: pass over the quiet ticks that follow (see the module)."""
         times: list[float] = []
         request.times_s = times
+        t = self._next_tick_s
         if not self._ticks or not self._active or self._done:
             return
         heap, jobs = self._heap, self._jobs
@@ -113,35 +120,46 @@ class FastForwardMixin:
             heapq.heappop(heap)
         end_s = heap[0][0] if heap else math.inf
         order = self._order
-        if self._next_arrival < len(order):
+        pending = self._next_arrival < len(order)
+        if pending:
             end_s = min(end_s, order[self._next_arrival].spec.submit_s)
-            work_from_s = -math.inf  # a job still to arrive: the watchdog resets at every epoch
-        else:
-            # Work is seen at a tick later than the first end of a running job's restart penalty.
-            work_from_s = min((j.penalty_until_s for j in self._running.values() if j.rate > 0), default=math.inf)
         cfg = self.config
-        until_s = min(request.until_s, cfg.max_time_s)
+        if not (t < end_s and t <= cfg.max_time_s):
+            return
+        until_s = min(request.horizon() if request.horizon is not None else request.until_s, cfg.max_time_s)
         limit = self._epoch_limit if cfg.max_epochs is None else min(self._epoch_limit, cfg.max_epochs)
+        # The watchdog at a tick: with a job still to arrive it sees work at every epoch; else once a running
+        # job with a rate is past its restart penalty (work_from_s), and until then it counts the epoch as a
+        # stall, and stops the run where the engine would (a running job still in its penalty up to penalty_to_s).
+        running = [j.penalty_until_s for j in self._running.values() if j.rate > 0]
+        work_from_s = -math.inf if pending else min(running, default=math.inf)
+        penalty_to_s = max(running, default=-math.inf)
+        stall, last_work_s = self._stall_count, self._last_work_s
         round_s, gavel = self._round_s, self._gavel_rounds
-        epoch, prev_s, t = self._epoch, self._now, self._next_tick_s
-        while t < end_s and t <= until_s and epoch < limit and t > work_from_s:
+        epoch, prev_s = self._epoch, self._now
+        while t < end_s and t <= until_s and epoch < limit:
             if times and not (t - prev_s).is_integer():
                 break
+            if t > work_from_s:
+                stall, last_work_s = 0, t
+            else:
+                stall += 1
+                if stall >= cfg.stall_epochs and (t - last_work_s > self._patience_s or not t <= penalty_to_s):
+                    break  # the watchdog stops the run at this tick: the engine's advance does it
             times.append(t)
             epoch += 1
             prev_s = t
+            self._stall_count, self._last_work_s = stall, last_work_s
             # The next tick, as the engine places it after a tick epoch.
             t = t + round_s if gavel else (math.floor(t / round_s + _EPS_S) + 1) * round_s
         if not times:
             return
         # The state the replay leaves: each tick an epoch (and an event) whose step changed nothing, the
-        # watchdog reset at each, the next tick placed. The next epoch follows none its caller saw.
+        # watchdog's count as it left it, the next tick placed. The next epoch follows none its caller saw.
         self._now = prev_s
         self._epoch = epoch
         self._events += len(times)
         self._next_tick_s = t
-        self._stall_count = 0
-        self._last_work_s = prev_s
         self._changed = []
         self._previous_token = None
         if request.views:
