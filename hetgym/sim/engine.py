@@ -75,6 +75,8 @@ class Simulator(ApplyMixin, FastForwardMixin):
             type of the cluster may run.
     """
 
+    fast_forward: bool = True  # (a class default too: a simulator pickled before the setting existed has it)
+
     def __init__(
         self,
         cluster: ClusterSpec | str,
