@@ -12,7 +12,14 @@ import numpy as np
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
-from hetgym.envs.intervals import add_ended, add_interval, add_lost_deadlines, add_quiet_ticks, deadline_horizon_s
+from hetgym.envs.intervals import (
+    add_ended,
+    add_interval,
+    add_lost_deadlines,
+    add_quiet_ticks,
+    charge_unfinished,
+    deadline_horizon_s,
+)
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
@@ -552,7 +559,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._now_s = t1
         if next_view is None:
             self._end_episode()
-            self._charge_unfinished(comps)
+            assert self._result is not None
+            charge_unfinished(comps, self._result.jobs)
         return next_view
 
     def request_decision(self) -> None:
@@ -574,26 +582,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self.config.decisions != "on-change" or self._done:
             return False
         return view.is_tick and not view.arrived and not view.completed and not self._changed
-
-    def _charge_unfinished(self, comps: RewardComponents) -> None:
-        """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
-
-        Remaining iterations at each job's best rate with its requested count, alone on the cluster.
-        Without this charge, stopping early (an agent that never allocates ends the run by stalling)
-        would look cheap under the time-based rewards.
-        """
-        assert self._result is not None
-        frame = self._result.jobs
-        left = frame[frame["status"] == "unfinished"]
-        if left.empty:
-            return
-        share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
-        need_s = left["ideal_s"].to_numpy(dtype=float) * share
-        gpus = left["num_gpus"].to_numpy(dtype=float)
-        ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
-        comps.unfinished_s = float(need_s[ok].sum())
-        comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
-        comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
 
     def _end_episode(self) -> None:
         assert self.sim is not None

@@ -13,12 +13,18 @@ standing between ticks (whole seconds apart, so its sum does not depend on the o
 and the environment measures the last interval, from the last tick to ``t1``, with the allocation
 standing at that tick in the window's order there. :func:`deadline_horizon_s` bounds the ticks passed
 over to those at which no deadline is lost, since a lost deadline is news to the agent.
+
+:func:`charge_unfinished` adds, on the last step of a run stopped with jobs unfinished, the least time they
+still needed.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
 
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.allocation import JobAllocation
@@ -151,3 +157,22 @@ def deadline_horizon_s(jobs: Iterable[JobView], penalised: set[int]) -> float:
         if limit < horizon and job.spec.has_deadline and job.job_id not in penalised:
             horizon = limit
     return horizon
+
+
+def charge_unfinished(comps: RewardComponents, frame: pd.DataFrame) -> None:
+    """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
+
+    Remaining iterations at each job's best rate with its requested count, alone on the cluster (``frame``:
+    the run's per-job table). Without this charge, stopping early (an agent that never allocates ends the
+    run by stalling) would look cheap under the time-based rewards.
+    """
+    left = frame[frame["status"] == "unfinished"]
+    if left.empty:
+        return
+    share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
+    need_s = left["ideal_s"].to_numpy(dtype=float) * share
+    gpus = left["num_gpus"].to_numpy(dtype=float)
+    ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
+    comps.unfinished_s = float(need_s[ok].sum())
+    comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
+    comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
