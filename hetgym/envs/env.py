@@ -12,6 +12,14 @@ import numpy as np
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
+from hetgym.envs.intervals import (
+    add_ended,
+    add_interval,
+    add_lost_deadlines,
+    add_quiet_ticks,
+    charge_unfinished,
+    deadline_horizon_s,
+)
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
@@ -21,7 +29,8 @@ from hetgym.envs.state import WINDOW_ORDERS, DecisionState, sort_jobs
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
-from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.fastforward import QuietTicks
+from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import make_policy
 from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
@@ -32,7 +41,6 @@ WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
 RESET_OPTIONS = ("workload_seed", "jobs")
 #: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
 TERMINAL_REASONS = ("done", "stalled")
-_DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
 
 
 class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
@@ -167,6 +175,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+    #: Pass over quiet round ticks inside a commit's simulator step (``False``: replay them one by one, with
+    #: the same results; read when an episode starts). See :mod:`hetgym.envs.intervals`.
+    fast_forward: bool = True
 
     def __init__(
         self,
@@ -408,7 +419,9 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             self.workload_seed = seed
         self.jobs = jobs
         self._spec_by_id = {j.job_id: j for j in jobs}
-        self.sim = Simulator(self.cluster, jobs, config=self.sim_config, throughput=self.throughput)
+        self.sim = Simulator(
+            self.cluster, jobs, config=self.sim_config, throughput=self.throughput, fast_forward=self.fast_forward
+        )
         self._reference = None
         if self.config.reward_baseline is not None:
             # Its GPU timeline is needed for idle GPU-time, whatever the env records.
@@ -459,27 +472,63 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         no job, so the simulator checks and applies nothing. A job whose mode is not one of the configured
         modes would be given the first one by the draft when in the window: then the draft is built as usual.
         """
+        jobs = self._standing_jobs(view.running, view.now_s)
+        if jobs is None:
+            self.state.load(view, self._statics, self._window_order)
+            return self.state.allocation()
+        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
+
+    def _standing_jobs(self, running: tuple[JobView, ...], now_s: float) -> dict[int, JobAllocation] | None:
+        """The running jobs' allocations in the window's order at ``now_s`` (``None``: a mode not configured)."""
         modes = self.state.mode_index
         holding: list[JobView] = []
         held: dict[int, JobAllocation] = {}
-        for job in view.running:  # the jobs holding GPUs (a waiting job has none); sorted below
+        for job in running:  # the jobs holding GPUs (a waiting job has none); sorted below
             ja = job.allocation
             if ja:
                 if ja.mode not in modes:
-                    self.state.load(view, self._statics, self._window_order)
-                    return self.state.allocation()
+                    return None
                 holding.append(job)
                 held[job.job_id] = ja
-        ordered, _ = sort_jobs(holding, view.now_s, self._statics, self._window_order)
-        jobs = {job.job_id: held[job.job_id] for job in ordered}
-        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
+        ordered, _ = sort_jobs(holding, now_s, self._statics, self._window_order)
+        return {job.job_id: held[job.job_id] for job in ordered}
+
+    def _quiet_request(self, view: ClusterView, allocation: Allocation) -> QuietTicks | None:
+        """Under ``decisions="on-change"``: ask the commit's step to pass over the quiet ticks that follow.
+
+        Not when the agent asked for the next epoch, nor when the commit rejects a job (news at the next
+        epoch) or leaves a job in a mode the draft would change (the next commit would not stand), nor
+        while the allocation history is drawn; only up to the first lost deadline.
+        """
+        assert self.sim is not None
+        if (
+            self.config.decisions != "on-change"
+            or self._requested
+            or allocation.reject
+            or not self.sim.fast_forward
+            or self.render_mode == "rgb_array"
+        ):
+            return None
+        modes = self.state.mode_index
+        for ja in allocation.jobs.values():
+            if ja.mode not in modes:
+                return None
+        penalised = self._penalised
+        # Only worked out when a tick comes before the next event (a commit at an arrival is often followed
+        # by another arrival or a completion).
+        return QuietTicks(views=True, horizon=lambda: deadline_horizon_s((*view.running, *view.waiting), penalised))
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
-        """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view."""
+        """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view.
+
+        With the quiet ticks after it passed over in the same step, their intervals are accounted too
+        (:mod:`hetgym.envs.intervals`).
+        """
         state = self.state
         assert view is not None and self.sim is not None
         t0 = view.now_s
-        next_view = self.sim.step(allocation)
+        quiet = self._quiet_request(view, allocation)
+        next_view = self.sim.step(allocation, quiet=quiet)
         t1 = next_view.now_s if next_view is not None else self.sim.now_s
         ended = self.sim.ended_log(self._ended_cursor)
         self._ended_cursor += len(ended)
@@ -487,58 +536,19 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         for jid, t, _ in ended:
             ended_at[jid] = t
         # Interval accounting: every job active at t0 and not rejected stays until min(end, t1).
-        rejected = allocation.reject
-        dt = t1 - t0
-        job_s = 0.0
-        busy = 0.0
-        if ended:
-            for job in view.jobs:
-                if job.job_id not in rejected:
-                    job_s += min(ended_at.get(job.job_id, t1), t1) - t0
-            for jid, ja in allocation.jobs.items():
-                busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
-        else:
-            # No job ended in the interval (and none active at t0 had ended before): every term is dt,
-            # summed in the same order, so the totals are the same to the bit.
-            active = len(view.running) + len(view.waiting)  # len(view.jobs), without merging the two
-            for _ in range(active - len(rejected)):  # the rejected are among the view's jobs
-                job_s += dt
-            for ja in allocation.jobs.values():
-                counts = ja.counts
-                busy += (counts[0][1] if len(counts) == 1 else ja.total_gpus) * dt
-        # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
-        comps.dt_s += dt
-        comps.job_s += job_s
-        comps.busy_gpu_s += busy
-        comps.idle_gpu_s += max(0.0, self.total_gpus * dt - busy)
+        jobs = allocation.jobs
+        if quiet is not None and quiet.times_s:
+            add_quiet_ticks(comps, view, t0, jobs, quiet.times_s, self.total_gpus)
+            # The last interval, from the last tick passed over, under the allocation standing there.
+            t0 = quiet.times_s[-1]
+            standing = self._standing_jobs(quiet.running, t0)
+            assert standing is not None  # every mode is configured (_quiet_request)
+            jobs = standing
+        add_interval(comps, view, t0, t1, jobs, allocation.reject, ended_at if ended else None, self.total_gpus)
         missed_before = comps.missed
-        specs = self._spec_by_id
-        penalised = self._penalised
-        for jid, t, status in ended:
-            spec = specs[jid]
-            if status == JobStatus.COMPLETED:
-                comps.completed += 1
-                if spec.has_deadline and jid not in penalised:
-                    if t <= spec.deadline_s + _DEADLINE_TOL_S:
-                        comps.met += 1
-                    else:
-                        comps.missed += 1
-                        penalised.add(jid)
-            else:
-                if status == JobStatus.REJECTED:
-                    comps.rejected += 1
-                if spec.has_deadline and jid not in penalised:
-                    comps.missed += 1
-                    penalised.add(jid)
+        add_ended(comps, ended, self._spec_by_id, self._penalised)
         if next_view is not None:
-            for job in (*next_view.running, *next_view.waiting):  # next_view.jobs in another order
-                # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
-                if job.deadline_s < t1 and t1 > job.deadline_s + _DEADLINE_TOL_S:
-                    spec = job.spec
-                    if not spec.has_deadline or job.job_id in penalised:
-                        continue
-                    comps.missed += 1
-                    penalised.add(job.job_id)
+            add_lost_deadlines(comps, next_view, self._penalised)
         self._changed = bool(ended) or comps.missed > missed_before
         if self.render_mode == "rgb_array":
             # The allocation history is the picture's content, kept only when it is drawn: it grows with
@@ -551,7 +561,8 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._now_s = t1
         if next_view is None:
             self._end_episode()
-            self._charge_unfinished(comps)
+            assert self._result is not None
+            charge_unfinished(comps, self._result.jobs)
         return next_view
 
     def request_decision(self) -> None:
@@ -573,26 +584,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self.config.decisions != "on-change" or self._done:
             return False
         return view.is_tick and not view.arrived and not view.completed and not self._changed
-
-    def _charge_unfinished(self, comps: RewardComponents) -> None:
-        """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
-
-        Remaining iterations at each job's best rate with its requested count, alone on the cluster.
-        Without this charge, stopping early (an agent that never allocates ends the run by stalling)
-        would look cheap under the time-based rewards.
-        """
-        assert self._result is not None
-        frame = self._result.jobs
-        left = frame[frame["status"] == "unfinished"]
-        if left.empty:
-            return
-        share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
-        need_s = left["ideal_s"].to_numpy(dtype=float) * share
-        gpus = left["num_gpus"].to_numpy(dtype=float)
-        ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
-        comps.unfinished_s = float(need_s[ok].sum())
-        comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
-        comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
 
     def _end_episode(self) -> None:
         assert self.sim is not None

@@ -21,7 +21,8 @@ update them for those jobs only.
 
 This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
 the per-job runtime records in :mod:`hetgym.sim.runtime`, applying a decision (release, place,
-reconfigure) in :mod:`hetgym.sim.apply`, and :class:`SimulationResult` with its assembly in
+reconfigure) in :mod:`hetgym.sim.apply`, passing over quiet round ticks and the watchdog in
+:mod:`hetgym.sim.fastforward`, and :class:`SimulationResult` with its assembly in
 :mod:`hetgym.sim.result` (re-exported here).
 """
 
@@ -40,8 +41,9 @@ from hetgym.progress import ProgressReport
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
 from hetgym.sim.apply import ApplyMixin
 from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
-from hetgym.sim.config import MAX_RESTART_PENALTY_S, MAX_ROUND_S, MIN_ROUND_S, SimConfig
+from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
 from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
+from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -55,10 +57,9 @@ if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
 
 DEFAULT_ROUND_S = 360.0
-_EPS_S = 1e-9
 
 
-class Simulator(ApplyMixin):
+class Simulator(ApplyMixin, FastForwardMixin):
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -66,11 +67,15 @@ class Simulator(ApplyMixin):
         jobs: The workload (any iterable of :class:`JobSpec`; ids must be unique).
         config: Simulation knobs (:class:`SimConfig`).
         throughput: The throughput model (default: the embedded table).
+        fast_forward: Pass over round ticks at which no decision can change (:mod:`hetgym.sim.fastforward`)
+            where the caller asks; ``False`` replays them one by one (the same results: reference runs).
 
     Raises:
         InvalidJobError: A job whose type has no throughput figures, a duplicate id, or a job no GPU
             type of the cluster may run.
     """
+
+    fast_forward: bool = True  # (a class default too: a simulator pickled before the setting existed has it)
 
     def __init__(
         self,
@@ -79,8 +84,10 @@ class Simulator(ApplyMixin):
         *,
         config: SimConfig | None = None,
         throughput: ThroughputModel | None = None,
+        fast_forward: bool = True,
     ) -> None:
         self.cluster = get_cluster(cluster)
+        self.fast_forward = fast_forward
         self.config = config or SimConfig()
         self.throughput = throughput or (
             ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
@@ -159,32 +166,6 @@ class Simulator(ApplyMixin):
         """GPUs of the cluster of the types ``spec`` may use."""
         capacity = self.cluster.capacity
         return sum(n for t, n in capacity.items() if spec.gpu_types is None or t in spec.gpu_types)
-
-    def _fastest_run_s(self, spec: JobSpec) -> float:
-        """A lower bound on the job's run time: its work at the sum over allowed types of the best rate
-        on that type (at one GPU, or at as many as the type holds up to ``max_gpus``)."""
-        key = (spec.job_type, spec.batch_size, spec.gpu_types, spec.max_gpus)
-        best = self._best_rates.get(key)
-        if best is None:
-            best = 0.0
-            for t, cap in self.cluster.capacity.items():
-                if spec.gpu_types is not None and t not in spec.gpu_types:
-                    continue
-                n = cap if spec.max_gpus is None else min(cap, spec.max_gpus)
-                best += max(self.throughput.rate(spec.job_type, spec.batch_size, t, k) for k in {1, n})
-            self._best_rates[key] = best
-        return spec.total_iters / best if best > 0 else math.inf
-
-    def _slowest_run_s(self, spec: JobSpec) -> float:
-        """An upper bound on a sensible run time: the job's work at its slowest allowed type's rate on
-        ``min_gpus`` GPUs (0 when no type runs it)."""
-        rates = [
-            self.throughput.rate(spec.job_type, spec.batch_size, t, spec.min_gpus)
-            for t in self.cluster.gpu_types
-            if spec.gpu_types is None or t in spec.gpu_types
-        ]
-        slowest = min((r for r in rates if r > 0), default=0.0)
-        return spec.total_iters / slowest if slowest > 0 else 0.0
 
     # ----------------------------------------------------------------------------------------
     # Stepping API
@@ -293,8 +274,11 @@ class Simulator(ApplyMixin):
         self._record_usage()
         return self._advance()
 
-    def step(self, allocation: Allocation) -> ClusterView | None:
+    def step(self, allocation: Allocation, *, quiet: QuietTicks | None = None) -> ClusterView | None:
         """Apply the decision for the current epoch and advance to the next one.
+
+        With ``quiet`` (and ``fast_forward``), the quiet round ticks that follow are passed over as epochs
+        that keep every allocation, and recorded in ``quiet`` (:mod:`hetgym.sim.fastforward`).
 
         Raises:
             InvalidAllocationError: The allocation is invalid; nothing was applied.
@@ -323,6 +307,8 @@ class Simulator(ApplyMixin):
         if self._gavel_rounds and not self._running:
             # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
             self._next_tick_s = math.inf
+        if quiet is not None and self.fast_forward:
+            self._pass_quiet_ticks(quiet)
         return self._advance()
 
     def run(self, policy: PolicyProtocol, *, progress: bool = False, ticks: bool | None = None) -> SimulationResult:
@@ -334,6 +320,8 @@ class Simulator(ApplyMixin):
                 terminal, else a line every few seconds).
             ticks: Whether round ticks are decision epochs; ``None`` (default) asks the policy
                 (``uses_ticks``). The Gym environment always has ticks, so compare with ``ticks=True``.
+
+        A policy declaring ``stands_on_ticks`` is not asked at quiet ticks (:mod:`hetgym.sim.fastforward`).
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
         if ticks is None:
@@ -343,6 +331,7 @@ class Simulator(ApplyMixin):
         perf = time.perf_counter
         schedule = policy.schedule
         name = getattr(policy, "name", type(policy).__name__)
+        stands = ticks and bool(getattr(policy, "stands_on_ticks", False))
         with ProgressReport(enabled=progress) as report:
             report.task(f"simulate {name}", len(self.specs), unit="jobs ended")
             while view is not None:
@@ -351,13 +340,16 @@ class Simulator(ApplyMixin):
                     allocation = schedule(view)
                     latencies.append(perf() - t0)
                     view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
-                    view = self.step(allocation)
+                    view = self.step(allocation, quiet=QuietTicks() if stands else None)
                 except InvalidAllocationError as err:
                     raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
                 if progress and self._epoch % 256 == 0:
                     report.update(completed=self._ended)
             report.update(completed=self._ended)
-        return self.result(name)
+        result = self.result(name)
+        if stands:  # the ticks passed over were decided too (everything kept), as the replay counts them
+            result.metrics["num_decisions"] = float(self._epoch)
+        return result
 
     # ----------------------------------------------------------------------------------------
     # Event processing
@@ -495,44 +487,6 @@ class Simulator(ApplyMixin):
             self._events += 1
             arrived.append(job.spec.job_id)
         return tuple(arrived)
-
-    def _worked(self) -> bool:
-        """Whether some running job did work since the previous epoch (a rate and its penalty paid)."""
-        now = self._now
-        return any(j.rate > 0 and j.penalty_until_s < now for j in self._running.values())
-
-    def _in_penalty(self) -> bool:
-        """Whether some running job has a rate and is paying its restart penalty now."""
-        now = self._now
-        return any(j.rate > 0 and j.penalty_until_s >= now for j in self._running.values())
-
-    def _stop(self, reason: str) -> None:
-        """End the run as stalled, for ``reason``."""
-        self._stalled = True
-        self._stall_reason = reason
-        self._finish()
-
-    @property
-    def _patience_s(self) -> float:
-        """Simulated time without work the watchdog allows: the longest restart penalty plus a round."""
-        return self._max_penalty_s() + self._round_s
-
-    def _max_penalty_s(self) -> float:
-        """The longest restart penalty in force (capped at the longest a configuration accepts)."""
-        cfg = self.config
-        return min(max([cfg.restart_penalty_s, *cfg.restart_penalty_by_type.values()]), MAX_RESTART_PENALTY_S)
-
-    def _epoch_bound(self) -> int:
-        """The most decision epochs a run may take: ten times the epochs of running the jobs one after
-        another, each on ``min_gpus`` GPUs of its slowest allowed type and paying the longest restart
-        penalty, after the last arrival (two epochs per job plus one per round)."""
-        specs = self.specs
-        if not specs:
-            return 1
-        penalty_s = self._max_penalty_s()
-        serial_s = sum(self._slowest_run_s(s) + penalty_s for s in specs)
-        horizon_s = specs[-1].submit_s + serial_s
-        return int(10 * (2 * len(specs) + horizon_s / self._round_s)) + 1000
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
         now = self._now

@@ -50,6 +50,11 @@ class Policy(ABC):
         uses_ticks: Whether round ticks can change this policy's decisions. A policy whose decisions
             depend only on arrivals and completions sets it to ``False``; :meth:`Simulator.run` then
             skips the ticks (same schedule, fewer epochs).
+        stands_on_ticks: Whether, at a round tick at which nothing arrived or completed, this policy
+            keeps every allocation in force and changes no state of its own, whatever time has passed
+            (deadlines passing included). Opt-in (``False`` by default): :meth:`Simulator.run` then does
+            not ask it at such ticks and passes over them in one step (:mod:`hetgym.sim.fastforward`),
+            with the same result. Only round-based runs (``uses_ticks``) have such ticks.
         in_default_comparison: Whether ``hetgym compare`` runs it when no policies are named.
         placer: The placer (:mod:`hetgym.sim.placement`) that maps this policy's GPU counts onto
             servers, the one its paper uses; the simulator and the Gym environment apply it
@@ -71,6 +76,7 @@ class Policy(ABC):
     modes: tuple[ExecutionMode, ...] = ("sync",)
     knobs: ClassVar[type[Knobs] | None] = None
     uses_ticks: ClassVar[bool] = True
+    stands_on_ticks: ClassVar[bool] = False
     in_default_comparison: ClassVar[bool] = True
     keeps_gpus_busy: bool = False
 

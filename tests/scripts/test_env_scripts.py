@@ -61,3 +61,24 @@ def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path)
     assert set(own["codec"]) == {"multidiscrete", "jobwise", "jobwise-types", "score"}
     text = (tmp_path / "imitation_ceiling.md").read_text()
     assert "| srtf |" in text and "common trajectory (multidiscrete)" in text and "own trajectory" in text
+
+
+def test_bench_env_counts_one_simulator_step_per_commit_with_the_fast_forward() -> None:
+    script = load_script("bench_env")
+    fast = script.run_newest("HetCluster-Tiny-v1", 300, 0, True)
+    replay = script.run_newest("HetCluster-Tiny-v1", 300, 0, False)
+    assert fast["sim_steps_per_commit"] == 1.0 < replay["sim_steps_per_commit"]
+    assert fast["commits"] == replay["commits"] and fast["epochs_per_commit"] == replay["epochs_per_commit"]
+
+
+def test_bench_env_stub_floor_has_the_newest_ids_spaces() -> None:
+    import gymnasium as gym
+
+    script = load_script("bench_env")
+    stub = script.StubEnv()
+    real = gym.make("HetCluster-v1")
+    assert stub.observation_space == real.observation_space and stub.action_space == real.action_space
+    obs, info = stub.reset(seed=0)
+    _, _, _, _, step_info = stub.step(0)
+    assert obs.keys() == real.reset(seed=0)[0].keys() and "action_mask" in info
+    assert step_info.keys() == info.keys()

@@ -1,0 +1,178 @@
+"""Measuring a committed interval: the reward components of the simulated time between two epochs.
+
+A commit applies an allocation at an epoch at ``t0`` and the simulator runs to the next epoch at ``t1``
+(:class:`~hetgym.envs.rewards.RewardComponents`): every job active at ``t0`` and not rejected counts
+until it ended or ``t1``, every allocated GPU is busy until its job ended or ``t1``, jobs that ended are
+counted by how, and a deadline job still active at ``t1`` whose deadline has passed is lost there.
+
+Under ``decisions="on-change"`` one agent step also covers the quiet round ticks after its commit, each
+an epoch whose decision keeps every allocation. The simulator passes over them in the commit's step
+(:mod:`hetgym.sim.fastforward`); :func:`add_quiet_ticks` measures their intervals as the epoch-by-epoch
+replay did, in the same order: the commit's allocation up to the first tick, the same allocation
+standing between ticks (whole seconds apart, so its sum does not depend on the order of the jobs),
+and the environment measures the last interval, from the last tick to ``t1``, with the allocation
+standing at that tick in the window's order there. :func:`deadline_horizon_s` bounds the ticks passed
+over to those at which no deadline is lost, since a lost deadline is news to the agent.
+
+:func:`charge_unfinished` adds, on the last step of a run stopped with jobs unfinished, the least time they
+still needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from hetgym.envs.rewards import RewardComponents
+from hetgym.sim.allocation import JobAllocation
+from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.view import ClusterView, JobView
+
+DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
+
+
+def add_interval(
+    comps: RewardComponents,
+    view: ClusterView,
+    t0: float,
+    t1: float,
+    jobs: Mapping[int, JobAllocation],
+    rejected: frozenset[int],
+    ended_at: Mapping[int, float] | None,
+    total_gpus: int,
+) -> None:
+    """Add ``[t0, t1]`` under the allocation ``jobs`` to ``comps``: time, job-seconds, busy and idle GPU-seconds.
+
+    ``view`` holds the jobs active over the interval (in its order); ``ended_at`` the end times of jobs
+    that ended, ``None`` when none ended in the interval.
+    """
+    dt = t1 - t0
+    job_s = 0.0
+    busy = 0.0
+    if ended_at is not None:
+        for job in view.jobs:
+            if job.job_id not in rejected:
+                job_s += min(ended_at.get(job.job_id, t1), t1) - t0
+        for jid, ja in jobs.items():
+            busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
+    else:
+        # No job ended in the interval (and none active at t0 had ended before): every term is dt,
+        # summed in the same order, so the totals are the same to the bit.
+        active = len(view.running) + len(view.waiting)  # len(view.jobs), without merging the two
+        for _ in range(active - len(rejected)):  # the rejected are among the view's jobs
+            job_s += dt
+        for ja in jobs.values():
+            counts = ja.counts
+            busy += (counts[0][1] if len(counts) == 1 else ja.total_gpus) * dt
+    # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
+    comps.dt_s += dt
+    comps.job_s += job_s
+    comps.busy_gpu_s += busy
+    comps.idle_gpu_s += max(0.0, total_gpus * dt - busy)
+
+
+def add_quiet_ticks(
+    comps: RewardComponents,
+    view: ClusterView,
+    t0: float,
+    jobs: Mapping[int, JobAllocation],
+    times_s: Sequence[float],
+    total_gpus: int,
+) -> None:
+    """Add the intervals from ``t0`` to the last of the ticks ``times_s`` passed over after a commit.
+
+    The first runs under the commit's allocation ``jobs``, the others under the same allocation
+    standing; no job ended and nothing was rejected in any of them (else the ticks were news).
+    """
+    add_interval(comps, view, t0, times_s[0], jobs, frozenset(), None, total_gpus)
+    if len(times_s) < 2:
+        return
+    active = len(view.running) + len(view.waiting)
+    gpus = 0
+    for ja in jobs.values():
+        gpus += ja.total_gpus
+    previous = times_s[0]
+    for t in times_s[1:]:
+        dt = t - previous
+        previous = t
+        # Ticks passed over are whole seconds apart: each sum of whole multiples of dt is exact, so the
+        # products equal the replay's sums over the jobs in any order.
+        job_s = active * dt
+        busy = gpus * dt
+        comps.dt_s += dt
+        comps.job_s += job_s
+        comps.busy_gpu_s += busy
+        comps.idle_gpu_s += max(0.0, total_gpus * dt - busy)
+
+
+def add_ended(
+    comps: RewardComponents,
+    ended: Iterable[tuple[int, float, JobStatus]],
+    specs: Mapping[int, JobSpec],
+    penalised: set[int],
+) -> None:
+    """Count the jobs that ended (completed, by their deadline or not; rejected; left unfinished)."""
+    for jid, t, status in ended:
+        spec = specs[jid]
+        if status == JobStatus.COMPLETED:
+            comps.completed += 1
+            if spec.has_deadline and jid not in penalised:
+                if t <= spec.deadline_s + DEADLINE_TOL_S:
+                    comps.met += 1
+                else:
+                    comps.missed += 1
+                    penalised.add(jid)
+        else:
+            if status == JobStatus.REJECTED:
+                comps.rejected += 1
+            if spec.has_deadline and jid not in penalised:
+                comps.missed += 1
+                penalised.add(jid)
+
+
+def add_lost_deadlines(comps: RewardComponents, next_view: ClusterView, penalised: set[int]) -> None:
+    """Count the deadline jobs still active at ``next_view`` whose deadline has passed there (once each)."""
+    t1 = next_view.now_s
+    for job in (*next_view.running, *next_view.waiting):  # next_view.jobs in another order
+        # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
+        if job.deadline_s < t1 and t1 > job.deadline_s + DEADLINE_TOL_S:
+            spec = job.spec
+            if not spec.has_deadline or job.job_id in penalised:
+                continue
+            comps.missed += 1
+            penalised.add(job.job_id)
+
+
+def deadline_horizon_s(jobs: Iterable[JobView], penalised: set[int]) -> float:
+    """The last time at which none of ``jobs`` has lost its deadline yet (as :func:`add_lost_deadlines` sees it).
+
+    A job is lost at ``t`` exactly when ``t > deadline + tol`` (which implies ``t > deadline``).
+    """
+    horizon = math.inf
+    for job in jobs:
+        limit = job.deadline_s + DEADLINE_TOL_S
+        if limit < horizon and job.spec.has_deadline and job.job_id not in penalised:
+            horizon = limit
+    return horizon
+
+
+def charge_unfinished(comps: RewardComponents, frame: pd.DataFrame) -> None:
+    """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
+
+    Remaining iterations at each job's best rate with its requested count, alone on the cluster (``frame``:
+    the run's per-job table). Without this charge, stopping early (an agent that never allocates ends the
+    run by stalling) would look cheap under the time-based rewards.
+    """
+    left = frame[frame["status"] == "unfinished"]
+    if left.empty:
+        return
+    share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
+    need_s = left["ideal_s"].to_numpy(dtype=float) * share
+    gpus = left["num_gpus"].to_numpy(dtype=float)
+    ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
+    comps.unfinished_s = float(need_s[ok].sum())
+    comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
+    comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
