@@ -363,8 +363,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "... --preset tiny (s)",
         "docs/agents.md",
-        "with `--preset tiny` 66 s",
-        66.0,
+        "with `--preset tiny` 16 s",
+        16.0,
         lambda: round(train_wall_s("--preset", "tiny"), 0),
         _budget(0.4, 1.35),
         group="budgets",
