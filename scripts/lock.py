@@ -53,13 +53,15 @@ def parse_pins(text: str) -> dict[str, str]:
 
 
 def freeze_lines(freeze: str) -> list[str]:
-    """The pinned lines of ``pip freeze``: editable installs (hetgym itself) dropped, torch's local label cut."""
+    """The pinned lines of ``pip freeze``: editable installs (hetgym) and pip dropped, torch's local label cut."""
     out = []
     for line in freeze.splitlines():
         line = line.strip()
         if not line or line.startswith(("-e ", "#")) or "==" not in line:
             continue
         name, version = line.split("==", 1)
+        if canonical(name) == "pip":
+            continue
         if canonical(name) == "torch":
             version = version.split("+", 1)[0]
         out.append(f"{name}=={version}")
@@ -85,7 +87,8 @@ def make_lock(out: Path) -> None:
         for args in (["install", "-q", TORCH], ["install", "-q", "-e", f"{ROOT}[rl,dev,ray]"]):
             print("pip", " ".join(args), flush=True)
             subprocess.run([py, "-m", "pip", *args], check=True)
-        freeze = subprocess.run([py, "-m", "pip", "freeze"], check=True, capture_output=True, text=True).stdout
+        # --all: setuptools too (torch asks for it at run time); pip itself is left out below.
+        freeze = subprocess.run([py, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True).stdout
         platform = subprocess.run(
             [py, "-c", "import platform; print(platform.python_version(), platform.system(), platform.machine())"],
             check=True,
