@@ -1,0 +1,161 @@
+"""Shared pieces of the event-driven interface's training recipes (``scripts/train_events_*.py``).
+
+The environment as the recipes see it (observations flattened for an ``MlpPolicy``), the vector env of
+``n_envs`` of them, the command line read off a dataclass of arguments, a wall-time limit on training,
+the latest checkpoint of a run folder, and the held-out evaluation: the deterministic policy plays the
+held-out workload seeds and is compared, paired per seed, with ElasticFlow and EDF-with-admission on the
+simulator (the same workloads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+import baselines  # noqa: F401  (registers the policies)
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.sim import Simulator, make_policy
+from hetgym.stats import paired_interval
+
+#: The experts every recipe is compared with on the held-out workloads.
+EXPERTS = ("elasticflow", "edf-admission")
+
+T = TypeVar("T")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1000-1019"`` or ``"1,2,5"`` as a list of seeds."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    return out
+
+
+def parse_args(cls: type[T], argv: Sequence[str] | None, description: str | None) -> T:
+    """An instance of the dataclass ``cls`` from the command line: one ``--flag-name`` per field
+    (booleans as ``store_true`` switches, the others typed by their default)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, action="store_true")
+        else:
+            parser.add_argument(flag, type=type(f.default), default=f.default)
+    return cls(**vars(parser.parse_args(argv)))
+
+
+def write_args(args: Any, run: Path) -> None:
+    """Create the run folder and log the arguments to ``args.json`` in it."""
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=1) + "\n")
+
+
+def make_env(env_id: str) -> gym.Env[Any, Any]:
+    """The environment with its observation flattened (for an ``MlpPolicy``)."""
+    return gym.wrappers.FlattenObservation(gym.make(env_id))
+
+
+def make_venv(env_id: str, n_envs: int, *, subproc: bool, seed: int) -> Any:
+    """``n_envs`` monitored environments in one process (``DummyVecEnv``) or one each (``SubprocVecEnv``)."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    factories: list[Callable[[], gym.Env[Any, Any]]] = [lambda: Monitor(make_env(env_id))] * n_envs
+    venv = SubprocVecEnv(factories, start_method="fork") if subproc else DummyVecEnv(factories)
+    venv.seed(seed)
+    return venv
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    """The checkpoint ``ckpt_<steps>_steps.zip`` in ``folder`` with the most steps, if any."""
+    found = sorted(folder.glob("ckpt_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    return found[-1] if found else None
+
+
+class StopAfter(BaseCallback):
+    """Stops training once ``max_s`` seconds of wall time have passed (0: never)."""
+
+    def __init__(self, max_s: float) -> None:
+        super().__init__()
+        self.max_s = max_s
+        self.start = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        return not (self.max_s > 0 and time.perf_counter() - self.start > self.max_s)
+
+
+def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
+    """Play the saved ``MaskablePPO`` model deterministically on each held-out workload seed and compare it,
+    paired per seed, with the :data:`EXPERTS` on the simulator; print one JSON row per seed."""
+    from sb3_contrib import MaskablePPO
+
+    # Schedules are pickled functions: replaced, so a model saved under another Python version loads too.
+    constant = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    model = MaskablePPO.load(model_path, device="cpu", custom_objects=constant)
+    seeds = parse_seeds(eval_seeds)
+    rows = []
+    for seed in seeds:
+        env = make_env(env_id)
+        u = env.unwrapped
+        obs, info = env.reset(seed=seed, options={"workload_seed": seed})
+        actions: list[int] = []
+        while True:
+            action, _ = model.predict(obs, action_masks=info["action_mask"], deterministic=True)
+            actions.append(int(action))
+            obs, _, terminated, truncated, info = env.step(int(action))
+            if terminated or truncated:
+                break
+        row = {
+            "seed": seed,
+            "agent_dsr": info["metrics"]["dsr"],
+            "decisions_per_job": info["metrics"]["decisions_per_job"],
+        }
+        row["action_counts"] = np.bincount(actions, minlength=u.actions.n).tolist()  # type: ignore[attr-defined]
+        for expert in EXPERTS:
+            sim = Simulator(u.cluster, u.jobs, config=u.config.sim)  # type: ignore[attr-defined]
+            row[f"{expert}_dsr"] = sim.run(make_policy(expert)).metrics["dsr"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    agent = [r["agent_dsr"] for r in rows]
+    summary: dict[str, Any] = {"seeds": seeds, "agent_dsr": float(np.mean(agent)), "rows": rows}
+    for expert in EXPERTS:
+        theirs = [r[f"{expert}_dsr"] for r in rows]
+        diff = paired_interval(agent, theirs)
+        summary[expert] = {"dsr": float(np.mean(theirs)), "diff_mean": diff.mean, "ci": [diff.low, diff.high]}
+    return summary
+
+
+def finish(args: Any, run: Path, model_path: Path, trained_s: float) -> int:
+    """After training: print the model's path (``args.skip_eval``) or evaluate it and write ``eval.json``."""
+    if args.skip_eval:
+        print(json.dumps({"train_wall_s": trained_s, "model": str(model_path)}))
+        return 0
+    summary = evaluate(args.env_id, args.eval_seeds, model_path)
+    summary["train_wall_s"] = trained_s
+    (run / "eval.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
+    return 0
+
+
+__all__ = [
+    "EXPERTS",
+    "StopAfter",
+    "evaluate",
+    "finish",
+    "latest_checkpoint",
+    "make_env",
+    "make_venv",
+    "parse_args",
+    "parse_seeds",
+    "write_args",
+]
