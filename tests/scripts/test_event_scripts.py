@@ -1,10 +1,12 @@
-"""Smoke tests of the event-driven interface's scripts (tiny settings): the measurement and the PPO recipe."""
+"""Smoke tests of the event-driven interface's scripts (tiny settings): the measurement and the PPO and
+kickstarting recipes."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from helpers import load_script
 
 
@@ -30,3 +32,28 @@ def test_ppo_recipe_trains_resumes_and_evaluates(tmp_path: Path) -> None:
     result = json.loads((run / "eval.json").read_text())
     assert result["seeds"] == [1000] and 0.0 <= result["agent_dsr"] <= 1.0
     assert set(result) >= {"elasticflow", "edf-admission", "train_wall_s"}
+
+
+def test_kickstart_recipe_clones_trains_resumes_and_evaluates(tmp_path: Path) -> None:
+    script = load_script("train_events_kickstart")
+    run = tmp_path / "run"
+    common = ["--env-id", "HetCluster-Tiny-v2", "--teacher", "force-any", "--teacher-seeds", "0-2"]
+    common += ["--bc-epochs", "20", "--bc-batch-size", "16", "--critic-epochs", "3", "--n-envs", "2"]
+    common += ["--n-steps", "16", "--batch-size", "16", "--checkpoint-steps", "32", "--distill-steps", "64"]
+    common += ["--eval-seeds", "1000", "--out", str(run)]
+    assert script.main([*common, "--total-timesteps", "64", "--skip-eval"]) == 0
+    teacher = json.loads((run / "teacher.json").read_text())
+    assert teacher["seeds"] == [0, 1, 2] and teacher["bc_accuracy"] >= 0.95
+    assert (run / "clone.zip").is_file() and (run / "checkpoints" / "ckpt_64_steps.zip").is_file()
+    assert json.loads((run / "args.json").read_text())["teacher"] == "force-any"
+    assert script.main([*common, "--total-timesteps", "96", "--resume"]) == 0
+    assert (run / "model.zip").is_file()
+    result = json.loads((run / "eval.json").read_text())
+    assert result["seeds"] == [1000] and 0.0 <= result["agent_dsr"] <= 1.0
+    assert set(result) >= {"elasticflow", "edf-admission", "train_wall_s"}
+
+
+def test_kickstart_refuses_teacher_seeds_among_the_held_out(tmp_path: Path) -> None:
+    script = load_script("train_events_kickstart")
+    with pytest.raises(SystemExit, match="held-out"):
+        script.main(["--env-id", "HetCluster-Tiny-v2", "--teacher-seeds", "999-1000", "--out", str(tmp_path)])
