@@ -8,7 +8,8 @@ The phases (``scripts/train_events_kickstart.py`` runs them in order):
    discounted returns to go; :func:`behaviour_clone` trains the policy's actor by the cross-entropy of the
    teacher's action under the *masked* logits (invalid actions have probability 0 and carry no gradient).
 2. **Critic pre-training.** :func:`pretrain_critic` fits the value head (and its own layers) to the
-   teacher's returns with the actor frozen (only the critic's parameters are in the optimiser), so that
+   teacher's returns with the actor frozen (only the critic's parameters are in the optimiser; the head's
+   bias starts at the mean return), so that
    PPO starts from advantages measured against the teacher's values rather than against a random critic.
 3. **PPO with distillation.** :class:`KickstartPPO` is ``MaskablePPO`` whose loss on each minibatch gains
    ``beta_t * KL(teacher || policy)``, where the teacher distribution is that of the frozen clone after
@@ -170,6 +171,8 @@ def pretrain_critic(
     opt = th.optim.Adam(critic, lr=lr)
     rng = np.random.default_rng(seed)
     obs, returns = th.as_tensor(data.obs), th.as_tensor(data.returns)
+    with th.no_grad():  # start the head at the mean return: the returns lie far from 0, Adam's steps are small
+        policy.value_net.bias.fill_(float(returns.mean()))
     last = float("nan")
     for epoch in range(epochs):
         losses = []
