@@ -94,6 +94,22 @@ class StopAfter(BaseCallback):
         return not (self.max_s > 0 and time.perf_counter() - self.start > self.max_s)
 
 
+def learn_and_save(model: Any, args: Any, run: Path, *, resumed: bool, tb_log_name: str) -> Path:
+    """Train ``model`` up to ``args.total_timesteps`` (a checkpoint in ``run/checkpoints`` every
+    ``args.checkpoint_steps``, stopped after ``args.max_train_s``), then save and return ``run/model.zip``."""
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+
+    remaining = args.total_timesteps - model.num_timesteps
+    if remaining > 0:
+        every = max(args.checkpoint_steps // args.n_envs, 1)
+        checkpoints = CheckpointCallback(every, str(run / "checkpoints"), name_prefix="ckpt")
+        callback = CallbackList([checkpoints, StopAfter(args.max_train_s)])
+        model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name=tb_log_name)
+    path = run / "model.zip"
+    model.save(path)
+    return path
+
+
 def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
     """Play the saved ``MaskablePPO`` model deterministically on each held-out workload seed and compare it,
     paired per seed, with the :data:`EXPERTS` on the simulator; print one JSON row per seed."""

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.events import StopAfter, finish, latest_checkpoint, make_venv, parse_args, parse_seeds, write_args
+from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, parse_args, parse_seeds, write_args
 
 
 @dataclass
@@ -112,7 +112,6 @@ def warm_start(args: Args, model: Any, run: Path) -> dict[str, Any]:
 def train(args: Args, run: Path) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     from agents.kickstart import KickstartPPO, frozen_copy
 
@@ -149,16 +148,7 @@ def train(args: Args, run: Path) -> Path:
         clone = model
     model.teacher = frozen_copy(clone.policy)
     model.distill_start, model.distill_steps = args.distill_start, args.distill_steps
-    remaining = args.total_timesteps - model.num_timesteps
-    if remaining > 0:
-        every = max(args.checkpoint_steps // args.n_envs, 1)
-        callback = CallbackList(
-            [CheckpointCallback(every, str(ckpts), name_prefix="ckpt"), StopAfter(args.max_train_s)]
-        )
-        model.learn(remaining, callback=callback, reset_num_timesteps=resume_from is None, tb_log_name="kickstart")
-    path = run / "model.zip"
-    model.save(path)
-    return path
+    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="kickstart")
 
 
 def main(argv: list[str] | None = None) -> int:

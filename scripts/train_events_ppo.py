@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.events import StopAfter, finish, latest_checkpoint, make_venv, parse_args, write_args
+from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, parse_args, write_args
 
 
 @dataclass
@@ -53,7 +53,6 @@ class Args:
 def train(args: Args, run: Path) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     # Seeding block.
     torch.set_num_threads(args.torch_threads)
@@ -80,16 +79,7 @@ def train(args: Args, run: Path) -> Path:
             tensorboard_log=str(run / "tb"),
             verbose=0,
         )
-    remaining = args.total_timesteps - model.num_timesteps
-    if remaining > 0:
-        every = max(args.checkpoint_steps // args.n_envs, 1)
-        callback = CallbackList(
-            [CheckpointCallback(every, str(ckpts), name_prefix="ckpt"), StopAfter(args.max_train_s)]
-        )
-        model.learn(remaining, callback=callback, reset_num_timesteps=resume_from is None, tb_log_name="ppo")
-    path = run / "model.zip"
-    model.save(path)
-    return path
+    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="ppo")
 
 
 def main(argv: list[str] | None = None) -> int:
