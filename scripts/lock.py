@@ -10,7 +10,7 @@ Usage::
 
     python scripts/lock.py                      # rewrite constraints.txt (a few minutes)
     python scripts/lock.py --out /tmp/new.txt   # write elsewhere, e.g. to compare first
-    pip freeze --exclude-editable | python scripts/lock.py --diff constraints.txt
+    pip freeze --all --exclude-editable | python scripts/lock.py --diff constraints.txt
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def freeze_lines(freeze: str) -> list[str]:
 
 
 def diff(lock: dict[str, str], installed: dict[str, str]) -> list[str]:
-    """One line per package whose version differs (or that only one side has)."""
+    """One line per package whose version differs (or that only one side has); pip itself is not locked."""
     lines = []
-    for name in sorted(set(lock) | set(installed)):
+    for name in sorted((set(lock) | set(installed)) - {"pip"}):
         old, new = lock.get(name, "-"), installed.get(name, "-")
         if old.split("+", 1)[0] != new.split("+", 1)[0]:
             lines.append(f"{name}: {old} -> {new}")

@@ -18,7 +18,7 @@ def test_freeze_lines_drop_editables_and_pip_and_cut_torch_label() -> None:
 def test_diff_names_moved_added_and_missing_packages() -> None:
     lock = load_script("lock")
     pins = lock.parse_pins("numpy==2.4.6\nPyYAML==6.0.4\ntorch==2.13.0\n")
-    installed = lock.parse_pins("numpy==2.5.0\npyyaml==6.0.4\ntorch==2.13.0+cpu\nnew_pkg==1.0\n")
+    installed = lock.parse_pins("numpy==2.5.0\npip==26.0\npyyaml==6.0.4\ntorch==2.13.0+cpu\nnew_pkg==1.0\n")
     assert lock.diff(pins, installed) == ["new-pkg: - -> 1.0", "numpy: 2.4.6 -> 2.5.0"]
 
 
