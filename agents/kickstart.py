@@ -1,4 +1,4 @@
-"""Kickstarting on the event-driven interface (``HetCluster-v2``): a teacher, its clone, and PPO that is
+"""Kickstarting on the event-driven interface (``HetClusterEvents-v0``): a teacher, its clone, and PPO that is
 pulled back towards the clone by an annealed distillation term.
 
 The phases (``scripts/train_events_kickstart.py`` runs them in order):
@@ -50,7 +50,7 @@ def distill_beta(step: int, start: float, steps: int) -> float:
 
 
 def teacher_rule(name: str, env: Any) -> Any:
-    """The teacher ``name`` in ``env`` (a v2 environment, possibly wrapped) as a function of no argument that
+    """The teacher ``name`` in ``env`` (an event-driven environment, possibly wrapped) as a function of no argument that
     returns its action for the pending decision.
 
     ``elasticflow``: action 0 (the allocator's own choice) always; ``force-any``: force the job on any GPU

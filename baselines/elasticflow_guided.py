@@ -1,6 +1,6 @@
 """ElasticFlow guided per job: an outside admission and GPU-type choice at each arrival, ElasticFlow's allocation.
 
-The allocator of the event-driven environment (``HetCluster-v2``): :class:`~baselines.elasticflow.ElasticFlow`
+The allocator of the event-driven environment (``HetClusterEvents-v0``): :class:`~baselines.elasticflow.ElasticFlow`
 (Gu et al., ASPLOS 2023) with the guidance contract of :mod:`hetgym.sim.guidance`. Before the epoch at
 which a job arrives is scheduled, :meth:`GuidedElasticFlow.guide` may give it a
 :class:`~hetgym.sim.guidance.Directive`:

@@ -1,4 +1,4 @@
-"""Measure the event-driven interface (``HetCluster-v2``): exactness, decisions per job, experts' gaps, step time.
+"""Measure the event-driven interface (``HetClusterEvents-v0``): exactness, decisions per job, experts' gaps, step time.
 
 For each held-out workload seed of the scenario it runs, on the same workload:
 
@@ -8,7 +8,7 @@ For each held-out workload seed of the scenario it runs, on the same workload:
   every expert's closest choices (:func:`hetgym.envs.events.experts.expert_choices`: its rejections, its
   other jobs forced, on any type and on the type it used most), with the DSR gap to its own run.
 
-``--timing`` instead times one random masked episode of ``HetCluster-v2`` (with and without the
+``--timing`` instead times one random masked episode of ``HetClusterEvents-v0`` (with and without the
 admission-test features), one episode of action 0 (ElasticFlow) beside ``Simulator.run`` of ElasticFlow,
 and ``--v1-steps`` random masked steps of ``HetCluster-v1`` on one workload, and prints the load average
 (a shared machine moves the figures).
@@ -109,9 +109,9 @@ def timing(v1_steps: int) -> dict[str, Any]:
     out: dict[str, Any] = {"loadavg": os.getloadavg()}
     seed = 1000
     for probe in (True, False):
-        _, _, wall, steps = episode("HetCluster-v2", seed, random_chooser(0), probe=probe)
+        _, _, wall, steps = episode("HetClusterEvents-v0", seed, random_chooser(0), probe=probe)
         out[f"v2_probe_{probe}"] = {"episode_s": wall, "steps": steps, "ms_per_step": 1000 * wall / steps}
-    _, u, wall, steps = episode("HetCluster-v2", seed, lambda e, i: AUTO_ACTION)
+    _, u, wall, steps = episode("HetClusterEvents-v0", seed, lambda e, i: AUTO_ACTION)
     out["v2_elasticflow"] = {"episode_s": wall, "steps": steps, "ms_per_step": 1000 * wall / steps}
     started = time.perf_counter()
     Simulator(u.cluster, u.jobs, config=u.config.sim).run(make_policy("elasticflow"))
@@ -141,7 +141,7 @@ def timing(v1_steps: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env-id", default="HetCluster-v2")
+    parser.add_argument("--env-id", default="HetClusterEvents-v0")
     parser.add_argument("--seeds", default="1000-1019")
     parser.add_argument("--num-jobs", type=int, default=None, help="cut each workload to this many jobs")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")

@@ -1,4 +1,4 @@
-"""Kickstarting on the event-driven interface (``HetCluster-v2``): clone a teacher, pre-train the critic on
+"""Kickstarting on the event-driven interface (``HetClusterEvents-v0``): clone a teacher, pre-train the critic on
 its returns, then MaskablePPO with an annealed distillation term towards the clone; a held-out evaluation.
 
 One readable recipe (the phases are in ``agents/kickstart.py``):
@@ -45,7 +45,7 @@ from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, 
 class Args:
     """The recipe's arguments (logged to ``args.json``)."""
 
-    env_id: str = "HetCluster-v2"
+    env_id: str = "HetClusterEvents-v0"
     out: str = "runs/events-kickstart"
     seed: int = 0
     teacher: str = "force-any"

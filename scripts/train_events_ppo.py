@@ -1,4 +1,4 @@
-"""MaskablePPO from scratch on the event-driven interface (``HetCluster-v2``), resumable, then a held-out evaluation.
+"""MaskablePPO from scratch on the event-driven interface (``HetClusterEvents-v0``), resumable, then evaluated.
 
 One readable recipe: a dataclass of arguments, a seeding block, a run name; ``n_envs`` environments in one
 process (``DummyVecEnv``), observations flattened for an ``MlpPolicy``; a checkpoint every
@@ -28,7 +28,7 @@ from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, 
 class Args:
     """The recipe's arguments (logged to ``args.json``)."""
 
-    env_id: str = "HetCluster-v2"
+    env_id: str = "HetClusterEvents-v0"
     out: str = "runs/events-ppo"
     seed: int = 0
     total_timesteps: int = 60_000

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 ENTRY_POINT = "hetgym.envs.env:HetClusterEnv"
-#: The event-driven interface's class (the ``-v2`` ids).
+#: The event-driven interface's class (the ``HetClusterEvents`` ids).
 EVENT_ENTRY_POINT = "hetgym.envs.events.env:HetClusterEventEnv"
 #: ``gym.make_vec(id, num_envs=N)`` builds this batched vector env (``vectorization_mode="sync"`` still gives
 #: Gymnasium's ``SyncVectorEnv``).
@@ -30,8 +30,8 @@ ENV_IDS: dict[str, dict[str, Any]] = {
 #: The ids of the event-driven interface (:mod:`hetgym.envs.events`): one decision per job arrival, a guided
 #: ElasticFlow allocating between them. A different class, so its options are not those of :data:`ENV_IDS`.
 EVENT_ENV_IDS: dict[str, dict[str, Any]] = {
-    "HetCluster-v2": {"scenario": "default"},
-    "HetCluster-Tiny-v2": {"scenario": "tiny"},
+    "HetClusterEvents-v0": {"scenario": "default"},
+    "HetClusterEvents-Tiny-v0": {"scenario": "tiny"},
 }
 
 

@@ -4,7 +4,7 @@ A *guided* policy is an ordinary :class:`~hetgym.sim.policy.Policy` that also ac
 epoch at which a job arrives is scheduled, a :class:`Directive` for that job: whether to admit it (and
 on what terms) and which GPU type it may use. A job given no directive is treated exactly as the
 policy treats it on its own, so the policy run without directives is the unguided policy, decision for
-decision. The event-driven environment (``HetCluster-v2``, :mod:`hetgym.envs.events`) uses this to let
+decision. The event-driven environment (``HetClusterEvents-v0``, :mod:`hetgym.envs.events`) uses this to let
 an agent make the per-job choices while the policy allocates GPUs between events.
 
 This module defines only the contract; the guided policies live with the policies they extend (the

@@ -41,15 +41,15 @@ def test_masked_kl_is_zero_for_equal_policies_and_ignores_invalid_actions() -> N
 
 
 def test_rule_teachers_and_their_clone_on_tiny() -> None:
-    env = make_env("HetCluster-Tiny-v2")
+    env = make_env("HetClusterEvents-Tiny-v0")
     env.reset(seed=0)
     assert teacher_rule("elasticflow", env)() == AUTO_ACTION
     u = env.unwrapped
     assert u.actions.describe(teacher_rule("force-any", env)()) == "force"  # type: ignore[attr-defined]
-    data = collect_teacher("HetCluster-Tiny-v2", "force-any", [0, 1], gamma=0.99)
+    data = collect_teacher("HetClusterEvents-Tiny-v0", "force-any", [0, 1], gamma=0.99)
     assert len(data.actions) == len(data.returns) == len(data.obs) > 0
     assert data.masks[range(len(data.actions)), data.actions].all()
-    model = MaskablePPO("MlpPolicy", make_env("HetCluster-Tiny-v2"), seed=0, device="cpu")
+    model = MaskablePPO("MlpPolicy", make_env("HetClusterEvents-Tiny-v0"), seed=0, device="cpu")
     accuracy = behaviour_clone(model.policy, data, epochs=20, lr=1e-3, batch_size=8, seed=0)
     assert accuracy == 1.0
     teacher = frozen_copy(model.policy)

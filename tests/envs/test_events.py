@@ -1,4 +1,4 @@
-"""HetCluster-v2, the event-driven interface: the Gymnasium contract, one decision per job, masks, and the
+"""HetClusterEvents-v0, the event-driven interface: the Gymnasium contract, one decision per job, masks, and the
 allocator's expert through the env giving the same per-job results as on the raw simulator."""
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ def random_masked(seed: int) -> Any:
 
 def test_the_v2_ids_are_registered_beside_v0_and_v1() -> None:
     hetgym.envs.register_envs()
-    assert set(EVENT_ENV_IDS) == {"HetCluster-v2", "HetCluster-Tiny-v2"}
-    for env_id in ("HetCluster-v0", "HetCluster-v1", "HetCluster-v2", "HetCluster-Tiny-v2"):
+    assert set(EVENT_ENV_IDS) == {"HetClusterEvents-v0", "HetClusterEvents-Tiny-v0"}
+    for env_id in ("HetCluster-v0", "HetCluster-v1", "HetClusterEvents-v0", "HetClusterEvents-Tiny-v0"):
         assert env_id in gym.registry
-    assert gym.spec("HetCluster-Tiny-v2").kwargs == {"scenario": "tiny"}
-    assert isinstance(gym.make("hetgym:HetCluster-Tiny-v2").unwrapped, HetClusterEventEnv)
+    assert gym.spec("HetClusterEvents-Tiny-v0").kwargs == {"scenario": "tiny"}
+    assert isinstance(gym.make("hetgym:HetClusterEvents-Tiny-v0").unwrapped, HetClusterEventEnv)
     ours = {env_id for env_id in gym.registry if env_id.startswith("HetCluster")}
     assert ours == set(ENV_IDS) | set(EVENT_ENV_IDS)  # every id is checked, here or in test_env_api
 
@@ -66,15 +66,15 @@ def test_checkers_pass_without_warnings(env_id: str) -> None:
 
 
 def test_seeded_rollouts_are_bit_identical() -> None:
-    a, _ = play(gym.make("HetCluster-Tiny-v2"), random_masked(0), seed=7)
-    b, _ = play(gym.make("HetCluster-Tiny-v2"), random_masked(0), seed=7)
+    a, _ = play(gym.make("HetClusterEvents-Tiny-v0"), random_masked(0), seed=7)
+    b, _ = play(gym.make("HetClusterEvents-Tiny-v0"), random_masked(0), seed=7)
     assert data_equivalence(a, b, exact=True)
-    c, _ = play(gym.make("HetCluster-Tiny-v2"), random_masked(0), seed=8)
+    c, _ = play(gym.make("HetClusterEvents-Tiny-v0"), random_masked(0), seed=8)
     assert not data_equivalence(a, c)
 
 
 @pytest.mark.parametrize(
-    ("env_id", "seeds", "kwargs"), [("HetCluster-Tiny-v2", (0, 1, 2), {}), ("HetCluster-v2", (3,), SHORT)]
+    ("env_id", "seeds", "kwargs"), [("HetClusterEvents-Tiny-v0", (0, 1, 2), {}), ("HetClusterEvents-v0", (3,), SHORT)]
 )
 @pytest.mark.parametrize("mode", ["auto", "closest"])
 def test_elasticflow_through_the_env_is_elasticflow_on_the_simulator(
@@ -94,7 +94,7 @@ def test_elasticflow_through_the_env_is_elasticflow_on_the_simulator(
 
 
 def test_closest_choices_of_elasticflow_name_its_rejections() -> None:
-    env = gym.make("HetCluster-v2", **SHORT)
+    env = gym.make("HetClusterEvents-v0", **SHORT)
     agent = EventExpertAgent("elasticflow", env)
     actions: list[int] = []
 
@@ -110,7 +110,7 @@ def test_closest_choices_of_elasticflow_name_its_rejections() -> None:
 
 
 def test_one_decision_per_job_and_rewards_count_deadlines() -> None:
-    env = gym.make("HetCluster-v2", **SHORT)
+    env = gym.make("HetClusterEvents-v0", **SHORT)
     steps = 0
     total = 0.0
     obs, info = env.reset(seed=1)
@@ -153,7 +153,7 @@ def test_masks_follow_the_usable_types_and_a_masked_action_runs_on_any_type() ->
 
 
 def test_reject_everything_gives_dsr_zero_and_force_everything_rejects_nothing() -> None:
-    env = gym.make("HetCluster-Tiny-v2")
+    env = gym.make("HetClusterEvents-Tiny-v0")
     _, info = play(env, lambda e, i: REJECT_ACTION, seed=4)
     assert info["metrics"]["dsr"] == 0.0 and info["metrics"]["num_rejected"] == len(env.unwrapped.jobs)
     force = env.unwrapped.actions.index(Directive("force"))
@@ -174,16 +174,16 @@ def test_reset_options_and_workload_seed() -> None:
 
 def test_bad_configuration_is_named() -> None:
     with pytest.raises(UnknownNameError, match="allocator"):
-        gym.make("HetCluster-v2", alocator="elasticflow-guided")
+        gym.make("HetClusterEvents-v0", alocator="elasticflow-guided")
     with pytest.raises(UnknownNameError, match="elasticflow"):
-        gym.make("HetCluster-v2", allocator="elasticflw")
+        gym.make("HetClusterEvents-v0", allocator="elasticflw")
     with pytest.raises(EnvConfigError, match="takes no per-job guidance"):
-        gym.make("HetCluster-v2", allocator="edf")
+        gym.make("HetClusterEvents-v0", allocator="edf")
     with pytest.raises(UnknownNameError, match="leftover_rule"):
-        gym.make("HetCluster-v2", allocator_knobs={"leftover_rul": "gputime"})
+        gym.make("HetClusterEvents-v0", allocator_knobs={"leftover_rul": "gputime"})
     with pytest.raises(EnvConfigError, match="time_scale_s"):
-        gym.make("HetCluster-v2", time_scale_s=0)
-    env = gym.make("HetCluster-Tiny-v2")
+        gym.make("HetClusterEvents-v0", time_scale_s=0)
+    env = gym.make("HetClusterEvents-Tiny-v0")
     env.reset(seed=0)
     with pytest.raises(hetgym.sim.errors.HetgymError, match="outside Discrete"):
         env.step(99)
@@ -202,7 +202,7 @@ def test_probe_off_zeroes_the_admission_features() -> None:
 
 def test_maskable_ppo_learns_a_few_steps() -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
-    env = FlattenObservation(gym.make("HetCluster-Tiny-v2"))
+    env = FlattenObservation(gym.make("HetClusterEvents-Tiny-v0"))
     model = sb3_contrib.MaskablePPO("MlpPolicy", env, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu")
     model.learn(64)
     obs, _ = env.reset(seed=0)
@@ -211,7 +211,7 @@ def test_maskable_ppo_learns_a_few_steps() -> None:
 
 
 def test_render_ansi() -> None:
-    env = gym.make("HetCluster-Tiny-v2", render_mode="ansi")
+    env = gym.make("HetClusterEvents-Tiny-v0", render_mode="ansi")
     env.reset(seed=0)
     text = env.render()
     assert isinstance(text, str) and "job" in text
@@ -220,7 +220,7 @@ def test_render_ansi() -> None:
 
 def test_late_events_leave_elasticflow_exact() -> None:
     # ElasticFlow's admitted jobs keep their shares, so it meets no late event; asking changes nothing.
-    env = gym.make("HetCluster-Tiny-v2", events=["arrival", "late"])
+    env = gym.make("HetClusterEvents-Tiny-v0", events=["arrival", "late"])
     u = env.unwrapped
     for seed in (0, 1):
         play(env, lambda e, i: AUTO_ACTION, seed=seed)
@@ -230,7 +230,7 @@ def test_late_events_leave_elasticflow_exact() -> None:
 
 @pytest.mark.parametrize("drop", [False, True])
 def test_late_events_follow_forced_jobs_and_a_drop_rejects(drop: bool) -> None:
-    env = gym.make("HetCluster-v2", events=["arrival", "late"], probe=False, workload={"num_jobs": 60})
+    env = gym.make("HetClusterEvents-v0", events=["arrival", "late"], probe=False, workload={"num_jobs": 60})
     force = env.unwrapped.actions.index(Directive("force"))
     late: list[int] = []
 
@@ -252,6 +252,6 @@ def test_late_events_follow_forced_jobs_and_a_drop_rejects(drop: bool) -> None:
 
 def test_events_option_is_checked() -> None:
     with pytest.raises(EnvConfigError, match="arrival"):
-        gym.make("HetCluster-Tiny-v2", events=["late"])
+        gym.make("HetClusterEvents-Tiny-v0", events=["late"])
     with pytest.raises(UnknownNameError, match="late"):
-        gym.make("HetCluster-Tiny-v2", events=["arrival", "lat"])
+        gym.make("HetClusterEvents-Tiny-v0", events=["arrival", "lat"])

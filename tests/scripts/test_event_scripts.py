@@ -13,7 +13,7 @@ from helpers import load_script
 def test_event_interface_measures_exactness_and_gaps(tmp_path: Path) -> None:
     script = load_script("event_interface")
     out = tmp_path / "events.json"
-    assert script.main(["--env-id", "HetCluster-Tiny-v2", "--seeds", "1000-1001", "--out", str(out)]) == 0
+    assert script.main(["--env-id", "HetClusterEvents-Tiny-v0", "--seeds", "1000-1001", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     summary = data["summary"]
     assert summary["elasticflow_identical_all"] and summary["elasticflow_closest_identical_all"]
@@ -24,7 +24,7 @@ def test_event_interface_measures_exactness_and_gaps(tmp_path: Path) -> None:
 def test_ppo_recipe_trains_resumes_and_evaluates(tmp_path: Path) -> None:
     script = load_script("train_events_ppo")
     run = tmp_path / "run"
-    common = ["--env-id", "HetCluster-Tiny-v2", "--n-envs", "2", "--n-steps", "16", "--batch-size", "16"]
+    common = ["--env-id", "HetClusterEvents-Tiny-v0", "--n-envs", "2", "--n-steps", "16", "--batch-size", "16"]
     common += ["--checkpoint-steps", "32", "--eval-seeds", "1000", "--out", str(run)]
     assert script.main([*common, "--total-timesteps", "64", "--skip-eval"]) == 0
     assert (run / "checkpoints" / "ckpt_64_steps.zip").is_file()
@@ -37,7 +37,7 @@ def test_ppo_recipe_trains_resumes_and_evaluates(tmp_path: Path) -> None:
 def test_kickstart_recipe_clones_trains_resumes_and_evaluates(tmp_path: Path) -> None:
     script = load_script("train_events_kickstart")
     run = tmp_path / "run"
-    common = ["--env-id", "HetCluster-Tiny-v2", "--teacher", "force-any", "--teacher-seeds", "0-2"]
+    common = ["--env-id", "HetClusterEvents-Tiny-v0", "--teacher", "force-any", "--teacher-seeds", "0-2"]
     common += ["--bc-epochs", "20", "--bc-batch-size", "16", "--critic-epochs", "3", "--n-envs", "2"]
     common += ["--n-steps", "16", "--batch-size", "16", "--checkpoint-steps", "32", "--distill-steps", "64"]
     common += ["--eval-seeds", "1000", "--out", str(run)]
@@ -56,4 +56,4 @@ def test_kickstart_recipe_clones_trains_resumes_and_evaluates(tmp_path: Path) ->
 def test_kickstart_refuses_teacher_seeds_among_the_held_out(tmp_path: Path) -> None:
     script = load_script("train_events_kickstart")
     with pytest.raises(SystemExit, match="held-out"):
-        script.main(["--env-id", "HetCluster-Tiny-v2", "--teacher-seeds", "999-1000", "--out", str(tmp_path)])
+        script.main(["--env-id", "HetClusterEvents-Tiny-v0", "--teacher-seeds", "999-1000", "--out", str(tmp_path)])

@@ -1,4 +1,4 @@
-"""The event-driven interface (``HetCluster-v2``): one agent decision per job event, an expert allocator between.
+"""The event-driven interface (``HetClusterEvents-v0``): one agent decision per job event, an expert allocator between.
 
 * :class:`HetClusterEventEnv` (:mod:`hetgym.envs.events.env`): the environment;
 * :class:`EventEnvConfig` (:mod:`hetgym.envs.events.config`): its options;

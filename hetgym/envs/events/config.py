@@ -1,6 +1,6 @@
 """The event-driven environment's configuration: a frozen dataclass resolved from a scenario plus overrides.
 
-``gym.make("HetCluster-v2", **overrides)`` passes plain keyword arguments; an unknown key raises an
+``gym.make("HetClusterEvents-v0", **overrides)`` passes plain keyword arguments; an unknown key raises an
 error naming the nearest valid one, and the values are checked here, before anything runs:
 
 * ``scenario``: an embedded scenario (:data:`hetgym.workloads.SCENARIOS`): cluster, workload, simulator;
@@ -33,7 +33,7 @@ from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, make_policy, policy_class
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 
-#: The allocator of the registered ``-v2`` ids.
+#: The allocator of the registered ``HetClusterEvents`` ids.
 DEFAULT_ALLOCATOR = "elasticflow-guided"
 #: The job events the agent can be asked at (``events=``); ``"arrival"`` is always among them.
 EVENTS: tuple[str, ...] = ("arrival", "late")
@@ -111,7 +111,7 @@ class EventEnvConfig:
         for key in overrides:
             if key not in valid:
                 raise UnknownNameError(
-                    "environment option", key, valid, "See EventEnvConfig for the options of the -v2 ids."
+                    "environment option", key, valid, "See EventEnvConfig for the options of the HetClusterEvents ids."
                 )
         sc = get_scenario(scenario)
         cluster = overrides.pop("cluster", None) or sc.cluster

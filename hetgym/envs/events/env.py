@@ -85,16 +85,16 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     ## Arguments
 
-    ``gym.make("HetCluster-v2", **overrides)`` (or ``"hetgym:HetCluster-v2"``), overrides being fields of
+    ``gym.make("HetClusterEvents-v0", **overrides)`` (or ``"hetgym:HetClusterEvents-v0"``), overrides being fields of
     :class:`~hetgym.envs.events.EventEnvConfig`: ``scenario``, ``cluster``, ``workload={...}``,
     ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``probe``, ``time_scale_s``,
     ``max_time_s``;
-    and ``render_mode="ansi"``. ``HetCluster-Tiny-v2`` is the same with ``scenario="tiny"``. An unknown key
+    and ``render_mode="ansi"``. ``HetClusterEvents-Tiny-v0`` is the same with ``scenario="tiny"``. An unknown key
     names the nearest valid one.
 
     ## Version History
 
-    * v2: Initial version of the event-driven interface (one decision per job arrival, a guided
+    * v0: Initial version of the event-driven interface (one decision per job arrival, a guided
       ElasticFlow allocating between them). ``HetCluster-v0`` and ``-v1`` keep their interfaces.
     """
 

@@ -1,6 +1,6 @@
 """Experts in the event-driven environment: any registered policy's per-job choices as actions.
 
-The event-driven interface (``HetCluster-v2``) asks one question per job: admit it (and how), or reject
+The event-driven interface (``HetClusterEvents-v0``) asks one question per job: admit it (and how), or reject
 it, and on which GPU type. A policy answers it implicitly in its own run; :func:`expert_choices` reads
 the answers off that run on the raw simulator (the same workload, cluster and simulator settings):
 
@@ -110,7 +110,9 @@ def expert_choices(
 def _unwrap(env: Any) -> HetClusterEventEnv:
     base = env.unwrapped if hasattr(env, "unwrapped") else env
     if not isinstance(base, HetClusterEventEnv):
-        raise HetgymError(f"EventExpertAgent acts in a HetClusterEventEnv (HetCluster-v2), got {type(base).__name__}")
+        raise HetgymError(
+            f"EventExpertAgent acts in a HetClusterEventEnv (HetClusterEvents-v0), not {type(base).__name__}"
+        )
     return base
 
 
