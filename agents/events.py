@@ -14,6 +14,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +31,52 @@ from hetgym.stats import paired_interval
 EXPERTS = ("elasticflow", "edf-admission")
 
 T = TypeVar("T")
+
+
+@dataclass
+class EventPPOArgs:
+    """MaskablePPO's arguments on the event-driven ids, shared by the event recipes (logged to ``args.json``)."""
+
+    env_id: str = "HetClusterEvents-v0"
+    out: str = "runs/events-ppo"
+    seed: int = 0
+    total_timesteps: int = 60_000
+    n_envs: int = 4
+    n_steps: int = 256
+    batch_size: int = 128
+    n_epochs: int = 10
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    checkpoint_steps: int = 10_000
+    torch_threads: int = 1
+    eval_seeds: str = "1000-1019"
+    subproc: bool = False
+    max_train_s: float = 0.0
+    resume: bool = False
+    eval_only: bool = False
+    skip_eval: bool = False
+
+
+def new_ppo(cls: Any, venv: Any, args: EventPPOArgs, run: Path) -> Any:
+    """A new ``cls`` (MaskablePPO or a subclass) with an ``MlpPolicy`` and ``args``' hyperparameters, on the CPU,
+    logging to ``run/tb``."""
+    return cls(
+        "MlpPolicy",
+        venv,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        n_epochs=args.n_epochs,
+        learning_rate=args.learning_rate,
+        gamma=args.gamma,
+        gae_lambda=args.gae_lambda,
+        ent_coef=args.ent_coef,
+        seed=args.seed,
+        device="cpu",
+        tensorboard_log=str(run / "tb"),
+        verbose=0,
+    )
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -38,16 +38,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, parse_args, parse_seeds, write_args
+from agents.events import (
+    EventPPOArgs,
+    finish,
+    latest_checkpoint,
+    learn_and_save,
+    make_venv,
+    new_ppo,
+    parse_args,
+    parse_seeds,
+    write_args,
+)
 
 
 @dataclass
-class Args:
-    """The recipe's arguments (logged to ``args.json``)."""
+class Args(EventPPOArgs):
+    """The recipe's arguments (logged to ``args.json``): the warm start's, then MaskablePPO's."""
 
-    env_id: str = "HetClusterEvents-v0"
     out: str = "runs/events-kickstart"
-    seed: int = 0
     teacher: str = "force-any"
     teacher_seeds: str = "0-39"
     bc_epochs: int = 30
@@ -57,23 +65,6 @@ class Args:
     critic_lr: float = 1e-3
     distill_start: float = 1.0
     distill_steps: int = 30_000
-    total_timesteps: int = 60_000
-    n_envs: int = 4
-    n_steps: int = 256
-    batch_size: int = 128
-    n_epochs: int = 10
-    learning_rate: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.01
-    checkpoint_steps: int = 10_000
-    torch_threads: int = 1
-    eval_seeds: str = "1000-1019"
-    subproc: bool = False
-    max_train_s: float = 0.0
-    resume: bool = False
-    eval_only: bool = False
-    skip_eval: bool = False
 
 
 def warm_start(args: Args, model: Any, run: Path) -> dict[str, Any]:
@@ -126,21 +117,7 @@ def train(args: Args, run: Path) -> Path:
         clone = MaskablePPO.load(run / "clone.zip", device="cpu")
         print(f"resuming from {resume_from} ({model.num_timesteps} steps)", flush=True)
     else:
-        model = KickstartPPO(
-            "MlpPolicy",
-            venv,
-            n_steps=args.n_steps,
-            batch_size=args.batch_size,
-            n_epochs=args.n_epochs,
-            learning_rate=args.learning_rate,
-            gamma=args.gamma,
-            gae_lambda=args.gae_lambda,
-            ent_coef=args.ent_coef,
-            seed=args.seed,
-            device="cpu",
-            tensorboard_log=str(run / "tb"),
-            verbose=0,
-        )
+        model = new_ppo(KickstartPPO, venv, args, run)
         report = warm_start(args, model, run)
         (run / "teacher.json").write_text(json.dumps(report, indent=1) + "\n")
         print(json.dumps(report), flush=True)

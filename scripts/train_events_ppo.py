@@ -21,33 +21,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.events import finish, latest_checkpoint, learn_and_save, make_venv, parse_args, write_args
+from agents.events import (
+    EventPPOArgs,
+    finish,
+    latest_checkpoint,
+    learn_and_save,
+    make_venv,
+    new_ppo,
+    parse_args,
+    write_args,
+)
 
 
 @dataclass
-class Args:
-    """The recipe's arguments (logged to ``args.json``)."""
+class Args(EventPPOArgs):
+    """The recipe's arguments (logged to ``args.json``): MaskablePPO's, on the event-driven ids."""
 
-    env_id: str = "HetClusterEvents-v0"
     out: str = "runs/events-ppo"
-    seed: int = 0
-    total_timesteps: int = 60_000
-    n_envs: int = 4
-    n_steps: int = 256
-    batch_size: int = 128
-    n_epochs: int = 10
-    learning_rate: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.01
-    checkpoint_steps: int = 10_000
-    torch_threads: int = 1
-    eval_seeds: str = "1000-1019"
-    subproc: bool = False
-    max_train_s: float = 0.0
-    resume: bool = False
-    eval_only: bool = False
-    skip_eval: bool = False
 
 
 def train(args: Args, run: Path) -> Path:
@@ -64,21 +54,7 @@ def train(args: Args, run: Path) -> Path:
         model = MaskablePPO.load(resume_from, env=venv, device="cpu")
         print(f"resuming from {resume_from} ({model.num_timesteps} steps)", flush=True)
     else:
-        model = MaskablePPO(
-            "MlpPolicy",
-            venv,
-            n_steps=args.n_steps,
-            batch_size=args.batch_size,
-            n_epochs=args.n_epochs,
-            learning_rate=args.learning_rate,
-            gamma=args.gamma,
-            gae_lambda=args.gae_lambda,
-            ent_coef=args.ent_coef,
-            seed=args.seed,
-            device="cpu",
-            tensorboard_log=str(run / "tb"),
-            verbose=0,
-        )
+        model = new_ppo(MaskablePPO, venv, args, run)
     return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="ppo")
 
 
