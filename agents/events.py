@@ -1,10 +1,11 @@
 """Shared pieces of the event-driven interface's training recipes (``scripts/train_events_*.py``).
 
-The environment as the recipes see it (observations flattened for an ``MlpPolicy``), the vector env of
-``n_envs`` of them, the command line read off a dataclass of arguments, a wall-time limit on training,
-the latest checkpoint of a run folder, and the held-out evaluation: the deterministic policy plays the
-held-out workload seeds and is compared, paired per seed, with ElasticFlow and EDF-with-admission on the
-simulator (the same workloads).
+The environment as the recipes see it (``flatten=True``: one observation vector for an ``MlpPolicy``), the
+vector env of ``n_envs`` of them, the command line read off a dataclass of arguments, a wall-time limit on
+training, the latest checkpoint of a run folder, ``agent.json`` beside the model (so that ``hetgym evaluate``
+reads the run folder as it reads those of ``hetgym train``, with the CPU time the run took), and the held-out
+evaluation: the deterministic policy plays the held-out workload seeds and is compared, paired per seed, with
+ElasticFlow and EDF-with-admission on the simulator (the same workloads).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ from hetgym.stats import paired_interval
 
 #: The experts every recipe is compared with on the held-out workloads.
 EXPERTS = ("elasticflow", "edf-admission")
+#: The ``gym.make`` arguments of the recipes' environments (kept in ``agent.json``).
+ENV_KWARGS: dict[str, Any] = {"flatten": True}
 
 T = TypeVar("T")
 
@@ -108,8 +112,46 @@ def write_args(args: Any, run: Path) -> None:
 
 
 def make_env(env_id: str) -> gym.Env[Any, Any]:
-    """The environment with its observation flattened (for an ``MlpPolicy``)."""
-    return gym.wrappers.FlattenObservation(gym.make(env_id))
+    """The environment with its observation flattened (``flatten=True``, for an ``MlpPolicy``)."""
+    return gym.make(env_id, **ENV_KWARGS)
+
+
+def cpu_seconds() -> float:
+    """User plus system CPU time of this process and its finished children (``SubprocVecEnv`` workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def write_agent_meta(args: Any, run: Path, *, recipe: str, teacher: str | None, results: dict[str, Any]) -> Path:
+    """``run/agent.json`` for ``run/model.zip``: the env id and arguments, the recipe, its arguments and
+    ``results`` (``cpu_hours`` among them), as :class:`agents.common.AgentMeta` describes."""
+    from agents.common import AgentMeta, save_meta
+
+    meta = AgentMeta(
+        env_id=args.env_id,
+        env_kwargs=dict(ENV_KWARGS),
+        teacher=teacher,
+        recipe=recipe,
+        algo="maskable-ppo",
+        arch="mlp",
+        seed=args.seed,
+        args=dataclasses.asdict(args),
+        results=results,
+        reference="elasticflow",
+    )
+    return save_meta(meta, run)
+
+
+def previous_cpu_hours(run: Path) -> float:
+    """The CPU hours an earlier session of this run recorded in ``agent.json`` (0 when none)."""
+    path = run / "agent.json"
+    if not path.is_file():
+        return 0.0
+    try:
+        return float(json.loads(path.read_text()).get("results", {}).get("cpu_hours", 0.0))
+    except (ValueError, AttributeError):
+        return 0.0
 
 
 def make_venv(env_id: str, n_envs: int, *, subproc: bool, seed: int) -> Any:
@@ -198,8 +240,13 @@ def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
     return summary
 
 
-def finish(args: Any, run: Path, model_path: Path, trained_s: float) -> int:
-    """After training: print the model's path (``args.skip_eval``) or evaluate it and write ``eval.json``."""
+def finish(args: Any, run: Path, model_path: Path, trained_s: float, *, recipe: str, teacher: str | None = None) -> int:
+    """After training: write ``agent.json`` (with the CPU hours of training, this session's added to those
+    an earlier one recorded), then print the model's path (``args.skip_eval``) or evaluate it and write
+    ``eval.json``."""
+    if not args.eval_only:
+        cpu_hours = previous_cpu_hours(run) * bool(args.resume) + cpu_seconds() / 3600
+        write_agent_meta(args, run, recipe=recipe, teacher=teacher, results={"cpu_hours": cpu_hours})
     if args.skip_eval:
         print(json.dumps({"train_wall_s": trained_s, "model": str(model_path)}))
         return 0
@@ -211,8 +258,10 @@ def finish(args: Any, run: Path, model_path: Path, trained_s: float) -> int:
 
 
 __all__ = [
+    "ENV_KWARGS",
     "EXPERTS",
     "StopAfter",
+    "cpu_seconds",
     "evaluate",
     "finish",
     "latest_checkpoint",
@@ -220,5 +269,6 @@ __all__ = [
     "make_venv",
     "parse_args",
     "parse_seeds",
+    "write_agent_meta",
     "write_args",
 ]

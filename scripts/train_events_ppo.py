@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     write_args(args, run)
     started = time.perf_counter()
     model_path = run / "model.zip" if args.eval_only else train(args, run)
-    return finish(args, run, model_path, time.perf_counter() - started)
+    return finish(args, run, model_path, time.perf_counter() - started, recipe="events-ppo")
 
 
 if __name__ == "__main__":

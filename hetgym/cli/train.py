@@ -118,6 +118,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the MODELs act as one agent on the mean of their action probabilities (agents.ensemble; one "
         "env for all; --labels then names it)",
     )
+    e.add_argument(
+        "--beat-the-experts",
+        type=Path,
+        metavar="FILE.json",
+        help="also write one row per MODEL against the best of the --experts (paired DSR difference, 95%% "
+        "interval) into this JSON list, replacing the rows of the same env, scenario, recipe and training seed "
+        "(agents.leaderboard; docs/results/beat_the_experts.json)",
+    )
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
@@ -264,6 +272,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         check_decoding(args.decoding)
     agents: dict[str, tuple[Any, str, dict[str, Any]]] = {}
+    metas: dict[str, Any] = {}
+    scenarios: dict[str, str] = {}
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else []
     if args.ensemble and len(args.models) < 2:
         raise ValueError(f"--ensemble needs at least two MODELs, got {len(args.models)}")
@@ -289,7 +299,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.trace:
             env_kwargs["trace"] = str(args.trace)
         config = make_env(meta.env_id, env_kwargs).unwrapped.config  # type: ignore[attr-defined]
-        key = (config.cluster, config.workload, config.trace, config.sim)
+        key = (config.cluster, config.workload, getattr(config, "trace", None), config.sim)
         if workloads is None:
             workloads = key
         elif key != workloads:
@@ -302,7 +312,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.ensemble and agents and (meta.env_id, env_kwargs) != next(iter(agents.values()))[1:]:
             raise AgentError(f"{path} acts in another env than the first MODEL; an ensemble needs one env for all")
         agents[label] = (model, meta.env_id, env_kwargs)
+        metas[label] = meta
+        scenarios[label] = Path(args.trace).stem if args.trace else str(getattr(config, "scenario", "default"))
         teacher = teacher or meta.reference or meta.teacher
+    if args.beat_the_experts is not None and (args.ensemble or not agents or args.experts == "none"):
+        raise ValueError("--beat-the-experts compares each MODEL (no --ensemble) with some --experts")
     if args.ensemble:
         from agents.ensemble import EnsembleAgent
 
@@ -312,6 +326,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         agents = {name: (ensemble, members[0][1], members[0][2])}
     if args.trace:
         seeds = [0]  # a trace is one workload
+    if args.beat_the_experts is not None and len(seeds) < 2:
+        raise ValueError(
+            f"--beat-the-experts pairs the agents and experts per seed: give at least 2 --seeds, not {seeds}"
+        )
     if args.experts == "all":
         experts = default_policies()
     elif args.experts == "none":
@@ -375,5 +393,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         console.print(f"[yellow]some agent episodes were cut at --max-steps {args.max_steps}[/yellow]")
     out = args.out or Path("results") / "evaluate"
     written = evaluation.save(out, plots=not args.no_plots)
+    if args.beat_the_experts is not None:
+        from agents.leaderboard import markdown, rows_for, upsert
+
+        rows = rows_for(evaluation, metas, scenarios)
+        upsert(args.beat_the_experts, rows)
+        console.print(markdown(rows), markup=False)
+        written.append(args.beat_the_experts)
     console.print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -255,3 +255,15 @@ def test_events_option_is_checked() -> None:
         gym.make("HetClusterEvents-Tiny-v0", events=["late"])
     with pytest.raises(UnknownNameError, match="late"):
         gym.make("HetClusterEvents-Tiny-v0", events=["arrival", "lat"])
+
+
+def test_flatten_gives_the_flatten_wrappers_vectors_and_is_checked() -> None:
+    wrapped = FlattenObservation(gym.make("HetClusterEvents-Tiny-v0"))
+    flat = gym.make("HetClusterEvents-Tiny-v0", flatten=True)
+    assert flat.observation_space == wrapped.observation_space
+    a, _ = play(wrapped, random_masked(3), seed=5)
+    b, _ = play(flat, random_masked(3), seed=5)
+    assert data_equivalence(a, b, exact=True)
+    check_env(flat.unwrapped)
+    with pytest.raises(EnvConfigError, match="flatten"):
+        gym.make("HetClusterEvents-Tiny-v0", flatten="yes")

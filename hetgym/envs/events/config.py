@@ -53,6 +53,9 @@ class EventEnvConfig:
         events: The job events the agent is asked at (see the module docstring).
         probe: Whether the observation carries the allocator's admission test per GPU-type choice.
         time_scale_s: Time unit of the squashed time features.
+        flatten: Whether observations are one float32 vector (the ``Dict`` flattened by
+            ``gymnasium.spaces.flatten``, the layout of ``gymnasium.wrappers.FlattenObservation``) instead of
+            the ``Dict``: what an ``MlpPolicy`` reads, kept in the saved agent's env arguments.
         max_time_s: Cap on simulated time, or ``None`` for the scenario's.
     """
 
@@ -65,6 +68,7 @@ class EventEnvConfig:
     events: tuple[str, ...] = ("arrival",)
     probe: bool = True
     time_scale_s: float = 3600.0
+    flatten: bool = False
     max_time_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -88,8 +92,9 @@ class EventEnvConfig:
                 f"events={list(self.events)}: the allocator {self.allocator!r} does not report late jobs "
                 "(no newly_late()); use events=['arrival'] or a guided policy that does"
             )
-        if not isinstance(self.probe, bool):
-            raise EnvConfigError(f"probe={self.probe!r}: give True or False")
+        for name in ("probe", "flatten"):
+            if not isinstance(getattr(self, name), bool):
+                raise EnvConfigError(f"{name}={getattr(self, name)!r}: give True or False")
         object.__setattr__(
             self,
             "time_scale_s",

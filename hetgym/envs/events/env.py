@@ -61,6 +61,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     cluster per type (capacity, free GPUs, GPUs held by guaranteed and by best-effort jobs) and queue
     aggregates (active, waiting, guaranteed, best-effort and late jobs, committed work, workload arrived,
     clock). ``probe=False`` leaves the admission-test features at 0 (and skips computing them).
+    ``flatten=True`` gives the same features as one float32 vector (``gymnasium.spaces.flatten`` of the
+    ``Dict``, the layout ``gymnasium.wrappers.FlattenObservation`` gives), for an ``MlpPolicy``.
 
     ## Rewards
 
@@ -110,7 +112,9 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.actions = EventActions(self.gpu_types)
         self.action_space = gym.spaces.Discrete(self.actions.n)
         self.encoder = EventObservation(self.cluster, self.config.time_scale_s)
-        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        self._dict_space = self.encoder.space
+        flat = gym.spaces.flatten_space(self._dict_space) if self.config.flatten else None
+        self.observation_space = flat if flat is not None else self._dict_space  # type: ignore[assignment]
         self.allocator: Policy = self.config.make_allocator()
         self.sim: Simulator | None = None
         self.jobs: tuple[JobSpec, ...] = ()
@@ -173,7 +177,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         else:
             self._pending.extend(("arrival", jid) for jid in self._view.arrived)
             self._run_to_decision(comps)
-        return self._obs, self._info(comps, invalid=False)
+        return self._observation(), self._info(comps, invalid=False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
         if self._done:
@@ -201,7 +205,13 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         reward = float(comps["met"] - comps["missed"])
         terminated = self._done and self._stop_reason in ("done", "stalled")
         truncated = self._done and not terminated
-        return self._obs, reward, terminated, truncated, self._info(comps, invalid=invalid)
+        return self._observation(), reward, terminated, truncated, self._info(comps, invalid=invalid)
+
+    def _observation(self) -> Any:
+        """The observation as the space says: the ``Dict``, or (``flatten=True``) its flattened vector."""
+        if self.config.flatten:
+            return gym.spaces.flatten(self._dict_space, self._obs)
+        return self._obs
 
     def action_masks(self) -> np.ndarray:
         """The valid actions now (sb3-contrib's MaskablePPO reads this)."""
