@@ -110,3 +110,35 @@ def test_clock_fields_read_before_reset() -> None:
 def test_the_simulator_package_imports_no_policy_package() -> None:
     code = "import sys, hetgym.sim; assert 'baselines' not in sys.modules, 'hetgym.sim imported baselines'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_buddy_repeats_its_answer_for_repeated_inputs_and_packs_anew_otherwise() -> None:
+    cluster = ClusterSpec.from_inventory("buddy-memo", {"a100": (2, 8), "v100": (2, 4)})
+
+    def request(jid: int, counts: tuple[tuple[str, int], ...], previous: tuple = ()) -> PlacementRequest:
+        spec = JobSpec(
+            job_id=jid,
+            submit_s=0.0,
+            job_type="resnet50",
+            batch_size=32,
+            num_gpus=sum(n for _, n in counts),
+            total_iters=100,
+        )
+        return PlacementRequest(jid, spec, counts, "sync", previous)
+
+    first = [request(1, (("a100", 4),)), request(2, (("a100", 8), ("v100", 2)))]
+    memo, fresh = make_placer("buddy"), make_placer("buddy")
+    for _ in range(2):  # the second call with the same inputs is answered from the memo
+        free_memo = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+        free_fresh = free_memo.copy()
+        got = memo.place(cluster, free_memo, first)
+        assert got == make_placer("buddy").place(cluster, free_fresh, first)
+        assert np.array_equal(free_memo, free_fresh)
+    got[1] = ()  # the caller's copy: the memo is not changed by it
+    free = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+    assert memo.place(cluster, free, first)[1] != ()
+    moved = [request(1, (("a100", 4),), previous=got[2]), first[1]]
+    free_a = np.array([s.num_gpus for s in cluster.servers], dtype=np.int64)
+    free_b = free_a.copy()
+    assert memo.place(cluster, free_a, moved) == fresh.place(cluster, free_b, moved)
+    assert np.array_equal(free_a, free_b)
