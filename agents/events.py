@@ -111,9 +111,10 @@ def write_args(args: Any, run: Path) -> None:
     (run / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=1) + "\n")
 
 
-def make_env(env_id: str) -> gym.Env[Any, Any]:
-    """The environment with its observation flattened (``flatten=True``, for an ``MlpPolicy``)."""
-    return gym.make(env_id, **ENV_KWARGS)
+def make_env(env_id: str, **overrides: Any) -> gym.Env[Any, Any]:
+    """The environment with its observation flattened (``flatten=True``, for an ``MlpPolicy``), with
+    ``gym.make`` ``overrides`` (e.g. ``workload={"num_jobs": 30}``)."""
+    return gym.make(env_id, **ENV_KWARGS, **overrides)
 
 
 def cpu_seconds() -> float:
@@ -154,12 +155,13 @@ def previous_cpu_hours(run: Path) -> float:
         return 0.0
 
 
-def make_venv(env_id: str, n_envs: int, *, subproc: bool, seed: int) -> Any:
-    """``n_envs`` monitored environments in one process (``DummyVecEnv``) or one each (``SubprocVecEnv``)."""
+def make_venv(env_id: str, n_envs: int, *, subproc: bool, seed: int, **overrides: Any) -> Any:
+    """``n_envs`` monitored environments (``gym.make`` ``overrides``) in one process (``DummyVecEnv``) or one
+    each (``SubprocVecEnv``)."""
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    factories: list[Callable[[], gym.Env[Any, Any]]] = [lambda: Monitor(make_env(env_id))] * n_envs
+    factories: list[Callable[[], gym.Env[Any, Any]]] = [lambda: Monitor(make_env(env_id, **overrides))] * n_envs
     venv = SubprocVecEnv(factories, start_method="fork") if subproc else DummyVecEnv(factories)
     venv.seed(seed)
     return venv

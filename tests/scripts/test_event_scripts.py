@@ -57,3 +57,26 @@ def test_kickstart_refuses_teacher_seeds_among_the_held_out(tmp_path: Path) -> N
     script = load_script("train_events_kickstart")
     with pytest.raises(SystemExit, match="held-out"):
         script.main(["--env-id", "HetClusterEvents-Tiny-v0", "--teacher-seeds", "999-1000", "--out", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_curriculum_recipe_runs_its_stages_resumes_and_evaluates(tmp_path: Path) -> None:
+    script = load_script("train_events_curriculum")
+    run = tmp_path / "run"
+    common = ["--env-id", "HetClusterEvents-Tiny-v0", "--n-envs", "2", "--n-steps", "16", "--batch-size", "16"]
+    common += ["--checkpoint-steps", "32", "--eval-seeds", "1000", "--out", str(run)]
+    assert script.main([*common, "--stages", "4:2:32,12:8:32", "--skip-eval"]) == 0
+    assert (run / "checkpoints" / "ckpt_64_steps.zip").is_file()
+    meta = json.loads((run / "agent.json").read_text())
+    assert meta["recipe"] == "events-curriculum" and meta["args"]["total_timesteps"] == 64
+    assert meta["env_kwargs"] == {"flatten": True} and meta["results"]["cpu_hours"] > 0
+    assert script.main([*common, "--stages", "4:2:32,12:8:64", "--resume"]) == 0
+    result = json.loads((run / "eval.json").read_text())
+    assert result["seeds"] == [1000] and 0.0 <= result["agent_dsr"] <= 1.0
+
+
+@pytest.mark.parametrize("stages", ["30:6", "0:6:10", "30:x:10", "30:6:0"])
+def test_curriculum_refuses_malformed_stages(stages: str, tmp_path: Path) -> None:
+    script = load_script("train_events_curriculum")
+    with pytest.raises(SystemExit, match="--stages"):
+        script.main(["--stages", stages, "--out", str(tmp_path / "run")])
