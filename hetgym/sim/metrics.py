@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.throughput import ThroughputModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 JOB_COLUMNS = (
     "job_id",
@@ -71,6 +74,8 @@ def jobs_frame(
     cluster: ClusterSpec,
 ) -> pd.DataFrame:
     """The per-job table from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
+    import pandas as pd
+
     rows = []
     for spec, status, start, finish, attained, reconfigs, remaining in records:
         completed = status == JobStatus.COMPLETED

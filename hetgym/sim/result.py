@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
 from hetgym.sim.metrics import compute_metrics, jobs_frame
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -109,6 +110,8 @@ def build_result(
         throughput,
         cluster,
     )
+    import pandas as pd
+
     types = list(cluster.gpu_types)
     timeline = pd.DataFrame([(t, *used) for t, used in usage], columns=["time_s", *types])
     metrics = compute_metrics(frame, timeline, cluster, latencies_s)

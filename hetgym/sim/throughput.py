@@ -34,12 +34,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from hetgym.sim.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ExecutionMode = Literal["sync", "proportional", "fork"]
 EXECUTION_MODES: tuple[str, ...] = ("sync", "proportional", "fork")
@@ -135,6 +137,8 @@ class ThroughputModel:
         default_scaling_exponent: float = 0.8,
         full_precision: bool = False,
     ) -> None:
+        import pandas as pd
+
         if table is None:
             table = load_table()
         if gpu_types is None:
@@ -429,6 +433,8 @@ def allocation_rate(
 
 
 def _read_package_csv(name: str) -> pd.DataFrame:
+    import pandas as pd
+
     ref = resources.files("hetgym.data").joinpath(name)
     with resources.as_file(ref) as path:
         # Python's own float parser for the full-precision column: exact to the last digit.
@@ -464,6 +470,8 @@ def table_from_records(
 
     Handy for tests and for users calibrating their own cluster.
     """
+    import pandas as pd
+
     rows = [
         {
             "job_type": j,
