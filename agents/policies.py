@@ -24,12 +24,13 @@ the slot network shares its weights across slots instead:
 
 :func:`policy_spec` chooses the algorithm's policy class and keyword arguments for an environment and an
 architecture name (``slot``, ``slot-flat``, ``set`` or ``mlp``, SB3's ``MultiInputPolicy``); the job-at-a-time
-codec's network, ``set``, is :mod:`agents.set_policy`.
+codec's network, ``set``, is :mod:`agents.set_policy`. What the two networks share (:class:`SlotLayout`,
+the pooled slot encoder, the critic's latent and the SB3 plumbing) is :mod:`agents.window_policy`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -38,103 +39,27 @@ import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.nn import functional as F
 
+from agents.set_policy import set_policy_spec
+from agents.window_policy import (
+    JOBWISE_CODECS,
+    ContextLatent,
+    PooledSlotEncoder,
+    SlotLayout,
+    WindowPolicyMixin,
+    ortho_init_head,
+)
+
 ARCHITECTURES: tuple[str, ...] = ("slot", "slot-flat", "set", "mlp")
-
-
-#: The codecs that decide one job at a time (``Discrete``, the same numbering): the set network's
-#: (:mod:`agents.set_policy`).
-JOBWISE_CODECS: tuple[str, ...] = ("jobwise", "jobwise-types")
-
-
-@dataclass(frozen=True)
-class SlotLayout:
-    """How the action space is laid out over the window's slots (from the environment's codec).
-
-    Attributes:
-        codec: ``sequential`` (``Discrete``) or ``multidiscrete``.
-        num_slots: K.
-        num_types: T.
-        num_levels: C, the count levels.
-        reject: Whether there are reject actions (flags).
-        num_modes: M, the execution modes (mode actions exist when M > 1).
-        capacity: GPUs of each type (to read the draft's counts from ``job_alloc``).
-        levels: The count levels.
-    """
-
-    codec: str
-    num_slots: int
-    num_types: int
-    num_levels: int
-    reject: bool
-    num_modes: int
-    capacity: tuple[int, ...] = ()
-    levels: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "capacity", tuple(int(c) for c in self.capacity))
-        object.__setattr__(self, "levels", tuple(int(c) for c in self.levels))
-        if self.capacity and len(self.capacity) != self.num_types:
-            raise ValueError(f"capacity {self.capacity} does not list the {self.num_types} GPU types")
-        if self.levels and len(self.levels) != self.num_levels:
-            raise ValueError(f"levels {self.levels} are not the {self.num_levels} count levels")
-
-    @property
-    def passes(self) -> tuple[str, ...]:
-        """The sequential codec's edit kinds in the order an expert's plan takes them."""
-        out = ["reject"] if self.reject else []
-        out.append("decrease")
-        if self.num_modes > 1:
-            out.append("mode")
-        return (*out, "increase")
-
-    @property
-    def per_slot(self) -> int:
-        """Logits each slot contributes."""
-        n = self.num_types * self.num_levels
-        if self.codec == "sequential":
-            n += int(self.reject)
-        else:
-            n += 2 * int(self.reject)
-        if self.num_modes > 1:
-            n += self.num_modes
-        return n
-
-    @property
-    def num_logits(self) -> int:
-        """All logits (the commit's included for the sequential codec)."""
-        return self.num_slots * self.per_slot + (1 if self.codec == "sequential" else 0)
-
-    @classmethod
-    def of_env(cls, env: Any) -> SlotLayout:
-        """The layout of a ``HetClusterEnv`` (possibly wrapped, or the first of an SB3 vector env)."""
-        if isinstance(env, VecEnv):
-            codec = env.get_attr("codec", [0])[0]
-            capacity = env.get_attr("state", [0])[0].capacity
-        else:
-            base = env.unwrapped if hasattr(env, "unwrapped") else env
-            codec, capacity = base.codec, base.state.capacity
-        return cls(
-            codec=str(codec.name),
-            num_slots=int(codec.num_slots),
-            num_types=int(codec.num_types),
-            num_levels=len(codec.levels),
-            reject=bool(codec.allow_reject),
-            num_modes=len(codec.modes),
-            capacity=tuple(int(c) for c in capacity),
-            levels=tuple(int(v) for v in codec.levels),
-        )
 
 
 def _is_slot_key(key: str) -> bool:
     return key.startswith("job_") or key == "slot_used"
 
 
-class SlotExtractor(BaseFeaturesExtractor):
+class SlotExtractor(PooledSlotEncoder):
     """Shared per-slot encoder with optional self-attention and a pooled context.
 
     Output, flattened to one row per observation: the K slot embeddings (``hidden`` each, slot order),
@@ -189,14 +114,7 @@ class SlotExtractor(BaseFeaturesExtractor):
                 global_dim += size
         self.position: th.Tensor
         self.register_buffer("position", th.linspace(0.0, 1.0, num_slots).reshape(1, num_slots, 1))
-        self.encoder = nn.Sequential(
-            nn.Linear(slot_dim + global_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
-        )
-        self.attention: nn.Module | None = None
-        if attention_layers > 0:
-            layer = nn.TransformerEncoderLayer(hidden, heads, 2 * hidden, dropout=0.0, batch_first=True)
-            self.attention = nn.TransformerEncoder(layer, attention_layers, enable_nested_tensor=False)
-        self.context = nn.Sequential(nn.Linear(2 * hidden + global_dim, hidden), nn.ReLU())
+        self._build_pooling(slot_dim, global_dim, hidden, attention_layers, heads)
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         k = self.num_slots
@@ -205,18 +123,8 @@ class SlotExtractor(BaseFeaturesExtractor):
         parts.append(self.position.expand(batch, k, 1))
         glob = th.cat([observations[key].reshape(batch, -1) for key in self.global_keys], dim=1)
         x = th.cat([*parts, glob.unsqueeze(1).expand(batch, k, glob.shape[1])], dim=2)
-        h = self.encoder(x)
         used = observations["slot_used"].reshape(batch, k, 1) > 0.5
-        if self.attention is not None:
-            # Padding slots are hidden from attention (an all-empty window attends to itself unmasked).
-            pad = ~used.squeeze(2) & used.squeeze(2).any(dim=1, keepdim=True)
-            h = self.attention(h, src_key_padding_mask=pad)
-        h = h * used
-        count = used.sum(dim=1).clamp(min=1)
-        mean = h.sum(dim=1) / count
-        top = th.where(used, h, th.full_like(h, -1e4)).max(dim=1).values
-        top = th.where(used.any(dim=1), top, th.zeros_like(top))
-        ctx = self.context(th.cat([mean, top, glob], dim=1))
+        h, ctx = self._pool(x, used, glob)
         rejected = observations.get("job_rejected")
         raw = [
             observations["job_alloc"].reshape(batch, k * self.num_types),
@@ -228,26 +136,13 @@ class SlotExtractor(BaseFeaturesExtractor):
         return th.cat([h.reshape(batch, k * self.hidden), ctx, *raw], dim=1)
 
 
-class SlotLatent(nn.Module):
+class SlotLatent(ContextLatent):
     """SB3's ``mlp_extractor`` for the slot network: the actor reads everything, the critic the context."""
 
     def __init__(self, num_slots: int, num_types: int, num_modes: int, hidden: int) -> None:
-        super().__init__()
-        self.hidden = hidden
-        self.ctx_at = num_slots * hidden
         modes = num_modes if num_modes > 1 else 0
-        self.latent_dim_pi = (num_slots + 1) * hidden + num_slots * (num_types + 2 + modes)
-        self.latent_dim_vf = hidden
-        self.value = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU())
-
-    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        return self.forward_actor(features), self.forward_critic(features)
-
-    def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        return features
-
-    def forward_critic(self, features: th.Tensor) -> th.Tensor:
-        return self.value(features[:, self.ctx_at : self.ctx_at + self.hidden])
+        latent_dim_pi = (num_slots + 1) * hidden + num_slots * (num_types + 2 + modes)
+        super().__init__(latent_dim_pi, num_slots * hidden, hidden)
 
 
 _NEG = -1e9  # a log-probability that is effectively minus infinity, without NaNs in gradients
@@ -394,24 +289,31 @@ def two_stage_argmax(logits: th.Tensor) -> th.Tensor:
     return th.where(probs[..., commit] >= 0.5, th.full_like(edit, commit), edit)
 
 
-class _SlotPolicyMixin:
+class _SlotPolicyMixin(WindowPolicyMixin):
     """What the two slot policy classes share (the mixin comes first in their bases)."""
 
-    def _init_slot(
+    def __init__(
         self,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        lr_schedule: Any,
         slot_layout: dict[str, Any] | SlotLayout,
-        hidden: int,
-        attention_layers: int,
-        head: str,
-        two_stage: bool,
+        hidden: int = 128,
+        attention_layers: int = 0,
+        head: str = "ordered",
+        two_stage: bool = True,
+        **kwargs: Any,
     ) -> None:
-        self.slot_layout = slot_layout if isinstance(slot_layout, SlotLayout) else SlotLayout(**slot_layout)
-        self.slot_hidden = int(hidden)
-        self.slot_attention_layers = int(attention_layers)
+        layout = slot_layout if isinstance(slot_layout, SlotLayout) else SlotLayout(**slot_layout)
         if head not in HEADS:
             raise ValueError(f"unknown action head {head!r}; use one of {HEADS}")
         self.slot_head = head
-        self.two_stage = bool(two_stage) and self.slot_layout.codec == "sequential"
+        self.two_stage = bool(two_stage) and layout.codec == "sequential"
+        self._init_window(layout, hidden, attention_layers)
+        extractor_kwargs = {"num_slots": layout.num_slots}
+        super().__init__(  # type: ignore[call-arg]
+            observation_space, action_space, lr_schedule, **self._window_kwargs(kwargs, SlotExtractor, extractor_kwargs)
+        )
 
     def deterministic_from_logits(self, masked_logits: th.Tensor) -> th.Tensor:
         """The deterministic action for (masked) logits: :func:`two_stage_argmax` or the plain argmax."""
@@ -419,17 +321,8 @@ class _SlotPolicyMixin:
             return two_stage_argmax(masked_logits)
         return masked_logits.argmax(dim=-1)
 
-    def _slot_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        out = dict(kwargs)
-        out["net_arch"] = []
-        out["features_extractor_class"] = SlotExtractor
-        out["features_extractor_kwargs"] = {
-            "num_slots": self.slot_layout.num_slots,
-            "hidden": self.slot_hidden,
-            "attention_layers": self.slot_attention_layers,
-        }
-        out.setdefault("activation_fn", nn.ReLU)
-        return out
+    def _own_decoding(self) -> bool:
+        return self.two_stage
 
     def _build_mlp_extractor(self) -> None:
         lay = self.slot_layout
@@ -447,28 +340,14 @@ class _SlotPolicyMixin:
             )
         self.action_net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
         if self.ortho_init:  # type: ignore[attr-defined]
-            self.action_net.head[0].apply(partial(ActorCriticPolicy.init_weights, gain=np.sqrt(2)))
-            self.action_net.head[2].apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
+            ortho_init_head(self.action_net.head)
             if self.action_net.commit is not None:
                 self.action_net.commit.apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
         self.action_net.close_gates()
-        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
-            self.parameters(),  # type: ignore[attr-defined]
-            lr=lr_schedule(1),
-            **self.optimizer_kwargs,  # type: ignore[attr-defined]
-        )
+        self._optimise_all(lr_schedule)
 
-    def _slot_constructor_parameters(self, data: dict[str, Any]) -> dict[str, Any]:
-        for key in ("net_arch", "features_extractor_class", "features_extractor_kwargs"):
-            data.pop(key, None)
-        data.update(
-            slot_layout=asdict(self.slot_layout),
-            hidden=self.slot_hidden,
-            attention_layers=self.slot_attention_layers,
-            head=self.slot_head,
-            two_stage=self.two_stage,
-        )
-        return data
+    def _extra_parameters(self) -> dict[str, Any]:
+        return {"head": self.slot_head, "two_stage": self.two_stage}
 
 
 class SlotActorCriticPolicy(_SlotPolicyMixin, ActorCriticPolicy):  # type: ignore[misc]
@@ -488,70 +367,12 @@ class SlotActorCriticPolicy(_SlotPolicyMixin, ActorCriticPolicy):  # type: ignor
         **kwargs: Other ``ActorCriticPolicy`` arguments (``ortho_init``, ``optimizer_kwargs``, ...).
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
-        lr_schedule: Any,
-        slot_layout: dict[str, Any] | SlotLayout,
-        hidden: int = 128,
-        attention_layers: int = 0,
-        head: str = "ordered",
-        two_stage: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        self._init_slot(slot_layout, hidden, attention_layers, head, two_stage)
-        super().__init__(observation_space, action_space, lr_schedule, **self._slot_kwargs(kwargs))
-
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        self._replace_action_net(lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        return self._slot_constructor_parameters(super()._get_constructor_parameters())
-
-    def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
-        dist = self.get_distribution(observation)
-        if deterministic and self.two_stage:
-            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
-        return dist.get_actions(deterministic=deterministic)
-
 
 class MaskableSlotActorCriticPolicy(_SlotPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
     """The slot network as sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO, masked actions).
 
     Same arguments and parameter names as :class:`SlotActorCriticPolicy`.
     """
-
-    def __init__(
-        self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
-        lr_schedule: Any,
-        slot_layout: dict[str, Any] | SlotLayout,
-        hidden: int = 128,
-        attention_layers: int = 0,
-        head: str = "ordered",
-        two_stage: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        self._init_slot(slot_layout, hidden, attention_layers, head, two_stage)
-        super().__init__(observation_space, action_space, lr_schedule, **self._slot_kwargs(kwargs))
-
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        self._replace_action_net(lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        return self._slot_constructor_parameters(super()._get_constructor_parameters())
-
-    def _predict(
-        self, observation: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
-    ) -> th.Tensor:
-        dist = self.get_distribution(observation, action_masks)
-        if deterministic and self.two_stage:
-            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
-        return dist.get_actions(deterministic=deterministic)
 
 
 def policy_spec(
@@ -592,8 +413,6 @@ def policy_spec(
         return "MultiInputPolicy", {"net_arch": {"pi": [width, width], "vf": [width, width]}}
     assert layout is not None
     if is_set:
-        from agents.set_policy import set_policy_spec  # imported here: it imports this module
-
         return set_policy_spec(
             layout, maskable=maskable, hidden=hidden, attention_layers=attention_layers, decoding=decoding
         )

@@ -47,7 +47,6 @@ codec is ``jobwise``.
 from __future__ import annotations
 
 from dataclasses import asdict
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -55,13 +54,19 @@ import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from agents.policies import JOBWISE_CODECS, SlotLayout
+from agents.window_policy import (
+    JOBWISE_CODECS,
+    ContextLatent,
+    PooledSlotEncoder,
+    SlotLayout,
+    WindowPolicyMixin,
+    ortho_init_head,
+)
 from hetgym.envs.observations import SLOT_TYPE_FEATURES, TYPE_FEATURES
 
-#: The codec this network was built for; it serves every codec of :data:`~agents.policies.JOBWISE_CODECS`
+#: The codec this network was built for; it serves every codec of :data:`~agents.window_policy.JOBWISE_CODECS`
 #: (``jobwise-types`` numbers its actions the same way).
 JOBWISE = "jobwise"
 #: Deterministic decodings of the set policies (see :func:`kind_first_argmax`).
@@ -124,7 +129,7 @@ def _is_slot_key(key: str) -> bool:
     return key.startswith("job_") or key in ("slot_used", "slot_cursor")
 
 
-class SetExtractor(BaseFeaturesExtractor):
+class SetExtractor(PooledSlotEncoder):
     """Shared per-slot encoder, optional masked self-attention, pooled context, current job and pair features.
 
     Output, one row per observation: the current job's embedding (``hidden``), the context (``hidden``),
@@ -133,7 +138,7 @@ class SetExtractor(BaseFeaturesExtractor):
 
     Args:
         observation_space: The environment's ``Dict`` observation (with ``slot_cursor``: the jobwise codec).
-        slot_layout: The codec's :class:`~agents.policies.SlotLayout` (or its fields).
+        slot_layout: The codec's :class:`~agents.window_policy.SlotLayout` (or its fields).
         hidden: Width of the slot embeddings and the context.
         attention_layers: Transformer encoder layers across slots (0: none).
         heads: Attention heads.
@@ -188,31 +193,15 @@ class SetExtractor(BaseFeaturesExtractor):
         self.register_buffer("static", th.as_tensor(static.copy()).unsqueeze(0))
         slot_dim = sum(sizes[key] // k for key in self.slot_keys)
         global_dim = sum(sizes[key] for key in self.global_keys)
-        self.encoder = nn.Sequential(
-            nn.Linear(slot_dim + global_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
-        )
-        self.attention: nn.Module | None = None
-        if attention_layers > 0:
-            layer = nn.TransformerEncoderLayer(hidden, heads, 2 * hidden, dropout=0.0, batch_first=True)
-            self.attention = nn.TransformerEncoder(layer, attention_layers, enable_nested_tensor=False)
-        self.context = nn.Sequential(nn.Linear(2 * hidden + global_dim, hidden), nn.ReLU())
+        self._build_pooling(slot_dim, global_dim, hidden, attention_layers, heads)
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         k, t, c = self.num_slots, self.num_types, self.num_levels
         batch = observations["slot_used"].shape[0]
         glob = th.cat([observations[key].reshape(batch, -1) for key in self.global_keys], dim=1)
         slots = [observations[key].reshape(batch, k, -1) for key in self.slot_keys]
-        h = self.encoder(th.cat([*slots, glob.unsqueeze(1).expand(batch, k, glob.shape[1])], dim=2))
         used = observations["slot_used"].reshape(batch, k, 1) > 0.5
-        if self.attention is not None:
-            # Empty slots are hidden from attention (an all-empty window attends to itself unmasked).
-            pad = ~used.squeeze(2) & used.squeeze(2).any(dim=1, keepdim=True)
-            h = self.attention(h, src_key_padding_mask=pad)
-        h = h * used
-        mean = h.sum(dim=1) / used.sum(dim=1).clamp(min=1)
-        top = th.where(used, h, th.full_like(h, -1e4)).max(dim=1).values
-        top = th.where(used.any(dim=1), top, th.zeros_like(top))
-        ctx = self.context(th.cat([mean, top, glob], dim=1))
+        h, ctx = self._pool(th.cat([*slots, glob.unsqueeze(1).expand(batch, k, glob.shape[1])], dim=2), used, glob)
         # The cursor is one-hot (all zero once no job is left): weighting by it gathers the current slot.
         cursor = observations["slot_cursor"].reshape(batch, k, 1)
         current = (h * cursor).sum(dim=1)
@@ -229,24 +218,12 @@ class SetExtractor(BaseFeaturesExtractor):
         return th.cat([current, ctx, pairs.reshape(batch, -1)], dim=1)
 
 
-class SetLatent(nn.Module):
-    """SB3's ``mlp_extractor`` for the set network: the actor reads everything, the critic the context."""
+class SetLatent(ContextLatent):
+    """SB3's ``mlp_extractor`` for the set network: the actor reads everything, the critic the context
+    (after the current job's embedding)."""
 
     def __init__(self, features_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.hidden = hidden
-        self.latent_dim_pi = features_dim
-        self.latent_dim_vf = hidden
-        self.value = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU())
-
-    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        return self.forward_actor(features), self.forward_critic(features)
-
-    def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        return features
-
-    def forward_critic(self, features: th.Tensor) -> th.Tensor:
-        return self.value(features[:, self.hidden : 2 * self.hidden])
+        super().__init__(features_dim, hidden, hidden)
 
 
 class SetActionNet(nn.Module):
@@ -277,16 +254,26 @@ class SetActionNet(nn.Module):
         return th.cat([self.pair_head(x).reshape(batch, -1), self.job_head(job)], dim=1)
 
 
-class _SetPolicyMixin:
+class _SetPolicyMixin(WindowPolicyMixin):
     """What the two set policy classes share (the mixin comes first in their bases)."""
 
-    def _init_set(
-        self, slot_layout: dict[str, Any] | SlotLayout, hidden: int, attention_layers: int, decoding: str
+    def __init__(
+        self,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        lr_schedule: Any,
+        slot_layout: dict[str, Any] | SlotLayout,
+        hidden: int = 128,
+        attention_layers: int = 0,
+        decoding: str = "argmax",
+        **kwargs: Any,
     ) -> None:
-        self.slot_layout = _layout(slot_layout)
-        self.slot_hidden = int(hidden)
-        self.slot_attention_layers = int(attention_layers)
+        self._init_window(_layout(slot_layout), hidden, attention_layers)
         self.decoding = check_decoding(decoding)
+        extractor_kwargs = {"slot_layout": asdict(self.slot_layout)}
+        super().__init__(  # type: ignore[call-arg]
+            observation_space, action_space, lr_schedule, **self._window_kwargs(kwargs, SetExtractor, extractor_kwargs)
+        )
 
     def deterministic_from_logits(self, masked_logits: th.Tensor) -> th.Tensor:
         """The deterministic action for (masked) logits under :attr:`decoding`."""
@@ -294,17 +281,8 @@ class _SetPolicyMixin:
             return kind_first_argmax(masked_logits, jobwise_num_set(self.slot_layout))
         return masked_logits.argmax(dim=-1)
 
-    def _set_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        out = dict(kwargs)
-        out["net_arch"] = []
-        out["features_extractor_class"] = SetExtractor
-        out["features_extractor_kwargs"] = {
-            "slot_layout": asdict(self.slot_layout),
-            "hidden": self.slot_hidden,
-            "attention_layers": self.slot_attention_layers,
-        }
-        out.setdefault("activation_fn", nn.ReLU)
-        return out
+    def _own_decoding(self) -> bool:
+        return True  # the plain argmax too is taken over the logits
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = SetLatent(self.features_dim, self.slot_hidden)  # type: ignore[attr-defined]
@@ -320,24 +298,11 @@ class _SetPolicyMixin:
         self.action_net = SetActionNet(self.slot_layout, self.slot_hidden, extractor.pair_dim)
         if self.ortho_init:  # type: ignore[attr-defined]
             for head in (self.action_net.pair_head, self.action_net.job_head):
-                head[0].apply(partial(ActorCriticPolicy.init_weights, gain=np.sqrt(2)))
-                head[2].apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
-        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
-            self.parameters(),  # type: ignore[attr-defined]
-            lr=lr_schedule(1),
-            **self.optimizer_kwargs,  # type: ignore[attr-defined]
-        )
+                ortho_init_head(head)
+        self._optimise_all(lr_schedule)
 
-    def _set_constructor_parameters(self, data: dict[str, Any]) -> dict[str, Any]:
-        for key in ("net_arch", "features_extractor_class", "features_extractor_kwargs"):
-            data.pop(key, None)
-        data.update(
-            slot_layout=asdict(self.slot_layout),
-            hidden=self.slot_hidden,
-            attention_layers=self.slot_attention_layers,
-            decoding=self.decoding,
-        )
-        return data
+    def _extra_parameters(self) -> dict[str, Any]:
+        return {"decoding": self.decoding}
 
 
 class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[misc]
@@ -347,7 +312,7 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
         observation_space: The jobwise window observation (``Dict`` with ``slot_cursor``).
         action_space: The codec's ``Discrete`` space.
         lr_schedule: SB3's learning-rate schedule.
-        slot_layout: The codec's :class:`~agents.policies.SlotLayout` (or its fields as a dict).
+        slot_layout: The codec's :class:`~agents.window_policy.SlotLayout` (or its fields as a dict).
         hidden: Width of the embeddings (128).
         attention_layers: Self-attention layers across slots (0).
         decoding: Deterministic actions by the plain ``argmax`` (default) or ``kind-first``
@@ -355,68 +320,12 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
         **kwargs: Other ``ActorCriticPolicy`` arguments (``ortho_init``, ``optimizer_kwargs``, ...).
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
-        lr_schedule: Any,
-        slot_layout: dict[str, Any] | SlotLayout,
-        hidden: int = 128,
-        attention_layers: int = 0,
-        decoding: str = "argmax",
-        **kwargs: Any,
-    ) -> None:
-        self._init_set(slot_layout, hidden, attention_layers, decoding)
-        super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
-
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        self._replace_action_net(lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        return self._set_constructor_parameters(super()._get_constructor_parameters())
-
-    def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
-        dist = self.get_distribution(observation)
-        if deterministic:
-            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
-        return dist.get_actions()
-
 
 class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
     """The set network as sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO, masked actions).
 
     Same arguments and parameter names as :class:`SetActorCriticPolicy`.
     """
-
-    def __init__(
-        self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
-        lr_schedule: Any,
-        slot_layout: dict[str, Any] | SlotLayout,
-        hidden: int = 128,
-        attention_layers: int = 0,
-        decoding: str = "argmax",
-        **kwargs: Any,
-    ) -> None:
-        self._init_set(slot_layout, hidden, attention_layers, decoding)
-        super().__init__(observation_space, action_space, lr_schedule, **self._set_kwargs(kwargs))
-
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        self._replace_action_net(lr_schedule)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        return self._set_constructor_parameters(super()._get_constructor_parameters())
-
-    def _predict(
-        self, observation: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
-    ) -> th.Tensor:
-        dist = self.get_distribution(observation, action_masks)
-        if deterministic:
-            return self.deterministic_from_logits(dist.distribution.logits)  # type: ignore[union-attr]
-        return dist.get_actions()
 
 
 def set_policy_spec(

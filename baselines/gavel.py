@@ -67,11 +67,15 @@ Deviations and reconstructions (each a knob):
   cluster a job whose allocation is all on P100 is still placed on a free V100 first (V100's queue is
   processed first and leftover entries are scheduled); ``False`` restores that.
 * Time fractions count the wall time a job held GPUs of a type (its restart penalty included).
+
+Layout, as Gavel's code divides it: this module holds the policies (the LP objectives' dispatch and
+FIFO's type choice, Gavel's ``scheduler/policies/``); the round mechanism they all run over (Gavel's
+``scheduler/scheduler.py``) is :mod:`baselines._gavel_rounds`, the LPs themselves
+:mod:`baselines._gavel_lp` and finish-time fairness's analytic centre :mod:`baselines._gavel_centre`.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,21 +96,13 @@ from baselines._gavel_lp import (
     solve_max_min_fairness,
     solve_min_total_duration,
 )
-from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
-from hetgym.sim.policy import Policy, register_policy
+from baselines._gavel_rounds import GAVEL_MIN_RESET_INTERVAL_S, GAVEL_ROUND_S, GavelRounds
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
-#: Gavel's round length (``time_per_iteration``).
-GAVEL_ROUND_S = 360.0
-#: Gavel's ``minimum_time_between_allocation_resets``.
-GAVEL_MIN_RESET_INTERVAL_S = 1920.0
-#: Gavel's ``MAX_FAILED_ATTEMPTS``: failed micro-tasks in a row after which a job is failed.
-GAVEL_MAX_FAILED_ATTEMPTS = 5
 #: How far above the optimal max rho the analytic centre of finish-time fairness is taken (relative).
 FTF_CENTRE_MARGIN = 1e-6
-#: Gavel's priority for a job with an allocation that has received no time yet (``X * 1e9``).
-_UNSERVED_PRIORITY = 1e9
 
 Objective = Literal["max_min_fairness", "finish_time_fairness", "min_total_duration", "fifo"]
 OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_total_duration")
@@ -135,7 +131,7 @@ class GavelKnobs(Knobs):
     gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
 
 
-class GavelPolicy(Policy):
+class GavelPolicy(GavelRounds):
     """Gavel's round-based mechanism over one of its LP policies (base class; see the module docstring).
 
     Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads",
@@ -190,11 +186,8 @@ class GavelPolicy(Policy):
 
     name: ClassVar[str] = "gavel"
     knobs: ClassVar[type[Knobs] | None] = GavelKnobs
-    round_s = GAVEL_ROUND_S
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
-    #: Whether entries of zero priority are never scheduled (Gavel's FIFO).
-    skips_zero_priority: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -232,58 +225,22 @@ class GavelPolicy(Policy):
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
-        assert self.cluster is not None
-        self._types: tuple[str, ...] = self.cluster.gpu_types
-        self._type_index = {t: i for i, t in enumerate(self._types)}
-        self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
-        self._rates: dict[int, np.ndarray] = {}
-        self._scale: dict[int, int] = {}  # each active job's requested GPUs (Gavel's scale factor)
-        self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
-        self._alloc: dict[int, np.ndarray] = {}
-        self._job_time: dict[int, np.ndarray] = {}
-        self._type_time = np.zeros(len(self._types))
-        self._deficit: dict[int, np.ndarray] = {}
-        self._last_now: float | None = None
-        self._last_reset_s: float | None = None
-        self._need_update = True
+        super()._reset()
         self._cum_isolated_s: dict[int, float] = {}
         self._prev_remaining: dict[int, float] = {}
         self._prev_isolated: dict[int, float] = {}
-        self.num_recomputes = 0
         #: Recomputes where the analytic centre was asked for but not found (the LP's point was used).
         self.num_centre_fallbacks = 0
         self.last_solution: object | None = None
-        self._compat: bool | None = None
-        self._failures: dict[int, int] = {}
-        self._pass_failures = 0
-        # compat="gavel": the micro-tasks of the current round as job -> (type index, Gavel's execution
-        # time, whether the job completes in it), when the round started, and when the last round that
-        # ran something ended (Gavel's round start, 0 before the first).
-        self._tasks: dict[int, tuple[int, float, bool]] = {}
-        self._round_start_s = 0.0
-        self._last_round_end_s = 0.0
-        #: Jobs failed as Gavel fails them (``compat="gavel"``, ``gavel_failures``), in failure order.
-        self.failed_jobs: list[int] = []
-        self._token: object | None = None  # the last view's epoch token (see _sync_jobs)
         if self.reference_type is not None:
+            assert self.cluster is not None
             self.cluster.check_gpu_type(self.reference_type)
 
-    def _type_order(self, view: ClusterView) -> list[int]:
-        order = sorted(range(len(self._types)), key=lambda i: -view.throughput.speed_index.get(self._types[i], 0.0))
-        if not self.heterogeneity_aware:
-            if self._compat:
-                # Gavel's ``_worker_type_shuffler`` (``random.Random(seed + 5)``), one shuffle per scheduling pass.
-                self._shuffler.shuffle(order)
-            else:
-                self.rng.shuffle(order)
-        return order
-
-    def _job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
-        """``T[m, :]``: the job's rate at its requested count on each type, 0 where not allowed or too few GPUs."""
-        r = self._rates.get(job.job_id)
-        if r is None:
-            r = self._rates[job.job_id] = view.rate_table.get(job).fit_rates
-        return r
+    def _forget_job(self, job_id: int) -> None:
+        super()._forget_job(job_id)
+        self._cum_isolated_s.pop(job_id, None)
+        self._prev_remaining.pop(job_id, None)
+        self._prev_isolated.pop(job_id, None)
 
     def _lp_rates(self, view: ClusterView, jobs: Sequence[JobView], real: np.ndarray) -> np.ndarray:
         """The throughput matrix the LP sees (real, or Gavel's agnostic substitute)."""
@@ -300,112 +257,6 @@ class GavelPolicy(Policy):
         fallback = real.max(axis=1)
         ref_rates = np.where(ref_rates > 0, ref_rates, fallback)
         return usable * ref_rates[:, None]
-
-    # ----------------------------------------------------------------------------------------
-    def _sync_jobs(self, view: ClusterView) -> None:
-        """Drop the per-job state of jobs that ended and start it for jobs that arrived.
-
-        When ``view`` directly follows the last view seen (``previous_token``), only its arrivals can
-        be new and only its completions and changed jobs (a rejection) can have left, so an epoch
-        costs what changed, not the number of active jobs; otherwise every active job is looked at.
-        """
-        token, self._token = self._token, view.active.token
-        if token is not None and view.previous_token is token:
-            gone = [jid for jid in view.completed if jid in self._job_time]
-            for jid in view.changed:
-                if jid in self._job_time and not _is_active(view, jid):
-                    gone.append(jid)
-            new = [view.job(jid) for jid in view.arrived if jid not in self._job_time]
-        else:
-            active = view.job_index
-            gone = [j for j in self._job_time if j not in active]
-            new = [job for job in view.jobs if job.job_id not in self._job_time]
-        for jid in gone:
-            self._scale.pop(jid, None)
-            for store in (self._job_time, self._deficit, self._alloc, self._rates):
-                store.pop(jid, None)
-            self._cum_isolated_s.pop(jid, None)
-            self._prev_remaining.pop(jid, None)
-            self._prev_isolated.pop(jid, None)
-        half = self.round_s_in_force(view) / 2.0
-        for job in new:
-            self._scale[job.job_id] = job.num_gpus
-            self._job_time[job.job_id] = np.full(len(self._types), half)
-            self._type_time += half
-            self._deficit[job.job_id] = np.zeros(len(self._types))
-            self._job_rates(view, job)
-
-    def _account(self, view: ClusterView) -> None:
-        """Add the time each running job held GPUs since the previous epoch to its counters."""
-        self._sync_jobs(view)
-        if self._compat:
-            self._account_gavel(view)
-            return
-        if self._last_now is not None:
-            dt = view.now_s - self._last_now
-            if dt > 0:
-                index, job_time, type_time = self._type_index, self._job_time, self._type_time
-                for jid, ja in view.running_allocations.items():
-                    for t in ja.gpu_types:
-                        i = index[t]
-                        job_time[jid][i] += dt
-                        type_time[i] += dt
-        self._last_now = view.now_s
-
-    def _account_gavel(self, view: ClusterView) -> None:
-        """Gavel's time counters (``_done_callback``) at the start of a round, for the round before.
-
-        Each micro-task adds its own execution time, ``steps / throughput`` with ``floor(throughput x
-        round)`` steps (a little under the round, different from job to job), plus any idle time between
-        the end of the last round that ran something and the start of its own round (Gavel measures a
-        micro-task from the end of the previous round). Jobs that have had the same number of rounds are
-        told apart by these differences, as in Gavel.
-        """
-        if not (view.is_tick or self._last_reset_s is None) or not self._tasks:
-            return
-        gap_s = self._round_start_s - self._last_round_end_s
-        active = view.job_index
-        round_s = self.round_s_in_force(view)
-        last_s = 0.0
-        for jid, (k, exec_s, completes) in self._tasks.items():
-            ran_s = gap_s + exec_s
-            self._type_time[k] += ran_s
-            if jid in active:
-                self._job_time[jid][k] += ran_s
-            # The task held its GPUs to the end of the round unless its job completed in it.
-            last_s = max(last_s, exec_s if completes else round_s)
-        self._tasks = {}
-        self._last_round_end_s = self._round_start_s + last_s
-
-    def _record_task(self, view: ClusterView, job: JobView, k: int) -> None:
-        """Remember a micro-task of ``job`` on type ``k`` starting now, with Gavel's execution time."""
-        steps_per_s = self._rates[job.job_id][k] * job.num_gpus
-        full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
-        left = job.remaining_iters * job.num_gpus
-        steps = min(full, left)
-        self._tasks[job.job_id] = (k, steps / steps_per_s, left <= full)
-        self._round_start_s = view.now_s
-
-    @staticmethod
-    def round_s_in_force(view: ClusterView) -> float:
-        """The round length of this run."""
-        return view.round_s
-
-    def _recompute(self, view: ClusterView) -> None:
-        """Gavel's ``_reset_time_run_so_far`` (deficits) followed by a new allocation."""
-        now = view.now_s
-        half = self.round_s_in_force(view) / 2.0
-        elapsed = 0.0 if self._last_reset_s is None else now - self._last_reset_s
-        for jid, times in self._job_time.items():
-            x = self._alloc.get(jid)
-            should = x * elapsed if x is not None else 0.0
-            self._deficit[jid] += should - (times - half)
-            times[:] = half
-        self._type_time[:] = half * len(self._job_time)
-        self._last_reset_s = now
-        self._need_update = False
-        self._alloc = self._compute_allocation(view)
-        self.num_recomputes += 1
 
     def _compute_allocation(self, view: ClusterView) -> dict[int, np.ndarray]:
         jobs = [j for j in view.jobs if self._job_rates(view, j).max() > 0]
@@ -463,160 +314,6 @@ class GavelPolicy(Policy):
                     return centre
             self.num_centre_fallbacks += 1
         return sol.allocation
-
-    # ----------------------------------------------------------------------------------------
-    def priority_matrix(self, job_ids: Sequence[int]) -> np.ndarray:
-        """Gavel's priorities ``X / fraction`` (``X * 1e9`` before any service) for ``job_ids`` x types."""
-        k = len(self._types)
-        zeros = np.zeros(k)
-        if not job_ids:
-            return np.zeros((0, k))
-        times = np.vstack([self._job_time[j] for j in job_ids])
-        x = np.vstack([self._alloc.get(j, zeros) for j in job_ids])
-        rates = np.vstack([self._rates.get(j, zeros) for j in job_ids])
-        type_time = self._type_time
-        fraction = np.divide(times, type_time, out=np.zeros_like(times), where=type_time > 0)
-        prio = np.divide(x, fraction, out=x * _UNSERVED_PRIORITY, where=fraction > 0)
-        return np.where(rates > 0, prio, 0.0)
-
-    def priorities(self) -> dict[int, np.ndarray]:
-        """Gavel's per-(job, type) priorities under the current counters, for every active job."""
-        ids = list(self._job_time)
-        return dict(zip(ids, self.priority_matrix(ids), strict=True))
-
-    @property
-    def num_failed(self) -> int:
-        """Jobs failed as Gavel fails them (``compat="gavel"`` with ``gavel_failures``)."""
-        return len(self.failed_jobs)
-
-    def _may_recompute(self, now_s: float) -> bool:
-        last = self._last_reset_s
-        if last is None:
-            return True
-        # Gavel also resets at any round while its last reset was at t=0 (``_last_reset_time == 0``).
-        return now_s - last >= self.min_recompute_interval_s or (bool(self._compat) and last == 0.0)
-
-    def schedule(self, view: ClusterView) -> Allocation:
-        if self._compat is None:
-            self._compat = view.config.compat == "gavel"
-            self._shuffler = random.Random(view.config.seed + 5)
-        self._account(view)
-        if view.arrived or view.completed:
-            self._need_update = True
-        first = self._last_reset_s is None
-        round_start = view.is_tick or first
-        if round_start and self._need_update and self._may_recompute(view.now_s):
-            self._recompute(view)
-        if round_start:
-            # Every job is a candidate (in submission order: the per-job state is kept in arrival
-            # order); a job given back what it holds is no change, so the engine skips it.
-            builder = AllocationBuilder.replacing(view)
-            candidates = list(self._job_time)
-        else:
-            # Inside a round the running jobs keep their GPUs: a decision built from them (the engine
-            # then checks and applies only what the fill below changes).
-            builder = AllocationBuilder.keeping_running(view)
-            if not self.fill_between_rounds or self._compat:
-                return builder.build()
-            candidates = [job.job_id for job in view.iter_waiting()]
-        failed = len(self.failed_jobs)
-        self._pass_failures = 0
-        self._greedy(view, builder, candidates)
-        if self._compat and round_start:
-            # Rounds of Gavel's simulator that take no time: one that only ran failing micro-tasks ends at
-            # once, and one that ran nothing while no job is still to arrive forces a reset.
-            for _ in range(len(candidates) * GAVEL_MAX_FAILED_ATTEMPTS + 2):
-                if builder.build().jobs:
-                    break
-                if not self._pass_failures:
-                    if view.num_pending or not self._need_update:
-                        break
-                    self._last_reset_s = 0.0
-                if self._need_update and self._may_recompute(view.now_s):
-                    self._recompute(view)
-                gone = set(self.failed_jobs[failed:])
-                candidates = [j for j in candidates if j not in gone]
-                if not candidates:
-                    break
-                self._pass_failures = 0
-                self._greedy(view, builder, candidates)
-        return builder.build()
-
-    def _fails(self, job: JobView) -> bool:
-        """Whether Gavel's micro-task of ``job`` fails this round: fewer steps left than GPUs."""
-        if not (self._compat and self.gavel_failures) or job.num_gpus <= 1:
-            return False
-        steps = job.remaining_iters * job.num_gpus
-        return 0.0 < steps < job.num_gpus - 0.5
-
-    def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[int]) -> None:
-        """Gavel's ``_schedule_jobs_on_workers_helper`` over the jobs ``candidates`` (ids, in submission
-        order) and the builder's free GPUs. Only the jobs scheduled have their views built."""
-        if not candidates:
-            return
-        scale_list = [self._scale[j] for j in candidates]
-        prio = self.priority_matrix(candidates)
-        deficit = np.vstack([self._deficit[j] for j in candidates])
-        zeros = np.zeros(len(self._types))
-        alloc = np.vstack([self._alloc.get(j, zeros) for j in candidates])
-        rates = np.vstack([self._rates[j] for j in candidates])
-        n_types = len(self._types)
-        order = self._type_order(view)
-        # Entries as flat indices c * n_types + k, in Gavel's order.
-        if self.global_queue:
-            cols = np.repeat(np.array(order), len(candidates))
-            rows = np.tile(np.arange(len(candidates)), len(order))
-            idx = np.lexsort((-alloc[rows, cols], -deficit[rows, cols], -prio[rows, cols]))
-            flat = rows[idx] * n_types + cols[idx]
-        else:
-            parts = [np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k])) * n_types + k for k in order]
-            flat = np.concatenate(parts)
-            if self.zero_priority_last and not self._compat:
-                positive = prio.ravel()[flat] > 0
-                flat = np.concatenate([flat[positive], flat[~positive]])
-        usable = (rates.ravel() > 0)[flat]
-        if self.skips_zero_priority:
-            usable &= prio.ravel()[flat] > 0
-        flat = flat[usable]
-        free = [builder.free[t] for t in self._types]
-        scheduled = np.zeros(len(candidates), dtype=bool)
-        running = view.running_allocations
-        # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
-        # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
-        idle = [self._compat and j not in self._alloc for j in candidates]
-        for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
-            need = scale_list[c]
-            if scheduled[c] or need > free[k]:
-                continue
-            free[k] -= need
-            scheduled[c] = True
-            if idle[c]:
-                continue
-            jid = candidates[c]
-            job = view.job(jid) if self._compat else None  # only compat mode reads the job's progress
-            if job is not None and self._fails(job):
-                self._failures[jid] = self._failures.get(jid, 0) + 1
-                self._pass_failures += 1
-                self._need_update = True
-                if self._failures[jid] >= GAVEL_MAX_FAILED_ATTEMPTS:
-                    builder.reject(jid)
-                    self.failed_jobs.append(jid)
-                continue
-            ja = self._job_allocation(self._types[k], need)
-            current = running.get(jid)
-            if current is not None and current.same_resources(ja) and builder.assigned(jid) is None:
-                builder.take(jid, current)  # what it holds, servers included: no change
-            else:
-                builder.assign(jid, ja)
-            if job is not None:
-                self._record_task(view, job, k)
-
-    def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
-        key = (gpu_type, num_gpus)
-        ja = self._job_allocs.get(key)
-        if ja is None:
-            ja = self._job_allocs[key] = JobAllocation({gpu_type: num_gpus})
-        return ja
 
 
 @dataclass(frozen=True)
@@ -826,12 +523,3 @@ __all__ = [
     "solve_max_min_fairness",
     "solve_min_total_duration",
 ]
-
-
-def _is_active(view: ClusterView, job_id: int) -> bool:
-    """Whether ``job_id`` is active at ``view`` (building its view only)."""
-    try:
-        view.job(job_id)
-    except KeyError:
-        return False
-    return True

@@ -68,31 +68,33 @@ plan by more than ``replan_tolerance`` of their work, and fills the remaining GP
 Simplification: one GPU type per planned schedule instead of a type choice per round (a DP over rounds and
 work quanta, like Dancer's dual subroutine, is too slow for Philly-length jobs), and prices per type rather
 than per node (future placements are not known).
+
+Layout: the utility and the prices (the primal-dual framework's two sides) are
+:mod:`baselines._hadar_pricing`; this module holds the dual subroutine (offers), the greedy admission
+and the round decisions; the plan-ahead variant is :mod:`baselines._hadar_plan` and HadarE's forking
+:mod:`baselines.hadare`.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
 
 from baselines._hadar_plan import PlanAhead, RoundPlan
+from baselines._hadar_pricing import UTILITIES, HadarPricing, UtilityFn
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.placement import NodePool
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
 
 HADAR_ROUND_S = 360.0
-UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid", "avg_jct")
-UtilityFn = Callable[[JobView, float, float], float]
-_EPS = 1e-9
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,7 +177,7 @@ class HadarKnobs(Knobs):
 
 
 @register_policy()
-class Hadar(Policy):
+class Hadar(HadarPricing):
     """Hadar (IPDPS 2024; arXiv:2503.10918): round-based primal-dual scheduling with per-node prices.
 
     Sultana et al., "Hadar: Heterogeneity-Aware Optimization-Based Online Scheduling for Deep Learning
@@ -250,12 +252,9 @@ class Hadar(Policy):
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
         assert self.cluster is not None
+        super()._reset()
         self._types = self.cluster.gpu_types
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
-        self._rates: dict[int, np.ndarray] = {}
-        self._t_min: dict[int, float] = {}
-        self._kappa: dict[tuple[str, int, str, int], float] = {}
-        self._group_rates: dict[tuple[str, int, int, tuple[str, ...], bool], float] = {}
         self._eligible: dict[int, list[list[int]]] = {}
         self._planner = PlanAhead(self)
         # Per-view caches of `offer`: the job's current nodes (and their shape id), and (rate, estimated JCT,
@@ -286,118 +285,7 @@ class Hadar(Policy):
         self._shapes: list[tuple[int, tuple[str, ...], bool]] = []
         # Rates per (job type, batch size) and shape id (what `_shape_rate` keys by the shape itself).
         self._rate_by_kind: dict[tuple[str, int], dict[int, float]] = {}
-        self._horizon_key: tuple[float, int] | None = None
-        self._horizon_s = math.inf
         self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
-
-    # ----------------------------------------------------------------------------------------
-    # Job quantities
-
-    def job_rates(self, view: ClusterView, job: JobView) -> np.ndarray:
-        """The job's rate on ``W_j`` GPUs of each type (0 where not allowed or too few GPUs)."""
-        r = self._rates.get(job.job_id)
-        if r is None:
-            rates = view.rate_table.get(job)
-            r = rates.fit_rates
-            if r.max() <= 0 and rates.allowed_types:
-                # Larger than any single type: the gang must span types; the tasks run at the rate of each
-                # type at the full count (the slowest bounds it, as in sync mode).
-                r = rates.rates
-            self._rates[job.job_id] = r
-        return r
-
-    def t_min_s(self, view: ClusterView, job: JobView) -> float:
-        """``T_min``: the job's total work on its best single type."""
-        t = self._t_min.get(job.job_id)
-        if t is None:
-            best = float(self.job_rates(view, job).max())
-            t = job.total_iters / best if best > 0 else math.inf
-            self._t_min[job.job_id] = t
-        return t
-
-    def utility_of(self, view: ClusterView, job: JobView, jct_s: float) -> float:
-        """``u_j(T)`` for a predicted JCT ``T``."""
-        t_min = self.t_min_s(view, job)
-        theta = job.spec.priority_weight
-        if not math.isfinite(jct_s) or not math.isfinite(t_min):
-            return 0.0
-        jct_s = max(jct_s, _EPS)
-        u = self.utility
-        if callable(u):
-            return float(u(job, jct_s, t_min))
-        if u == "normalized_inverse_jct":
-            return theta * min(1.0, t_min / jct_s)
-        if u == "linear":
-            return theta * max(0.0, 1.0 - jct_s / (self.utility_horizon * t_min))
-        if u == "avg_jct":
-            return theta * max(0.0, 1.0 - jct_s / self.common_horizon_s(view))
-        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
-        z = (jct_s - soft) / (self.sigmoid_width * soft)
-        return theta / (1.0 + math.exp(min(z, 700.0)))
-
-    def common_horizon_s(self, view: ClusterView) -> float:
-        """``H`` of the ``avg_jct`` utility: ``utility_horizon`` times the longest ``T_min`` of the active jobs."""
-        key = (view.now_s, len(view.jobs))
-        if key != self._horizon_key:
-            t_mins = [self.t_min_s(view, j) for j in view.jobs]
-            finite = [t for t in t_mins if math.isfinite(t)]
-            self._horizon_s = self.utility_horizon * max(finite) if finite else math.inf
-            self._horizon_key = key
-        return self._horizon_s
-
-    def _kappa_of(self, view: ClusterView, job: JobView, gpu_type: str, n: int) -> float:
-        key = (job.job_type, job.batch_size, gpu_type, n)
-        k = self._kappa.get(key)
-        if k is None:
-            k = self._kappa[key] = view.throughput.consolidation_factor(job.job_type, job.batch_size, gpu_type, n)
-        return k
-
-    def groups_rate(self, view: ClusterView, job: JobView, groups: Sequence[tuple[int, int]]) -> float:
-        """Sync-mode rate of ``job`` on ``groups`` (slowest type at the full count, multi-server factor)."""
-        total, types = self._groups_shape(groups)
-        return self._shape_rate(view, job, total, types, len(groups) > 1)
-
-    def _groups_shape(self, groups: Sequence[tuple[int, int]]) -> tuple[int, tuple[str, ...]]:
-        """GPUs and GPU types (sorted) of ``groups``."""
-        assert self.cluster is not None
-        servers = self.cluster.servers
-        total = 0
-        types: set[str] = set()
-        for h, n in groups:
-            total += n
-            types.add(servers[h].gpu_type)
-        return total, tuple(sorted(types))
-
-    def _shape_rate(self, view: ClusterView, job: JobView, total: int, types: tuple[str, ...], multi: bool) -> float:
-        key = (job.job_type, job.batch_size, total, types, multi)
-        rate = self._group_rates.get(key)
-        if rate is None:
-            rates = {t: view.rate(job, t, total) for t in types}
-            slowest = min(rates, key=lambda t: (rates[t], t))
-            rate = rates[slowest]
-            if multi:
-                rate *= self._kappa_of(view, job, slowest, total)
-            self._group_rates[key] = rate
-        return rate
-
-    # ----------------------------------------------------------------------------------------
-    # Prices
-
-    def prices(self, view: ClusterView) -> tuple[float, float]:
-        """``(L, U)`` for this decision."""
-        if not self.price_auto or not view.jobs:
-            return self.price_L, self.price_U
-        u_max = max(j.spec.priority_weight / j.num_gpus for j in view.jobs)
-        horizon_s = 0.0
-        for job in view.jobs:
-            r = self.job_rates(view, job)
-            pos = r[r > 0]
-            if pos.size:
-                horizon_s = max(horizon_s, view.now_s - job.submit_s + job.remaining_iters / float(pos.min()))
-        rounds = max(1.0, horizon_s / view.round_s)
-        lows = [self.utility_of(view, j, horizon_s) / (j.num_gpus * rounds) for j in view.jobs]
-        low = max(min(lows), self.price_floor_ratio * u_max)
-        return min(low, u_max), u_max
 
     # ----------------------------------------------------------------------------------------
     # Dual subroutine
