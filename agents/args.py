@@ -217,7 +217,10 @@ class DAggerArgs:
     ``kind-first`` (the likeliest kind of action, a GPU set action against none, keep, reject and done,
     then the likeliest action of that kind; docs/agents.md); none: argmax, or the ``--init`` model's own."""
     init: str | None = None
-    """Start from this saved clone (a run folder or model.zip) instead of cloning in round 0."""
+    """Start from this saved clone (a run folder or its ``.pt`` weights) instead of cloning in round 0."""
+    trust_pickle: bool = False
+    """Let ``init`` be an SB3 ``.zip`` archive: it is unpickled, which runs any code the file carries (only
+    for files you made or trust; docs/security.md)."""
     train_seeds: str = "0-3"
     """Workload seeds of round 0 (the teacher's episodes); later rounds take the seeds after them."""
     demos: str | None = None
@@ -298,7 +301,10 @@ class PPOArgs:
     algo: str = "maskable-ppo"
     """``maskable-ppo`` (masked actions) or ``ppo``."""
     init: str | None = None
-    """A saved BC/DAgger agent to fine-tune (run folder or model.zip); none: train from scratch."""
+    """A saved BC/DAgger agent to fine-tune (run folder or its ``.pt`` weights); none: train from scratch."""
+    trust_pickle: bool = False
+    """Let ``init`` be an SB3 ``.zip`` archive: it is unpickled, which runs any code the file carries (only
+    for files you made or trust; docs/security.md)."""
     arch: str = "slot"
     """Policy network when training from scratch (``slot``, ``slot-flat``, ``set`` or ``mlp``; see BCArgs.arch)."""
     hidden: int = 128
@@ -340,7 +346,7 @@ class PPOArgs:
     max_steps: int = 200_000
     """Step limit of an evaluation episode."""
     checkpoint_every: int = 0
-    """Save ``model_<steps>.zip`` every this many steps (0: only the final model)."""
+    """Save ``model_<steps>.pt`` every this many steps (0: only the final model)."""
     seed: int = 0
     """Seed of the network, the environments and the sampling."""
     torch_threads: int = 1

@@ -17,7 +17,7 @@ into the teacher's commits and its edits.
 
 **The recipe** (:class:`BCArgs`, :func:`train`; ``hetgym train --algo bc``): collect the teacher's
 episodes on the training workload seeds, clone them into the policy of the algorithm it will be
-fine-tuned with (so the saved ``model.zip`` loads straight into ``MaskablePPO`` or ``PPO``), measure the
+fine-tuned with (so the saved weights load straight into ``MaskablePPO`` or ``PPO``), measure the
 agreement on held-out states (the teacher's episodes on other seeds) and the agent's DSR and average JCT
 on held-out workloads against the teacher's, log it all to TensorBoard, and save the checkpoint.
 """

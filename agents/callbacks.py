@@ -6,9 +6,9 @@ ends during training and records, next to SB3's own losses, ``episode/dsr``, ``e
 same workload (the raw simulator, cached by workload seed) and records ``episode/dsr_gap_to_teacher``
 and ``episode/jct_gap_to_teacher_h`` (positive DSR gap: the agent met more deadlines).
 
-:class:`PeriodicCheckpoint` saves ``model_<steps>.zip`` into the run folder every ``every`` steps, next to
-the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.zip`` finds the environment; ``model.zip``
-is updated with it.
+:class:`PeriodicCheckpoint` saves the weights ``model_<steps>.pt`` into the run folder every ``every`` steps,
+next to the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.pt`` finds the environment and the
+network; ``model.pt`` is updated with it.
 
 :class:`CriticWarmup` freezes the actor for the first steps of a fine-tuning run, so the critic (fitted
 to the teacher's returns, under another discount) is fitted to the clone's own returns before its
@@ -95,9 +95,9 @@ class EpisodeMetricsCallback(BaseCallback):
 
 
 class PeriodicCheckpoint(BaseCallback):
-    """Save the model as ``<folder>/model_<steps>.zip`` every ``every`` steps, and as ``model.zip`` too.
+    """Save the model as ``<folder>/model_<steps>.pt`` every ``every`` steps, and as ``model.pt`` too.
 
-    ``model.zip`` and ``agent.json`` (``results["stage"] == "checkpoint"``, with the steps done) then always
+    ``model.pt`` and ``agent.json`` (``results["stage"] == "checkpoint"``, with the steps done) then always
     hold the latest checkpoint, so a run stopped at any point leaves a usable agent in its folder.
     """
 
@@ -113,7 +113,7 @@ class PeriodicCheckpoint(BaseCallback):
         if self.every > 0 and self.num_timesteps - self._last >= self.every:
             self._last = self.num_timesteps
             self.meta.results = {"stage": "checkpoint", "timesteps": int(self.num_timesteps)}
-            self.saved.append(save_agent(self.model, self.meta, self.folder, f"model_{self.num_timesteps}.zip"))
+            self.saved.append(save_agent(self.model, self.meta, self.folder, f"model_{self.num_timesteps}.pt"))
             save_agent(self.model, self.meta, self.folder)
         return True
 

@@ -11,10 +11,15 @@ learning, they keep its 32-slot window and its ``decisions="on-change"`` cadence
 the agent's cadence rather than at every epoch, with far fewer agent steps an episode and a somewhat lower
 DSR than at every epoch (``docs/environment.md``).
 
-**Checkpoints.** A run folder holds ``model.zip`` (a Stable-Baselines3 ``PPO`` or sb3-contrib
-``MaskablePPO`` archive, whatever recipe trained it: a cloned policy is saved inside the algorithm it
-will be fine-tuned with) and, beside it, ``agent.json``: the environment id and overrides, the teacher's
-name, the recipe and its arguments, and the measured figures. :func:`load_agent` rebuilds both.
+**Checkpoints.** A run folder holds ``model.pt``, the policy's weights (tensors only, read back with
+``torch.load(..., weights_only=True)``), and ``agent.json``: the environment id and overrides, the teacher's
+name, the recipe and its arguments, the measured figures, and under ``"model"`` the network those weights
+fit (policy class, ``policy_kwargs``, observation and action spaces; :mod:`agents.weights`).
+:func:`load_agent` rebuilds the ``PPO`` or ``MaskablePPO`` model from them without unpickling anything (a
+cloned policy is saved for the algorithm it will be fine-tuned with). A Stable-Baselines3 ``.zip`` archive
+(what earlier versions wrote as ``model.zip``, or any other SB3 model) is unpickled on loading, which runs
+whatever code it carries: :func:`load_agent` loads one only with ``trust_pickle=True`` (``--trust-pickle``),
+and ``python -m agents.convert RUN --trust-pickle`` converts it once (``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import numpy as np
 import torch as th
 
 from agents.args import AgentError, parse_seeds, parse_teacher
+from agents.weights import PICKLE_RISK, is_pickle_archive, load_weights, model_spec, rebuild_model, save_weights
 from hetgym.atomic import atomic_write as _atomic_write
 
 #: Environment overrides every recipe starts from on a ``-v0`` id (the user's ``env`` overrides win).
@@ -59,9 +65,10 @@ ALGORITHMS: dict[str, str] = {
     "ppo": "stable_baselines3:PPO",
     "maskable-ppo": "sb3_contrib:MaskablePPO",
 }
-#: File names inside a run folder.
-MODEL_FILE = "model.zip"
+#: File names inside a run folder: the weights, the description, and the SB3 archive earlier versions wrote.
+MODEL_FILE = "model.pt"
 META_FILE = "agent.json"
+PICKLE_MODEL_FILE = "model.zip"
 
 
 def agent_env_kwargs(
@@ -167,7 +174,7 @@ class AgentMeta:
         teacher: The expert policy the agent learned from by imitation (for a fine-tuning run, its clone's;
             ``None`` for RL from scratch).
         recipe: ``bc``, ``dagger``, ``ppo`` or ``maskable-ppo``.
-        algo: The algorithm whose archive ``model.zip`` is (``ppo`` or ``maskable-ppo``).
+        algo: The algorithm the model is rebuilt as (``ppo`` or ``maskable-ppo``).
         arch: Policy architecture as asked for (``slot``, ``slot-flat``, ``set`` or ``mlp``; ``slot`` is the
             ``set`` network under ``codec="jobwise"``).
         seed: The run's seed.
@@ -180,6 +187,8 @@ class AgentMeta:
         reference: The expert the agent is measured against (the DSR gap): the teacher for BC and DAgger,
             the ``reference`` policy for PPO (from scratch, its round length also sets the environment's);
             ``None`` in files written before it was recorded.
+        model: The network the weights file fits (:func:`agents.weights.model_spec`; set by
+            :func:`save_agent`); ``None`` in files written beside an SB3 ``model.zip``.
     """
 
     env_id: str
@@ -193,6 +202,7 @@ class AgentMeta:
     results: dict[str, Any] = field(default_factory=dict)
     parent: str | None = None
     reference: str | None = None
+    model: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(_plain(dataclasses.asdict(self)), indent=2, default=str)
@@ -219,11 +229,18 @@ def algorithm_class(algo: str) -> Any:
 
 
 def save_agent(model: Any, meta: AgentMeta, folder: str | os.PathLike[str], name: str = MODEL_FILE) -> Path:
-    """Save ``model`` (an SB3 algorithm) as ``folder/name`` and ``meta`` as ``folder/agent.json``."""
+    """Save ``model``'s policy weights as ``folder/name`` and ``meta`` as ``folder/agent.json``.
+
+    ``meta.model`` is set to the network's description (the safe format, :mod:`agents.weights`); nothing
+    is written when the network cannot be described.
+    """
+    if not name.endswith(".pt"):
+        raise AgentError(f"save_agent writes weights (a .pt file), not {name!r}")
+    meta.model = model_spec(model)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     target = out / name
-    atomic_write(target, lambda p: model.save(p))
+    atomic_write(target, lambda p: save_weights(model, p))
     atomic_write(out / META_FILE, lambda p: p.write_text(meta.to_json()))
     return target
 
@@ -234,20 +251,36 @@ def save_meta(meta: AgentMeta, folder: str | os.PathLike[str]) -> Path:
 
 
 def resolve_model_path(path: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """``(model.zip, agent.json)`` of a run folder or of a model archive with ``agent.json`` beside it."""
+    """``(model file, agent.json)`` of a run folder or of a model file with ``agent.json`` beside it.
+
+    A run folder's model is ``model.pt``, or its ``model.zip`` when it holds no ``model.pt`` (an SB3
+    archive, which only a trusted load opens).
+    """
     p = Path(path)
     if p.is_dir():
         model, meta = p / MODEL_FILE, p / META_FILE
+        if not model.is_file() and (p / PICKLE_MODEL_FILE).is_file():
+            model = p / PICKLE_MODEL_FILE
     else:
         model, meta = p, p.parent / META_FILE
     if not model.is_file():
-        raise AgentError(f"no model at {model}; give a run folder (holding {MODEL_FILE}) or a model .zip")
+        raise AgentError(f"no model at {model}; give a run folder (holding {MODEL_FILE}) or a model file")
     if not meta.is_file():
         raise AgentError(
             f"no {META_FILE} beside {model}; models saved by `hetgym train` keep it in the run folder; for any "
-            "other SB3 model give its algorithm and env (hetgym evaluate MODEL.zip --algo ppo --env-id ID --env K=V)"
+            "other SB3 model give its algorithm and env (hetgym evaluate MODEL.zip --algo ppo --env-id ID --env K=V "
+            "--trust-pickle)"
         )
     return model, meta
+
+
+def refuse_pickle(path: Path) -> AgentError:
+    """The error of loading the SB3 archive ``path`` without trusting it."""
+    return AgentError(
+        f"{path} was not loaded: {PICKLE_RISK}. Load it only if you trust where it came from: --trust-pickle "
+        f"(trust_pickle=True in load_agent); or convert it once: python -m agents.convert {path} --trust-pickle "
+        "(docs/security.md)"
+    )
 
 
 def set_decoding(model: Any, decoding: str | None) -> None:
@@ -284,23 +317,40 @@ def load_agent(
     env_id: str | None = None,
     env_kwargs: dict[str, Any] | None = None,
     decoding: str | None = None,
+    trust_pickle: bool = False,
 ) -> tuple[Any, AgentMeta]:
     """Load a saved agent: ``(SB3 model, metadata)``. ``env`` is attached when given.
 
-    A model without ``agent.json`` beside it (any SB3 archive) loads when ``algo`` and ``env_id`` say what it is
-    and where it acts (``env_kwargs``: its ``gym.make`` overrides); its metadata then has ``recipe="external"``.
-    ``decoding`` replaces the set network's deterministic decoding (:func:`set_decoding`).
+    A run folder (or a ``.pt`` file beside its ``agent.json``) is rebuilt from its weights and description,
+    never unpickled. An SB3 ``.zip`` archive is unpickled, which runs any code the file carries: it loads
+    only with ``trust_pickle=True``, else :class:`AgentError` is raised before the file is opened. A
+    ``.zip`` without ``agent.json`` beside it (any SB3 archive) loads when ``algo`` and ``env_id`` say
+    what it is and where it acts (``env_kwargs``: its ``gym.make`` overrides); its metadata then has
+    ``recipe="external"``. ``decoding`` replaces the set network's deterministic decoding
+    (:func:`set_decoding`).
     """
     p = Path(path)
     if algo is not None and p.is_file() and not (p.parent / META_FILE).is_file():
         if env_id is None:
             raise AgentError(f"{p} has no {META_FILE} beside it: give the env it acts in with --env-id (and --env)")
+        if not trust_pickle:
+            raise refuse_pickle(p)
         meta = AgentMeta(env_id, dict(env_kwargs or {}), None, "external", algo, "external", 0)
         model = algorithm_class(algo).load(p, env=env, device="cpu")
     else:
         model_path, meta_path = resolve_model_path(path)
         meta = AgentMeta.from_json(meta_path.read_text(), str(meta_path))
-        model = algorithm_class(meta.algo).load(model_path, env=env, device="cpu")
+        if is_pickle_archive(model_path):
+            if not trust_pickle:
+                raise refuse_pickle(model_path)
+            model = algorithm_class(meta.algo).load(model_path, env=env, device="cpu")
+        elif meta.model is None:
+            raise AgentError(
+                f"{meta_path} does not describe the network (no 'model' entry) that {model_path.name} fits; "
+                "save the agent again with its recipe"
+            )
+        else:
+            model = rebuild_model(algorithm_class(meta.algo), meta.model, load_weights(model_path), env)
     set_decoding(model, decoding)
     return model, meta
 
@@ -308,6 +358,9 @@ def load_agent(
 __all__ = [
     "AGENT_ENV_DEFAULTS",
     "ALGORITHMS",
+    "META_FILE",
+    "MODEL_FILE",
+    "PICKLE_MODEL_FILE",
     "AgentError",
     "AgentMeta",
     "agent_env_kwargs",
@@ -317,6 +370,7 @@ __all__ = [
     "load_agent",
     "make_env",
     "parse_seeds",
+    "refuse_pickle",
     "resolve_model_path",
     "run_name",
     "save_agent",

@@ -117,7 +117,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     env = make_env(args.env_id, env_kwargs)
     parent = None
     if args.init:
-        model, init_meta = load_agent(args.init, env=env, decoding=args.decoding)
+        model, init_meta = load_agent(args.init, env=env, decoding=args.decoding, trust_pickle=args.trust_pickle)
         if init_meta.env_kwargs != env_kwargs or init_meta.env_id != args.env_id:
             raise AgentError(f"{args.init} was trained in {init_meta.env_id} {init_meta.env_kwargs}, not {env_kwargs}")
         parent = str(args.init)

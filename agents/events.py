@@ -6,6 +6,12 @@ training, the latest checkpoint of a run folder, ``agent.json`` beside the model
 reads the run folder as it reads those of ``hetgym train``, with the CPU time the run took), and the held-out
 evaluation: the deterministic policy plays the held-out workload seeds and is compared, paired per seed, with
 ElasticFlow and EDF-with-admission on the simulator (the same workloads).
+
+A run folder keeps the final policy in the safe format, ``model.pt`` with the network described in
+``agent.json`` (:mod:`agents.weights`), which :func:`evaluate` and ``hetgym evaluate`` read without
+unpickling; and as SB3 archives, ``model.zip`` and ``checkpoints/*.zip``, which keep the optimiser and the
+step count for ``--resume``. Those are pickle: resuming unpickles the run folder's own files, so resume
+only runs you made (``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -124,10 +130,16 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def write_agent_meta(args: Any, run: Path, *, recipe: str, teacher: str | None, results: dict[str, Any]) -> Path:
-    """``run/agent.json`` for ``run/model.zip``: the env id and arguments, the recipe, its arguments and
-    ``results`` (``cpu_hours`` among them), as :class:`agents.common.AgentMeta` describes."""
-    from agents.common import AgentMeta, save_meta
+def write_agent_meta(
+    args: Any, run: Path, *, recipe: str, teacher: str | None, results: dict[str, Any], model: Any = None
+) -> Path:
+    """``run/agent.json`` for ``run/model.pt``: the env id and arguments, the recipe, its arguments and
+    ``results`` (``cpu_hours`` among them), as :class:`agents.common.AgentMeta` describes.
+
+    With ``model``, its weights are saved as ``run/model.pt`` and its network described in ``agent.json``
+    (:func:`agents.common.save_agent`); without, the description already in ``agent.json`` is kept.
+    """
+    from agents.common import META_FILE, AgentMeta, save_agent, save_meta
 
     meta = AgentMeta(
         env_id=args.env_id,
@@ -141,6 +153,15 @@ def write_agent_meta(args: Any, run: Path, *, recipe: str, teacher: str | None, 
         results=results,
         reference="elasticflow",
     )
+    if model is not None:
+        save_agent(model, meta, run)
+        return run / META_FILE
+    path = run / META_FILE
+    if path.is_file():
+        try:
+            meta.model = json.loads(path.read_text()).get("model")
+        except (ValueError, AttributeError):
+            meta.model = None
     return save_meta(meta, run)
 
 
@@ -185,9 +206,13 @@ class StopAfter(BaseCallback):
         return not (self.max_s > 0 and time.perf_counter() - self.start > self.max_s)
 
 
-def learn_and_save(model: Any, args: Any, run: Path, *, resumed: bool, tb_log_name: str) -> Path:
+def learn_and_save(
+    model: Any, args: Any, run: Path, *, resumed: bool, tb_log_name: str, recipe: str, teacher: str | None = None
+) -> Path:
     """Train ``model`` up to ``args.total_timesteps`` (a checkpoint in ``run/checkpoints`` every
-    ``args.checkpoint_steps``, stopped after ``args.max_train_s``), then save and return ``run/model.zip``."""
+    ``args.checkpoint_steps``, stopped after ``args.max_train_s``), then save ``run/model.zip`` (to resume
+    from) and the safe format (``run/model.pt`` + ``agent.json``, :func:`write_agent_meta`), and return
+    ``run/model.pt``."""
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     remaining = args.total_timesteps - model.num_timesteps
@@ -196,19 +221,28 @@ def learn_and_save(model: Any, args: Any, run: Path, *, resumed: bool, tb_log_na
         checkpoints = CheckpointCallback(every, str(run / "checkpoints"), name_prefix="ckpt")
         callback = CallbackList([checkpoints, StopAfter(args.max_train_s)])
         model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name=tb_log_name)
-    path = run / "model.zip"
-    model.save(path)
-    return path
+    model.save(run / "model.zip")
+    write_agent_meta(args, run, recipe=recipe, teacher=teacher, results={"stage": "trained"}, model=model)
+    return run / "model.pt"
 
 
 def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
     """Play the saved ``MaskablePPO`` model deterministically on each held-out workload seed and compare it,
-    paired per seed, with the :data:`EXPERTS` on the simulator; print one JSON row per seed."""
-    from sb3_contrib import MaskablePPO
+    paired per seed, with the :data:`EXPERTS` on the simulator; print one JSON row per seed.
 
-    # Schedules are pickled functions: replaced, so a model saved under another Python version loads too.
-    constant = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
-    model = MaskablePPO.load(model_path, device="cpu", custom_objects=constant)
+    ``model_path`` is a ``model.pt`` with ``agent.json`` beside it (:func:`agents.common.load_agent`, nothing
+    unpickled) or, in a run folder written before the safe format, the run's own ``model.zip`` (unpickled:
+    only a run you made)."""
+    if model_path.suffix == ".pt":
+        from agents.common import load_agent
+
+        model, _ = load_agent(model_path)
+    else:
+        from sb3_contrib import MaskablePPO
+
+        # Schedules are pickled functions: replaced, so a model saved under another Python version loads too.
+        constant = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+        model = MaskablePPO.load(model_path, device="cpu", custom_objects=constant)
     seeds = parse_seeds(eval_seeds)
     rows = []
     for seed in seeds:
@@ -242,6 +276,11 @@ def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
     return summary
 
 
+def saved_model(run: Path) -> Path:
+    """The policy ``--eval-only`` evaluates: ``run/model.pt``, else (a run written before it) ``run/model.zip``."""
+    return run / "model.pt" if (run / "model.pt").is_file() or not (run / "model.zip").is_file() else run / "model.zip"
+
+
 def finish(args: Any, run: Path, model_path: Path, trained_s: float, *, recipe: str, teacher: str | None = None) -> int:
     """After training: write ``agent.json`` (with the CPU hours of training, this session's added to those
     an earlier one recorded), then print the model's path (``args.skip_eval``) or evaluate it and write
@@ -271,6 +310,7 @@ __all__ = [
     "make_venv",
     "parse_args",
     "parse_seeds",
+    "saved_model",
     "write_agent_meta",
     "write_args",
 ]

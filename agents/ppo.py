@@ -73,7 +73,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     arch, hidden, attention = args.arch, args.hidden, args.attention_layers
     if finetune:
         assert args.init is not None
-        init_model, init_meta = load_agent(args.init)
+        init_model, init_meta = load_agent(args.init, trust_pickle=args.trust_pickle)
         env_kwargs = dict(init_meta.env_kwargs)
         changed = sorted(set(args.env) - REWARD_ONLY_KEYS)
         if changed:

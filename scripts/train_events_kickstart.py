@@ -19,7 +19,8 @@ As in ``train_events_ppo.py``: a dataclass of arguments logged to ``args.json``,
 (``--resume`` continues from the latest one and reloads ``clone.zip``), ``--max-train-s`` to stop PPO on
 wall time, and the same evaluation against ElasticFlow and EDF-with-admission on the held-out seeds.
 The run folder holds ``args.json``, ``teacher.json`` (the teacher's DSR on its seeds, the clone's
-agreement, the critic's loss), ``clone.zip``, ``checkpoints/``, ``model.zip``, TensorBoard logs
+agreement, the critic's loss), ``clone.zip``, ``checkpoints/``, ``model.zip`` (SB3 archives to resume from),
+``model.pt`` + ``agent.json`` (the policy in the safe format, which the evaluation reads), TensorBoard logs
 (``tb/pretrain``: ``bc/accuracy``, ``bc/loss``, ``critic/pretrain_loss`` by epoch; ``tb/kickstart_1``:
 PPO's curves with ``train/distill_beta`` and ``train/distill_kl``) and ``eval.json``.
 
@@ -47,6 +48,7 @@ from agents.events import (
     new_ppo,
     parse_args,
     parse_seeds,
+    saved_model,
     write_args,
 )
 
@@ -125,7 +127,10 @@ def train(args: Args, run: Path) -> Path:
         clone = model
     model.teacher = frozen_copy(clone.policy)
     model.distill_start, model.distill_steps = args.distill_start, args.distill_steps
-    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="kickstart")
+    resumed = resume_from is not None
+    return learn_and_save(
+        model, args, run, resumed=resumed, tb_log_name="kickstart", recipe="events-kickstart", teacher=args.teacher
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.out)
     write_args(args, run)
     started = time.perf_counter()
-    model_path = run / "model.zip" if args.eval_only else train(args, run)
+    model_path = saved_model(run) if args.eval_only else train(args, run)
     return finish(args, run, model_path, time.perf_counter() - started, recipe="events-kickstart", teacher=args.teacher)
 
 

@@ -5,7 +5,8 @@ process (``DummyVecEnv``), observations flattened for an ``MlpPolicy``; a checkp
 ``checkpoint_steps`` (``--resume`` continues from the latest one in the run folder); at the end the
 deterministic policy plays the held-out workload seeds and is compared, paired per seed, with ElasticFlow
 and EDF-with-admission on the simulator (the same workloads). Everything is written to the run folder:
-``args.json``, ``checkpoints/``, ``model.zip``, TensorBoard logs, ``eval.json``.
+``args.json``, ``checkpoints/`` and ``model.zip`` (SB3 archives to resume from), ``model.pt`` + ``agent.json``
+(the policy in the safe format, which the evaluation and ``hetgym evaluate`` read), TensorBoard logs, ``eval.json``.
 
 Usage::
 
@@ -29,6 +30,7 @@ from agents.events import (
     make_venv,
     new_ppo,
     parse_args,
+    saved_model,
     write_args,
 )
 
@@ -55,7 +57,7 @@ def train(args: Args, run: Path) -> Path:
         print(f"resuming from {resume_from} ({model.num_timesteps} steps)", flush=True)
     else:
         model = new_ppo(MaskablePPO, venv, args, run)
-    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="ppo")
+    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="ppo", recipe="events-ppo")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.out)
     write_args(args, run)
     started = time.perf_counter()
-    model_path = run / "model.zip" if args.eval_only else train(args, run)
+    model_path = saved_model(run) if args.eval_only else train(args, run)
     return finish(args, run, model_path, time.perf_counter() - started, recipe="events-ppo")
 
 

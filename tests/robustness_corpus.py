@@ -1,4 +1,5 @@
-"""The robustness corpus: bad settings, malformed traces, misused outputs and env misuse, each a case.
+"""The robustness corpus: bad settings, malformed traces, misused outputs, env misuse and files that would run
+code when read, each a case.
 
 Every case is generated here (no stored files) and states what a user must get back:
 
@@ -449,6 +450,133 @@ def output_cases() -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------------------
+# Code from data: model files and sweep configs that would run code when read
+
+#: The file a crafted input's code writes when it runs (a case fails with "output left" if it appears).
+MARKER = "pwned.txt"
+#: Python that writes :data:`MARKER` in the working directory.
+MARKER_CODE = f"open({MARKER!r}, 'w').write('code from data ran')"
+
+
+class _RunsCode:
+    """Pickles as a call of ``exec(code)``: unpickling it runs ``code`` (the classic crafted pickle)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (exec, (self.code,))
+
+
+def crafted_sb3_zip(code: str = MARKER_CODE, base: bytes | None = None) -> bytes:
+    """An SB3 ``.zip`` archive whose ``data`` entry carries a pickle that runs ``code`` when SB3 loads it.
+
+    ``base``: a real archive to add the entry to (it then still loads as that model once trusted); by
+    default an archive holding only the crafted entry.
+    """
+    import base64
+    import pickle
+    import zipfile
+
+    payload = {":type:": "<class 'builtins.NoneType'>", ":serialized:": base64.b64encode(pickle.dumps(_RunsCode(code)))}
+    data: dict[str, Any] = {}
+    entries: dict[str, bytes] = {}
+    if base is not None:
+        with zipfile.ZipFile(io.BytesIO(base)) as source:
+            entries = {name: source.read(name) for name in source.namelist()}
+        data = json.loads(entries["data"])
+    data["crafted"] = {**payload, ":serialized:": payload[":serialized:"].decode()}
+    entries["data"] = json.dumps(data).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    return out.getvalue()
+
+
+#: The ``agent.json`` of the crafted run folders (what ``hetgym train`` writes, without the network).
+_AGENT_JSON = json.dumps(
+    {"env_id": "HetCluster-Tiny-v1", "env_kwargs": {}, "teacher": None, "recipe": "bc", "algo": "maskable-ppo",
+     "arch": "mlp", "seed": 0, "args": {}, "results": {}}
+).encode()  # fmt: skip
+
+_EVALUATE = ("--experts", "none", "--seeds", "1000", "--no-plots", "--no-progress", "--out", "out")
+
+
+def _crafted_weights(workdir: Path) -> Any:
+    """``load_agent`` of a ``model.pt`` that is a crafted pickle (not tensors); refused, the code not run."""
+    import torch
+
+    from agents.common import load_agent
+
+    torch.save({"weights": _RunsCode(MARKER_CODE)}, workdir / "model.pt")
+    (workdir / "agent.json").write_bytes(
+        json.dumps({**json.loads(_AGENT_JSON), "model": {"format": "hetgym-agent/1"}}).encode()
+    )
+    try:
+        return load_agent(workdir)
+    finally:
+        if (workdir / MARKER).exists():
+            raise RuntimeError(f"loading the weights ran the code in the file ({MARKER} written)")
+
+
+def code_from_data_cases() -> list[Case]:
+    zip_words = ("pickle", "--trust-pickle")
+    marker_py = f"{MARKER_CODE}\n".encode()
+    sweep = b"policies: [fifo]\nscenarios: [tiny]\nworkload: {num_jobs: 0}\n"
+    return [
+        Case(
+            id="evaluate-crafted-zip",
+            category="code from data",
+            argv=("evaluate", "model.zip", *_EVALUATE),
+            files={"model.zip": crafted_sb3_zip(), "agent.json": _AGENT_JSON},
+            expect=zip_words,
+        ),
+        Case(
+            id="evaluate-crafted-zip-in-run-folder",
+            category="code from data",
+            argv=("evaluate", "run", *_EVALUATE),
+            files={"run/model.zip": crafted_sb3_zip(), "run/agent.json": _AGENT_JSON},
+            expect=zip_words,
+        ),
+        Case(
+            id="evaluate-crafted-zip-external",
+            category="code from data",
+            argv=("evaluate", "evil.zip", "--algo", "maskable-ppo", "--env-id", "HetCluster-Tiny-v1", *_EVALUATE),
+            files={"evil.zip": crafted_sb3_zip()},
+            expect=zip_words,
+        ),
+        Case(
+            id="train-init-crafted-zip",
+            category="code from data",
+            argv=("train", "--algo", "ppo", "--smoke", "--init", "run/model.zip", "--out-dir", "out", "--no-progress"),
+            files={"run/model.zip": crafted_sb3_zip(), "run/agent.json": _AGENT_JSON},
+            expect=zip_words,
+        ),
+        Case(
+            id="load-agent-crafted-weights",
+            category="code from data",
+            api=_crafted_weights,
+            expect=("weights",),
+        ),
+        Case(
+            id="sweep-dry-run-imports-file",
+            category="code from data",
+            argv=("sweep", "sweep.yaml", "--dry-run"),
+            files={"sweep.yaml": sweep + b"imports: [marker.py]\n", "marker.py": marker_py},
+            expect=("num_jobs",),
+        ),
+        Case(
+            id="sweep-dry-run-import-flag",
+            category="code from data",
+            argv=("sweep", "sweep.yaml", "--dry-run", "--import", "marker.py"),
+            files={"sweep.yaml": sweep, "marker.py": marker_py},
+            expect=("num_jobs",),
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------
 # The Python API: gym.make settings and actions
 
 
@@ -555,7 +683,7 @@ def api_cases() -> list[Case]:
 
 def build_corpus() -> list[Case]:
     """Every case, in a fixed order (ids are unique)."""
-    cases = [*setting_cases(), *trace_cases(), *output_cases(), *api_cases()]
+    cases = [*setting_cases(), *trace_cases(), *output_cases(), *api_cases(), *code_from_data_cases()]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "corpus case ids must be unique"
     return cases
@@ -605,6 +733,7 @@ def run_case(case: Case, workdir: Path, timeout_s: float = CASE_TIMEOUT_S) -> Ou
     from hetgym.sim.errors import HetgymError
 
     for name, content in case.files.items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
         (workdir / name).write_bytes(content)
     before = _snapshot(workdir)
 

@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--workers", type=int, help=f"parallel workers (default: CPU count, {os.cpu_count()} here)")
     g.add_argument("--ray-address", help="address of an existing Ray cluster (default: start Ray locally)")
     g.add_argument("--retry-failed", action="store_true", help="run again the configurations that failed before")
-    g.add_argument("--dry-run", action="store_true", help="validate and list the grid; run nothing")
+    g.add_argument("--dry-run", action="store_true",
+                   help="validate and list the grid; run nothing, not even the imports (no user code)")  # fmt: skip
     g.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
 
     f = p.add_argument_group("grid (replace the file's keys, or describe a sweep without a file)")
@@ -160,12 +161,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     values, base = _spec_dict(args)
     try:
         spec = SweepSpec.from_dict(values, base_dir=base)
-        runs = spec.expand()  # validates the whole grid before anything runs
+        # validates the whole grid before anything runs; --dry-run runs no user code (not the imports)
+        runs = spec.expand(run_imports=not args.dry_run)
     except SweepConfigError as exc:
         raise SweepConfigError(f"sweep config {args.config}: {exc}" if args.config else str(exc)) from None
     out = args.out or default_out_dir(spec)
     if args.dry_run:
         _print_grid(spec, runs, out)
+        if spec.imports:
+            names = ", ".join(dict.fromkeys(spec.unchecked))
+            console.print(
+                f"--dry-run ran none of the imports ({', '.join(spec.imports)}); they were only checked to exist"
+                + (f"; not checked, as only they could register them: {names}" if names else "")
+            )
         return 0
     workers = args.workers
     where = f"Ray at {args.ray_address}" if args.ray_address else ("local Ray" if args.backend == "ray" else "")

@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "train",
         help="train an agent: behaviour cloning, DAgger, PPO or MaskablePPO (from scratch or from a clone)",
         description=f"Train an agent in {PRESET_IDS['default']} (--preset tiny: {PRESET_IDS['tiny']}) and save "
-        "it (model.zip + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and maskable-ppo "
-        "train from scratch, or fine-tune a saved clone given with --init, and are measured against "
+        "it (model.pt, its weights, + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and "
+        "maskable-ppo train from scratch, or fine-tune a saved clone given with --init, and are measured against "
         "--reference. --smoke checks any recipe end to end in under a minute of CPU time. docs/agents.md gives a "
         "larger configuration. Progress goes to standard output (a bar on a terminal, else a line every "
         "HETGYM_PROGRESS_S=10 seconds), losses and episode metrics to TensorBoard (RUN/tb).",
@@ -84,11 +84,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser(
         "evaluate",
         help="evaluate saved agents and the experts on the same held-out seeds (table + figure)",
-        description="Run each saved agent (a run folder or model .zip with agent.json beside it) and every "
-        "expert (or a chosen list) on the same held-out workload seeds, or on a trace; print one table and "
-        "write evaluation.csv/.md, the per-seed runs and evaluation.png.",
+        description="Run each saved agent (a run folder, or a model's .pt weights with agent.json beside it) "
+        "and every expert (or a chosen list) on the same held-out workload seeds, or on a trace; print one "
+        "table and write evaluation.csv/.md, the per-seed runs and evaluation.png. Saved agents are rebuilt "
+        "from weights and JSON, never unpickled; an SB3 .zip archive loads only with --trust-pickle.",
     )
-    e.add_argument("models", nargs="*", type=Path, metavar="MODEL", help="run folders or model .zip files")
+    e.add_argument(
+        "models",
+        nargs="*",
+        type=Path,
+        metavar="MODEL",
+        help="run folders or model files (.pt; .zip with --trust-pickle)",
+    )
     e.add_argument("--seeds", default="1000-1004", help="held-out workload seeds (default 1000-1004)")
     e.add_argument("--experts", default="all", help="'all' (default), 'none', or a comma-separated list")
     e.add_argument("--trace", help="evaluate on this canonical trace instead of drawn workloads")
@@ -97,6 +104,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", type=Path, help="output folder (default results/evaluate)")
     e.add_argument(
         "--random", action="store_true", help="add a uniformly random masked agent (the floor) on the same workloads"
+    )
+    e.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load SB3 .zip archives (a run folder's model.zip of an earlier version, or any SB3 model): their "
+        "data is pickle, and unpickling runs any code the file carries, so give it only for files you made or "
+        "trust (docs/security.md); python -m agents.convert turns one into the safe format",
     )
     e.add_argument("--algo", help="for a model .zip without agent.json: its SB3 algorithm (ppo or maskable-ppo)")
     e.add_argument("--env-id", help="for a model .zip without agent.json: the registered env id it acts in")
@@ -293,7 +307,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     external_env = parse_env_overrides(args.env)
     for i, path in enumerate(args.models):
         model, meta = load_agent(
-            path, algo=args.algo, env_id=args.env_id, env_kwargs=external_env, decoding=args.decoding
+            path,
+            algo=args.algo,
+            env_id=args.env_id,
+            env_kwargs=external_env,
+            decoding=args.decoding,
+            trust_pickle=args.trust_pickle,
         )
         env_kwargs = dict(meta.env_kwargs)
         if args.trace:

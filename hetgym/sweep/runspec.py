@@ -197,3 +197,24 @@ def load_imports(imports: Iterable[str]) -> None:
                     f"imports: module {item!r} cannot be imported ({exc}); give an importable module or a .py file"
                 ) from exc
         _IMPORTED.add(item)
+
+
+def check_imports(imports: Iterable[str]) -> None:
+    """Check that each ``.py`` file exists and each module's top-level package can be found, running none.
+
+    What ``hetgym sweep --dry-run`` does instead of :func:`load_imports`: finding a top-level package reads
+    no code of it (a dotted module's parent packages would be imported to find it, so only the first part
+    is looked up).
+    """
+    for item in imports:
+        if item.endswith(".py"):
+            if not Path(item).is_file():
+                raise SweepConfigError(f"imports: file {item!r} does not exist")
+            continue
+        top = item.split(".")[0]
+        try:
+            found = top in sys.modules or importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise SweepConfigError(f"imports: module {item!r} cannot be found; give an importable module or a .py file")

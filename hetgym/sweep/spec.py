@@ -33,10 +33,10 @@ from typing import Any
 
 import yaml
 
-from hetgym.sim.cluster import get_cluster
+from hetgym.sim.cluster import get_cluster, list_clusters
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
-from hetgym.sim.policy import make_policy
+from hetgym.sim.policy import list_policies, make_policy
 from hetgym.sweep.checks import (
     SweepConfigError,
     as_axis,
@@ -49,7 +49,7 @@ from hetgym.sweep.checks import (
     positive_numbers,
     resolve_path,
 )
-from hetgym.sweep.runspec import RunSpec, canonical, load_imports, run_id_of, scaled_cluster
+from hetgym.sweep.runspec import RunSpec, canonical, check_imports, load_imports, run_id_of, scaled_cluster
 from hetgym.workloads.scenario import Scenario, WorkloadConfig, get_scenario
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "RunSpec",
     "SweepConfigError",
     "SweepSpec",
+    "check_imports",
     "load_imports",
     "parse_seeds",
     "run_id_of",
@@ -193,6 +194,8 @@ class SweepSpec:
         imports: Modules or ``.py`` files that register custom policies or clusters.
         out: Output directory given in the description (``None``: the default).
         description: Free text.
+        unchecked: After :meth:`expand` without running the imports: the policy and cluster names left
+            unchecked (nothing registers them unless an import does).
     """
 
     name: str
@@ -210,6 +213,7 @@ class SweepSpec:
     out: str | None = None
     description: str = ""
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    unchecked: list[str] = field(default_factory=list, compare=False, repr=False)
 
     # -- construction ------------------------------------------------------------------------
 
@@ -320,24 +324,42 @@ class SweepSpec:
 
     # -- expansion ---------------------------------------------------------------------------
 
-    def expand(self) -> list[RunSpec]:
+    def expand(self, *, run_imports: bool = True) -> list[RunSpec]:
         """Every run of the grid, after validating every name, key and value (nothing runs here).
+
+        Args:
+            run_imports: Import the sweep's ``imports`` first (they register custom policies and
+                clusters), which runs their code. ``False`` (``hetgym sweep --dry-run``) runs none of it:
+                the files and modules are only checked to exist (:func:`check_imports`), and a policy or
+                cluster name nothing registers yet is listed in :attr:`unchecked` instead of refused when
+                there are imports that could register it.
 
         Raises:
             SweepConfigError: On an unknown policy, knob, cluster or key, a value of the wrong type or
                 out of range, or two grid points with the same configuration.
         """
         try:
-            return self._expand()
+            return self._expand(run_imports)
         except SweepConfigError:
             raise
         except (HetgymError, KeyError, ValueError, TypeError) as exc:
             raise SweepConfigError(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
 
-    def _expand(self) -> list[RunSpec]:
-        load_imports(self.imports)
+    def _expand(self, run_imports: bool) -> list[RunSpec]:
+        self.unchecked.clear()
+        if run_imports:
+            load_imports(self.imports)
+        else:
+            check_imports(self.imports)
+        # Without running the imports, a name they may register cannot be judged: list it, refuse none.
+        lenient = bool(self.imports) and not run_imports
+        known_policies = set(list_policies()) if lenient else set()
         variants: list[tuple[PolicyEntry, str, dict[str, Any]]] = []
         for entry in self.policies:
+            if lenient and entry.name not in known_policies:
+                self.unchecked.append(f"policy {entry.name!r}")
+                variants.extend((entry, label, knobs) for label, knobs in entry.variants())
+                continue
             for label, knobs in entry.variants():
                 try:
                     make_policy(entry.name, **knobs)  # unknown policies, knobs and bad knob values fail here
@@ -356,7 +378,10 @@ class SweepSpec:
         for scenario in self.scenarios:
             for cluster in self.clusters or (scenario.cluster,):
                 for scale in self.cluster_scales:
-                    get_cluster(scaled_cluster(cluster, scale))  # unknown presets fail here
+                    if lenient and cluster not in list_clusters():
+                        self.unchecked.append(f"cluster {cluster!r}")
+                    else:
+                        get_cluster(scaled_cluster(cluster, scale))  # unknown presets fail here
                     for combo in itertools.product(*(self.grid[k] for k in grid_keys)):
                         axes = dict(zip(grid_keys, combo, strict=True))
                         for load in loads:

@@ -63,6 +63,10 @@ def test_evaluate_any_sb3_model_with_algo_and_env(tmp_path: Path, capsys: pytest
     MaskablePPO("MultiInputPolicy", env, n_steps=64, batch_size=32, seed=0, device="cpu").save(model_path)
     out = tmp_path / "ev"
     argv = ["evaluate", str(model_path), "--algo", "maskable-ppo", "--env-id", "HetCluster-Tiny-v1"]
+    # An SB3 archive is unpickled when loaded: refused unless trusted.
+    assert main([*argv, "--experts", "none", "--no-progress", "--out", str(tmp_path / "refused")]) == 2
+    assert "--trust-pickle" in capsys.readouterr().err and not (tmp_path / "refused").exists()
+    argv.append("--trust-pickle")
     code = main([*argv, "--env", "reward=deadline", "--experts", "none", "--seeds", "1000", "--out", str(out),
                  "--no-plots", "--no-progress", "--labels", "mine"])  # fmt: skip
     assert code == 0

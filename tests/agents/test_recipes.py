@@ -47,7 +47,7 @@ def _tb_columns(run: Path) -> set[str]:
 
 def test_bc_run_saves_a_reloadable_model_that_reproduces_its_evaluation(bc_run: bc.RunResult) -> None:
     path = bc_run.path
-    assert (path / "model.zip").is_file() and (path / META_FILE).is_file() and (path / "demos.npz").is_file()
+    assert (path / "model.pt").is_file() and (path / META_FILE).is_file() and (path / "demos.npz").is_file()
     assert any(p.name.startswith("events.out.tfevents") for p in (path / "tb").iterdir())
     assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_teacher"} <= _tb_columns(
         path
@@ -204,9 +204,9 @@ def test_ppo_fine_tunes_a_clone_and_logs_episode_metrics(bc_run: bc.RunResult, t
     )
     run = ppo.train(args)
     assert run.meta.recipe == f"{algo}-finetune" and run.meta.algo == algo and run.meta.results["timesteps"] >= 1024
-    saved = sorted(p.name for p in run.path.glob("model_*.zip"))
-    assert saved == ["model_1024.zip", "model_512.zip"]
-    assert resolve_model_path(run.path / "model_512.zip")[1] == run.path / META_FILE
+    saved = sorted(p.name for p in run.path.glob("model_*"))
+    assert saved == ["model_1024.pt", "model_512.pt"]  # weights only: no SB3 archive is written
+    assert resolve_model_path(run.path / "model_512.pt")[1] == run.path / META_FILE
     columns = _tb_columns(run.path)
     assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_teacher"} <= columns
     episodes = run.meta.results["episodes"]

@@ -79,7 +79,7 @@ def test_ppo_leaves_its_latest_checkpoint_and_saves_before_evaluating(
         ppo.train(PPOArgs(**common, total_timesteps=512, run_name="killed"))
     model, meta = load_agent(tmp_path / "killed")
     assert meta.results == {"stage": "checkpoint", "timesteps": 128} and model.num_timesteps == 128
-    assert (tmp_path / "killed" / "model_128.zip").is_file()
+    assert (tmp_path / "killed" / "model_128.pt").is_file()
     assert meta.teacher is None and meta.reference == "edf"
 
     monkeypatch.undo()

@@ -163,7 +163,7 @@ def test_train_then_evaluate_end_to_end(tmp_path: Path, capsys: pytest.CaptureFi
         [
             "evaluate",
             str(runs / "clone"),
-            str(runs / "ft" / "model.zip"),
+            str(runs / "ft" / "model.pt"),
             "--experts",
             "dancer",
             "--seeds",
@@ -196,7 +196,7 @@ def test_smoke_runs_every_recipe_end_to_end(
     captured = capsys.readouterr()
     words = " ".join(captured.out.split())  # the table's title wraps
     meta = json.loads((tmp_path / "s" / "agent.json").read_text())
-    assert (tmp_path / "s" / "model.zip").is_file() and meta["env_id"] == "HetCluster-Tiny-v1"
+    assert (tmp_path / "s" / "model.pt").is_file() and meta["env_id"] == "HetCluster-Tiny-v1"
     assert meta["results"]["stage"] == "evaluated" and meta["results"]["evaluation"]["seeds"] == [1000]
     budgets = SMOKE_BUDGETS[{"bc": "BCArgs", "dagger": "DAggerArgs"}.get(algo, "PPOArgs")]
     given = {"epochs": 2} if algo == "bc" else {}  # an option given explicitly wins over the smoke budget
@@ -240,6 +240,6 @@ def test_smoke_on_the_default_id_warns_of_nothing_and_logs_progress(tmp_path: Pa
         r"^progress: cloning dancer: 1 epoch of [\d]+ states [\d,]+/[\d,]+ states \(\d+%\), done in ", text, re.M
     )
     (run,) = (tmp_path / "runs" / "smoke").iterdir()
-    assert (run / "model.zip").is_file() and json.loads((run / "agent.json").read_text())["results"][
+    assert (run / "model.pt").is_file() and json.loads((run / "agent.json").read_text())["results"][
         "stage"
     ] == "evaluated"

@@ -47,7 +47,10 @@ def test_kickstart_recipe_clones_trains_resumes_and_evaluates(tmp_path: Path) ->
     assert (run / "clone.zip").is_file() and (run / "checkpoints" / "ckpt_64_steps.zip").is_file()
     assert json.loads((run / "args.json").read_text())["teacher"] == "force-any"
     assert script.main([*common, "--total-timesteps", "96", "--resume"]) == 0
-    assert (run / "model.zip").is_file()
+    assert (run / "model.zip").is_file()  # to resume from
+    meta = json.loads((run / "agent.json").read_text())  # the safe format, its network described
+    assert (run / "model.pt").is_file() and meta["model"]["format"] == "hetgym-agent/1"
+    assert meta["env_kwargs"] == {"flatten": True} and meta["recipe"] == "events-kickstart"
     result = json.loads((run / "eval.json").read_text())
     assert result["seeds"] == [1000] and 0.0 <= result["agent_dsr"] <= 1.0
     assert set(result) >= {"elasticflow", "edf-admission", "train_wall_s"}

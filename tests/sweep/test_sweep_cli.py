@@ -128,3 +128,23 @@ def test_failed_runs_give_exit_status_1_and_are_counted_in_the_report(
     assert summary.loc["sweep-test-flaky", "n_failed"] == 2 and summary.loc["sweep-test-flaky", "n_ok"] == 0
     assert summary.loc["fifo", "n_ok"] == 2
     assert "2 failed runs are left out of the figures" in capsys.readouterr().out
+
+
+def test_dry_run_runs_none_of_the_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hetgym.sweep import SweepSpec
+
+    marker = tmp_path / "ran.txt"
+    (tmp_path / "mine.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    config = tmp_path / "grid.yaml"
+    # A policy only an import could register is listed as not checked, not refused.
+    config.write_text("policies: [fifo, only-mine-registers-it]\nscenarios: [tiny]\nimports: [mine.py]\n")
+    assert main(["sweep", str(config), "--out", str(tmp_path / "out"), "--dry-run", "--import", "json"]) == 0
+    words = " ".join(capsys.readouterr().out.split())
+    assert "2 runs" in words and "ran none of the imports" in words and "policy 'only-mine-registers-it'" in words
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    config.write_text("policies: [fifo]\nscenarios: [tiny]\nimports: [missing.py]\n")
+    assert main(["sweep", str(config), "--dry-run"]) == 2
+    assert "missing.py' does not exist" in capsys.readouterr().err
+    # A real run imports them: the feature --import and imports: are for.
+    config.write_text("policies: [fifo]\nscenarios: [tiny]\nimports: [mine.py]\n")
+    assert len(SweepSpec.from_yaml(config).expand()) == 1 and marker.read_text() == "ran"
