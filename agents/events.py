@@ -134,7 +134,8 @@ def write_agent_meta(
     args: Any, run: Path, *, recipe: str, teacher: str | None, results: dict[str, Any], model: Any = None
 ) -> Path:
     """``run/agent.json`` for ``run/model.pt``: the env id and arguments, the recipe, its arguments and
-    ``results`` (``cpu_hours`` among them), as :class:`agents.common.AgentMeta` describes.
+    ``results`` (``cpu_hours`` among them; merged over those already in ``agent.json``), as
+    :class:`agents.common.AgentMeta` describes.
 
     With ``model``, its weights are saved as ``run/model.pt`` and its network described in ``agent.json``
     (:func:`agents.common.save_agent`); without, the description already in ``agent.json`` is kept.
@@ -153,15 +154,17 @@ def write_agent_meta(
         results=results,
         reference="elasticflow",
     )
+    path = run / META_FILE
+    if path.is_file():  # keep what an earlier write recorded (the network, an earlier session's CPU hours)
+        try:
+            before = json.loads(path.read_text())
+            meta.results = {**dict(before.get("results") or {}), **results}
+            meta.model = before.get("model")
+        except (ValueError, AttributeError, TypeError):
+            meta.model = None
     if model is not None:
         save_agent(model, meta, run)
-        return run / META_FILE
-    path = run / META_FILE
-    if path.is_file():
-        try:
-            meta.model = json.loads(path.read_text()).get("model")
-        except (ValueError, AttributeError):
-            meta.model = None
+        return path
     return save_meta(meta, run)
 
 

@@ -35,8 +35,12 @@ from agents.events import (
     make_venv,
     new_ppo,
     parse_args,
+    saved_model,
     write_args,
 )
+
+#: The recipe's name in ``agent.json``.
+RECIPE = "events-curriculum"
 
 
 @dataclass
@@ -74,7 +78,7 @@ def train(args: Args, run: Path) -> Path:
     started = time.perf_counter()
     model = None
     end = 0
-    path = run / "model.zip"
+    path = run / "model.pt"
     for i, (jobs, rate, steps) in enumerate(stages):
         end += steps
         workload = {"num_jobs": jobs, "arrival_rate_per_h": rate}
@@ -94,10 +98,11 @@ def train(args: Args, run: Path) -> Path:
             break
         print(f"stage {i + 1}/{len(stages)}: {jobs} jobs at {rate:g}/h up to {end} steps", flush=True)
         stage_args = dataclasses.replace(args, total_timesteps=end, max_train_s=left_s)
-        path = learn_and_save(model, stage_args, run, resumed=model.num_timesteps > 0, tb_log_name="curriculum")
+        resumed = model.num_timesteps > 0
+        path = learn_and_save(model, stage_args, run, resumed=resumed, tb_log_name="curriculum", recipe=RECIPE)
     assert model is not None
-    if not path.exists():
-        model.save(path)
+    if not path.exists():  # every stage was done already (a resumed, finished run)
+        path = learn_and_save(model, args, run, resumed=True, tb_log_name="curriculum", recipe=RECIPE)
     return path
 
 
@@ -107,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.out)
     write_args(args, run)
     started = time.perf_counter()
-    model_path = run / "model.zip" if args.eval_only else train(args, run)
-    return finish(args, run, model_path, time.perf_counter() - started, recipe="events-curriculum")
+    model_path = saved_model(run) if args.eval_only else train(args, run)
+    return finish(args, run, model_path, time.perf_counter() - started, recipe=RECIPE)
 
 
 if __name__ == "__main__":
