@@ -267,6 +267,23 @@ def parse_datetime_s(text: str) -> float:
 # Streaming JSON array
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``json`` would keep the last silently)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
 def iter_json_array(
     fh: TextIO, label: str, *, chunk_chars: int = 1 << 20, max_element_chars: int = 64 << 20
 ) -> Iterator[tuple[int, int, Any]]:
@@ -285,7 +302,7 @@ def iter_json_array(
         TraceError: The stream is not a JSON array, an element is malformed, or the array is truncated;
             the message names the element (1-based row) and its line.
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_object_without_repeats)
     buf = ""
     pos = 0
     base_line = 1  # line number of buf[0]
@@ -343,6 +360,11 @@ def iter_json_array(
         while True:
             try:
                 element, end = decoder.raw_decode(buf, pos)
+            except _RepeatedKey as exc:
+                raise TraceError(
+                    f"{label}: row {index} (line {start_line}), field {exc.key!r}: the key appears twice in one "
+                    "object; which value holds would be a guess: remove one"
+                ) from None
             except json.JSONDecodeError as exc:
                 if eof or len(buf) - pos > max_element_chars:
                     keys = _KEY.findall(buf, pos, exc.pos + 1)
