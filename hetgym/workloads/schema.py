@@ -260,7 +260,7 @@ def frame_to_jobs(
                     raise err(col, "is empty; every job needs it")
                 continue
             if isinstance(raw, bool | np.bool_) and col != "best_effort":
-                raise err(col, f"value {raw!r} is a boolean; give {'an integer' if col in INT_COLUMNS else 'a value'}")
+                raise err(col, f"value {raw!r} is a boolean; give {'an integer' if col in INT_COLUMNS else 'a number'}")
             try:
                 if col in INT_COLUMNS:
                     as_float = float(raw)
