@@ -16,6 +16,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +107,27 @@ def _fmt_as(value: Any, scale: float, fmt: str) -> str:
     return "-" if not math.isfinite(number) else fmt.format(number * scale)
 
 
+def _load(path: Path, read: Callable[[Path], Any]) -> Any:
+    """``read(path)``, a damaged file (truncated, not UTF-8, not the format) reported by its name."""
+    try:
+        return read(path)
+    except (ValueError, OSError) as exc:  # JSON, CSV, parquet and decoding errors are ValueErrors
+        raise ValueError(
+            f"{path}: cannot read it ({type(exc).__name__}: {exc}); is it complete? rerun the command that wrote it"
+        ) from None
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    value = _load(path, lambda p: json.loads(p.read_text()))
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: holds a JSON {type(value).__name__}, not an object; rerun the command that wrote it")
+    return value
+
+
 def _compare_report(folder: Path) -> Report:
     from hetgym.experiments import HEADLINE_METRICS
 
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = _json_object(folder / "summary.json")
     config = summary.get("config")
     scenario = summary.get("scenario", {})
     report = Report(f"hetgym compare: scenario '{scenario.get('name', '?')}'", "compare", folder, config=config)
@@ -122,7 +140,8 @@ def _compare_report(folder: Path) -> Report:
     if config and config.get("policy_options"):
         knobs = [f"{p}:{k}={v}" for p, kv in config["policy_options"].items() for k, v in kv.items()]
         report.notes.append("knobs: " + ", ".join(knobs))
-    agg = pd.read_csv(folder / "summary.csv", index_col=0) if (folder / "summary.csv").is_file() else pd.DataFrame()
+    agg_path = folder / "summary.csv"
+    agg = _load(agg_path, lambda p: pd.read_csv(p, index_col=0)) if agg_path.is_file() else pd.DataFrame()
     if not agg.empty:
         rows = []
         for policy, row in agg.iterrows():
@@ -137,7 +156,7 @@ def _compare_report(folder: Path) -> Report:
             rows.append(cells)
         report.tables.append(("Mean (± sd over seeds) per policy", pd.DataFrame(rows)))
     if (folder / "timings.csv").is_file():
-        timings = pd.read_csv(folder / "timings.csv")
+        timings = _load(folder / "timings.csv", pd.read_csv)
         if not timings.empty:
             t = timings.drop(columns=["seed"]).groupby("policy", sort=False).mean(numeric_only=True)
             shown = pd.DataFrame(
@@ -156,9 +175,10 @@ def _sweep_report(folder: Path) -> Report:
     from hetgym.sweep import write_report as sweep_figures
     from hetgym.sweep.report import SUMMARY_METRICS, format_mean_sd
 
-    results = load_results(folder)
+    table = next((folder / n for n in ("results.parquet", "results.csv") if (folder / n).is_file()), folder / "runs")
+    results = _load(table, lambda _: load_results(folder))
     meta_path = folder / "sweep.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = _json_object(meta_path) if meta_path.is_file() else {}
     report = Report(f"hetgym sweep: {meta.get('name', folder.name)}", "sweep", folder, config=meta.get("spec"))
     ok = int((results["status"] == "ok").sum()) if "status" in results.columns else len(results)
     report.notes.append(f"{len(results)} runs recorded, {ok} succeeded, of {meta.get('num_runs', '?')} in the grid")
@@ -183,7 +203,7 @@ def _sweep_report(folder: Path) -> Report:
 
 
 def _evaluate_report(folder: Path) -> Report:
-    agg = pd.read_csv(folder / "evaluation.csv", index_col=0)
+    agg = _load(folder / "evaluation.csv", lambda p: pd.read_csv(p, index_col=0))
     report = Report(f"hetgym evaluate: {folder.name}", "evaluate", folder)
     columns = [c for c in ("kind", "dsr", "dsr_std", "jct_mean_s", "jct_mean_s_std", "num_seeds") if c in agg.columns]
     shown = agg[columns].copy() if columns else agg.copy()

@@ -681,9 +681,26 @@ def api_cases() -> list[Case]:
     return cases
 
 
+def _sibling(name: str) -> Any:
+    """The corpus module ``tests/NAME.py``, loaded by file location like this one (see scripts/robustness.py)."""
+    import importlib.util
+    import sys
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def build_corpus() -> list[Case]:
     """Every case, in a fixed order (ids are unique)."""
+    readers = _sibling("robustness_readers").reader_cases()  # before robustness_inputs, which imports it
+    inputs = _sibling("robustness_inputs").input_cases()
     cases = [*setting_cases(), *trace_cases(), *output_cases(), *api_cases(), *code_from_data_cases()]
+    cases += [*readers, *inputs]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "corpus case ids must be unique"
     return cases

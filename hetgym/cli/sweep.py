@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import yaml
 from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
@@ -81,10 +80,9 @@ def _spec_dict(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     if args.config is not None:
         if not args.config.is_file():
             raise FileNotFoundError(f"sweep config {str(args.config)!r} does not exist")
-        try:
-            loaded = yaml.safe_load(args.config.read_text())
-        except yaml.YAMLError as exc:
-            raise ValueError(f"sweep config {args.config}: not valid YAML: {exc}") from None
+        from hetgym.sweep.checks import load_yaml
+
+        loaded = load_yaml(args.config.read_text(), str(args.config))
         if loaded is not None and not isinstance(loaded, Mapping):
             raise ValueError(f"sweep config {args.config}: the top level must be a mapping")
         values = copy.deepcopy(dict(loaded or {}))

@@ -23,6 +23,7 @@ from hetgym.envs.intervals import (
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
+from hetgym.envs.reset_options import check_reset_options
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
 from hetgym.envs.state import WINDOW_ORDERS, DecisionState, sort_jobs
@@ -251,10 +252,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             options: ``{"workload_seed": int}`` or ``{"jobs": [JobSpec, ...]}`` (see the class docstring).
         """
         super().reset(seed=seed)
-        options = dict(options or {})
-        for key in options:
-            if key not in RESET_OPTIONS:
-                raise UnknownNameError("reset option", key, RESET_OPTIONS)
+        options = check_reset_options(options, RESET_OPTIONS)
         self._start_episode(options)
         info = self._info(RewardComponents(), committed=False, invalid=False)
         info["workload_seed"] = self.workload_seed

@@ -28,7 +28,7 @@ resets it (its action is ignored, its reward is 0).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -128,6 +128,8 @@ class HetClusterVectorEnv(VectorEnv):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``); see the class docstring for seeds."""
         seeds = self._seeds(seed)
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"reset options={options!r} is a {type(options).__name__}; give None or a dict")
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if mask is None:

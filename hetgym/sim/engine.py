@@ -154,6 +154,15 @@ class Simulator(ApplyMixin, FastForwardMixin):
                 )
             fastest_s = self._fastest_run_s(s)
             if not fastest_s <= self.config.max_job_run_s:
+                sizes = self.throughput.batch_sizes(s.job_type)
+                if sizes and not sizes[0] <= s.batch_size <= sizes[-1]:  # the rate is extrapolated from far off
+                    raise InvalidJobError(
+                        f"job {s.job_id}: field 'batch_size' is {s.batch_size:g}, outside the measured range "
+                        f"{sizes[0]}..{sizes[-1]} of {s.job_type!r}: at that batch its fastest possible run takes "
+                        f"{fastest_s:.3g} s, more than SimConfig.max_job_run_s={self.config.max_job_run_s:.3g} s; "
+                        "fix batch_size in the trace",
+                        job_id=s.job_id,
+                    )
                 raise InvalidJobError(
                     f"job {s.job_id}: field 'total_iters' is {s.total_iters:g}: its fastest possible "
                     f"run on cluster {self.cluster.name!r} takes {fastest_s:.3g} s, more than "

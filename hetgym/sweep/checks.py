@@ -142,3 +142,35 @@ def _hint_name(hint: Any) -> str:
     if hint is type(None):
         return "null"
     return getattr(hint, "__name__", str(hint))
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """``yaml.safe_load(text)``, refusing a mapping that names a key twice (YAML would keep the last silently).
+
+    Raises:
+        SweepConfigError: naming ``source``, the key and its line; or the YAML parser's message.
+    """
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise SweepConfigError(
+                    f"sweep config {source}: line {line}: key {key!r} appears twice in one mapping (first at line "
+                    f"{seen[key]}); keep one"
+                )
+            if isinstance(key, typing.Hashable):
+                seen[key] = line
+        return loader.construct_mapping(node, deep=deep)
+
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise SweepConfigError(f"sweep config {source}: not valid YAML: {exc}") from None

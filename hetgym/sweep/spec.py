@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hetgym.sim.cluster import get_cluster, list_clusters
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -45,6 +43,7 @@ from hetgym.sweep.checks import (
     check_field,
     check_keys,
     check_types,
+    load_yaml,
     parse_seeds,
     positive_numbers,
     resolve_path,
@@ -223,10 +222,7 @@ class SweepSpec:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"sweep config {str(path)!r} does not exist")
-        try:
-            values = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise SweepConfigError(f"sweep config {path}: not valid YAML: {exc}") from exc
+        values = load_yaml(path.read_text(), str(path))
         if values is None:
             values = {}
         if not isinstance(values, Mapping):

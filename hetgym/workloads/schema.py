@@ -19,9 +19,15 @@ Optional columns: ``deadline_s`` (absolute; empty = none), ``user``, ``min_gpus`
 ``template_id``, and any ``feat_<name>`` column, which becomes ``features[name]``. Any other column is an
 error naming the nearest known name (a ``deadline`` column would otherwise drop every deadline unseen).
 
+**None.** An optional column's value is "none" (no deadline, default weight, ...) only when the field is
+empty in a CSV or null in parquet (NaN in a pandas table given to :func:`frame_to_jobs`). A number must be
+finite: ``nan``, ``NA``, ``null``, ``None``, ``inf`` written in a numeric field are refused, as are
+booleans where a number belongs. A file without job rows is refused.
+
 Files are CSV or parquet. A CSV starts with one comment line ``# hetgym-trace {json}`` holding the
 metadata (``schema_version``, the generator or loader and its parameters, samplers used); parquet
-stores the same JSON under the schema metadata key ``hetgym``. Readers validate every row and raise
+stores the same JSON under the schema metadata key ``hetgym``. Comment lines come only before the header
+(:mod:`hetgym.workloads.canonical_csv`). Readers validate every row and raise
 :class:`TraceError` naming the file, the row and the field; rows are numbered from 1, the first data row
 after the header (comment lines are not counted), as by every trace reader of the project. A CSV line
 longer than :data:`MAX_LINE_CHARS` is refused before parsing. Writers write to a temporary file and
@@ -64,9 +70,10 @@ OPTIONAL_COLUMNS = (
     "template_id",
 )
 FEATURE_PREFIX = "feat_"
-_INT_COLUMNS = ("job_id", "batch_size", "num_gpus", "min_gpus", "max_gpus", "dp", "pp", "tp")
-_FLOAT_COLUMNS = ("submit_s", "total_iters", "deadline_s", "model_bytes", "priority_weight", "duration_s")
-_CSV_MAGIC = "# hetgym-trace "
+INT_COLUMNS = ("job_id", "batch_size", "num_gpus", "min_gpus", "max_gpus", "dp", "pp", "tp")
+FLOAT_COLUMNS = ("submit_s", "total_iters", "deadline_s", "model_bytes", "priority_weight", "duration_s")
+#: The first line of a canonical CSV: this, then the metadata as JSON.
+CSV_MAGIC = "# hetgym-trace "
 
 
 class TraceError(HetgymError, ValueError):
@@ -196,7 +203,7 @@ def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
             keep.append(col)
     keep += sorted(c for c in frame.columns if c.startswith(FEATURE_PREFIX))
     frame = frame[keep]
-    for col in _INT_COLUMNS:
+    for col in INT_COLUMNS:
         if col in frame:
             frame[col] = frame[col].astype("Int64")
     return frame
@@ -252,22 +259,27 @@ def frame_to_jobs(
                 if col in REQUIRED_COLUMNS:
                     raise err(col, "is empty; every job needs it")
                 continue
+            if isinstance(raw, bool | np.bool_) and col != "best_effort":
+                raise err(col, f"value {raw!r} is a boolean; give {'an integer' if col in INT_COLUMNS else 'a number'}")
             try:
-                if col in _INT_COLUMNS:
+                if col in INT_COLUMNS:
                     as_float = float(raw)
                     if not as_float.is_integer():
                         raise ValueError
                     values[col] = int(as_float)
-                elif col in _FLOAT_COLUMNS:
+                elif col in FLOAT_COLUMNS:
                     values[col] = float(raw)
-                    if math.isnan(values[col]):
-                        raise ValueError
+                    if not math.isfinite(values[col]):
+                        none = "every job needs it" if col in REQUIRED_COLUMNS else "leave the field empty for none"
+                        raise err(col, f"value {raw!r} is not a finite number; {none}")
                 elif col == "best_effort":
                     values[col] = _parse_bool(raw)
                 else:
                     values[col] = str(raw)
+            except TraceError:
+                raise
             except (TypeError, ValueError):
-                kind = "an integer" if col in _INT_COLUMNS else "a number" if col in _FLOAT_COLUMNS else "true/false"
+                kind = "an integer" if col in INT_COLUMNS else "a number" if col in FLOAT_COLUMNS else "true/false"
                 raise err(col, f"value {raw!r} is not {kind}") from None
         for col in ("submit_s", "deadline_s", "duration_s", "total_iters"):
             if col in values and values[col] < 0:
@@ -349,19 +361,18 @@ def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | No
             raw_meta = (table.schema.metadata or {}).get(b"hetgym")
             if raw_meta:
                 try:
-                    metadata = _metadata_object(json.loads(raw_meta), path, "the parquet metadata key 'hetgym'")
+                    metadata = metadata_object(json.loads(raw_meta), path, "the parquet metadata key 'hetgym'")
                 except json.JSONDecodeError as exc:
                     raise TraceError(
                         f"{path}: the parquet metadata key 'hetgym' is not valid JSON ({exc}); rewrite the file "
                         "with hetgym (write_trace / `hetgym trace convert`)"
                     ) from None
+            _check_parquet(table, path)
             frame = table.to_pandas()
         elif suffix in (".csv", ".gz") or path.name.endswith(".csv.gz"):
-            _check_line_lengths(path)
-            metadata = _read_csv_metadata(path)
-            frame = pd.read_csv(
-                path, comment="#", dtype={"job_type": str, "user": str, "gpu_types": str, "template_id": str}
-            )
+            from hetgym.workloads.canonical_csv import read_canonical_csv
+
+            frame, metadata = read_canonical_csv(path)
         else:
             raise TraceError(
                 f"{path}: unknown file type {suffix!r}; canonical traces are .csv or .parquet "
@@ -375,26 +386,31 @@ def read_trace(path: str | os.PathLike[str], *, throughput: ThroughputModel | No
     if version != SCHEMA_VERSION:
         raise TraceError(f"{path}: schema_version {version} is not supported (this hetgym reads {SCHEMA_VERSION})")
     jobs = frame_to_jobs(frame, source=str(path), throughput=throughput)
+    if not jobs:
+        raise TraceError(f"{path}: no job rows after the header; a trace needs at least one job")
     metadata.setdefault("source_file", str(path))
     return Workload(tuple(jobs), metadata, rows={job.job_id: row for row, job in enumerate(jobs, start=1)})
 
 
-def _read_csv_metadata(path: Path) -> dict[str, Any]:
-    import gzip
+def _check_parquet(table: Any, path: Path) -> None:
+    """Refuse a repeated column name, and a NaN (not null) in a numeric column: in parquet, null is none."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt") as fh:
-        first = fh.readline()
-    if first.startswith(_CSV_MAGIC):
-        try:
-            value = json.loads(first[len(_CSV_MAGIC) :])
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"{path}: line 1: metadata comment is not valid JSON ({exc})") from None
-        return _metadata_object(value, path, "line 1 (the metadata comment)")
-    return {}
+    names = list(table.column_names)
+    for name in names:
+        if names.count(name) > 1:
+            raise TraceError(f"{path}: column {name!r} appears {names.count(name)} times; remove or rename the others")
+    for name in FLOAT_COLUMNS:
+        if name in names and pa.types.is_floating(table.schema.field(name).type):
+            nan = pc.fill_null(pc.is_nan(table.column(name)), False).combine_chunks()
+            if pc.any(nan).as_py():
+                row = nan.to_numpy(zero_copy_only=False).nonzero()[0][0] + 1
+                none = "every job needs it" if name in REQUIRED_COLUMNS else "leave it null for none"
+                raise TraceError(f"{path}: row {row}, field {name!r}: value nan is not a finite number; {none}")
 
 
-def _metadata_object(value: Any, path: Path, where: str) -> dict[str, Any]:
+def metadata_object(value: Any, path: Path, where: str) -> dict[str, Any]:
     """The trace metadata, which must be a JSON object."""
     if not isinstance(value, dict):
         raise TraceError(
@@ -402,41 +418,6 @@ def _metadata_object(value: Any, path: Path, where: str) -> dict[str, Any]:
             'such as {"schema_version": 1}: fix or remove it'
         )
     return value
-
-
-def _check_line_lengths(path: Path) -> None:
-    """Refuse a CSV with a line longer than :data:`MAX_LINE_CHARS` bytes, reading it in bounded chunks.
-
-    pandas reads a field whole, whatever its size; this pass, in constant memory, names the file, the
-    1-based data row and the line instead.
-    """
-    import gzip
-
-    opener: Any = gzip.open if path.name.endswith(".gz") else open
-    line = 1
-    row = -1  # the header is row 0
-    length = 0
-    first_byte = b""
-    with opener(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            pieces = chunk.split(b"\n")
-            for i, piece in enumerate(pieces):
-                if length == 0 and piece:
-                    first_byte = piece[:1]
-                length += len(piece)
-                if length > MAX_LINE_CHARS:
-                    counted = row + (1 if first_byte not in (b"#", b"\r", b"") else 0)
-                    where = f"row {counted} (line {line})" if counted > 0 else f"line {line}"
-                    raise TraceError(
-                        f"{path}: {where}: longer than {MAX_LINE_CHARS} bytes; a canonical trace has one short "
-                        "line per job (is this the right file, or is a field corrupt?)"
-                    )
-                if i < len(pieces) - 1:  # the line ends here
-                    if first_byte not in (b"#", b"\r", b""):  # comment and blank lines are no rows
-                        row += 1
-                    line += 1
-                    length = 0
-                    first_byte = b""
 
 
 def write_trace(
@@ -464,7 +445,7 @@ def write_trace(
     def write(tmp: Path) -> None:
         if suffix == ".csv":
             with open(tmp, "w", newline="") as fh:
-                fh.write(_CSV_MAGIC + json.dumps(meta, sort_keys=True, default=str) + "\n")
+                fh.write(CSV_MAGIC + json.dumps(meta, sort_keys=True, default=str) + "\n")
                 frame.to_csv(fh, index=False, float_format="%.10g")
         else:
             import pyarrow as pa

@@ -12,6 +12,7 @@ import numpy as np
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
 from hetgym.envs.events.config import EventEnvConfig
 from hetgym.envs.events.observation import EventObservation, empty_observation
+from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
@@ -141,10 +142,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        options = dict(options or {})
-        for key in options:
-            if key not in RESET_OPTIONS:
-                raise UnknownNameError("reset option", key, RESET_OPTIONS)
+        options = check_reset_options(options, RESET_OPTIONS)
         drawn = int(self.np_random.integers(0, 2**31 - 1))
         if "jobs" in options:
             self.jobs = tuple(options["jobs"])

@@ -46,8 +46,13 @@ class Member:
     name: str
 
 
+#: Text sources are UTF-8; a leading byte-order mark (as spreadsheet programs write) is dropped, as the
+#: canonical reader does, so it does not end up in the first column's name.
+ENCODING = "utf-8-sig"
+
+
 def _text(raw: Any) -> TextIO:
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    return io.TextIOWrapper(raw, encoding=ENCODING, newline="")
 
 
 @contextmanager
@@ -61,7 +66,7 @@ def open_plain(path: Path) -> Iterator[TextIO]:
         with gzip.open(path, "rb") as raw, _text(raw) as fh:
             yield fh
     else:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding=ENCODING, newline="") as fh:
             yield fh
 
 
@@ -188,6 +193,7 @@ def header_index(
     """Column positions by name; a missing required column raises an error naming it, and so does a column
     not in ``known`` (when given), with the nearest known name."""
     names = [h.strip() for h in header]
+    check_duplicate_columns(names, source)
     missing = [c for c in required if c not in names]
     if missing:
         raise TraceError(
@@ -201,13 +207,29 @@ def header_index(
     return {n: i for i, n in enumerate(names)}
 
 
+def check_duplicate_columns(names: Sequence[str], source: str) -> None:
+    """Refuse a header naming a column twice (which of the two holds the value would be a guess)."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in first:
+            raise TraceError(
+                f"{source}: row 0 (header), field {name!r}: column {name!r} appears twice (columns {first[name]} "
+                f"and {i}); remove or rename one"
+            )
+        first[name] = i
+
+
 # --------------------------------------------------------------------------------------------
 # Values
 
 
 def is_empty(text: str | None) -> bool:
-    """Whether a raw field is empty or a null marker (``""``, ``None``, ``null``, ``nan``, ``NA``)."""
-    return text is None or text.strip().lower() in ("", "none", "null", "nan", "na", "n/a")
+    """Whether a raw field is empty (nothing but blanks): the one spelling of "none" in a CSV trace.
+
+    Text such as ``nan``, ``NA``, ``null`` or ``inf`` is not empty: it reaches the field's parser, which
+    refuses it where a number belongs (docs/traces.md lists, per field, what an empty field means).
+    """
+    return text is None or not text.strip()
 
 
 def parse_number(text: str) -> float:
@@ -245,6 +267,23 @@ def parse_datetime_s(text: str) -> float:
 # Streaming JSON array
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``json`` would keep the last silently)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
 def iter_json_array(
     fh: TextIO, label: str, *, chunk_chars: int = 1 << 20, max_element_chars: int = 64 << 20
 ) -> Iterator[tuple[int, int, Any]]:
@@ -263,7 +302,7 @@ def iter_json_array(
         TraceError: The stream is not a JSON array, an element is malformed, or the array is truncated;
             the message names the element (1-based row) and its line.
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_object_without_repeats)
     buf = ""
     pos = 0
     base_line = 1  # line number of buf[0]
@@ -321,6 +360,11 @@ def iter_json_array(
         while True:
             try:
                 element, end = decoder.raw_decode(buf, pos)
+            except _RepeatedKey as exc:
+                raise TraceError(
+                    f"{label}: row {index} (line {start_line}), field {exc.key!r}: the key appears twice in one "
+                    "object; which value holds would be a guess: remove one"
+                ) from None
             except json.JSONDecodeError as exc:
                 if eof or len(buf) - pos > max_element_chars:
                     keys = _KEY.findall(buf, pos, exc.pos + 1)

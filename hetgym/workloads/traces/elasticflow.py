@@ -120,8 +120,12 @@ class ElasticFlowReader(Reader):
         submit_s = number("submission_time")
         duration_s = number("duration")
         num_gpus = integer("num_gpu")
+        source_id = fields[idx["job_id"]].strip()
+        if not source_id:
+            fail("job_id", "is empty; every job needs its id")
+        ctx.check_unique(label, row, "job_id", source_id, line=line)
         job = RawJob(
-            source_id=fields[idx["job_id"]].strip(),
+            source_id=source_id,
             submit_s=submit_s,
             duration_s=duration_s,
             num_gpus=num_gpus,

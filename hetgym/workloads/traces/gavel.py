@@ -20,7 +20,8 @@ time on V100 is ``(S / 4) / (figure / 4) = S / figure``, Gavel's own.
 scale factor) keys of the per-VC traces have no Gavel figure (e.g. Recommendation, A3C and CycleGAN with
 several workers, 16- and 32-GPU jobs): by default they are kept and their run time uses the throughput
 model's extrapolation (counted in the report's notes); ``unmeasured="drop"`` drops them. ``SLO`` (10 and
-9 columns) is Gavel's deadline multiplier: ``deadline = arrival + SLO x duration``; ``-1`` means none.
+9 columns) is Gavel's deadline multiplier: ``deadline = arrival + SLO x duration``; ``-1`` means none, and
+any other value must be > 0. No field may be empty, and ``nan``/``inf`` are refused like any non-number.
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ class GavelReader(Reader):
             job.note("no Gavel V100 figure for (model, scale factor): run time extrapolated")
         if "SLO" in layout:
             slo = number("SLO")
+            if slo != -1 and slo <= 0:
+                fail("SLO", f"is {slo:g}; Gavel's SLO is -1 (no deadline) or a multiplier of the run time > 0")
             job.deadline_s = arrival_s + slo * duration_s if slo > 0 else float("inf")
             weight = number("priority_weight")
             if weight <= 0:

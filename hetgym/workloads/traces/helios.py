@@ -112,9 +112,15 @@ class HeliosReader(Reader):
             except ValueError:
                 fail(fld, f"bad timestamp {text!r}; expected 'YYYY-MM-DD HH:MM:SS'")
 
+        source_id = get("job_id")
+        if source_id is None:
+            fail("job_id", "is empty; every job needs its id")
+        ctx.check_unique(label, row, "job_id", source_id, line=line)
         text = get("gpu_num")
+        if text is None:
+            fail("gpu_num", "is empty; write 0 for a CPU-only job")
         try:
-            num_gpus = parse_int(text) if text is not None else 0
+            num_gpus = parse_int(text)
         except ValueError:
             fail("gpu_num", f"value {text!r} is not an integer")
         if num_gpus < 0:
@@ -145,7 +151,7 @@ class HeliosReader(Reader):
             return None
         vc = get("vc")
         return RawJob(
-            source_id=get("job_id") or str(row),
+            source_id=source_id,
             submit_s=submit_s,
             duration_s=duration_s,
             num_gpus=num_gpus,

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import ClassVar, Literal, NoReturn
 
 from hetgym.workloads.schema import TraceError, unknown_column_error
-from hetgym.workloads.traces._io import csv_rows, is_empty, iter_members, parse_number
+from hetgym.workloads.traces._io import check_duplicate_columns, csv_rows, is_empty, iter_members, parse_number
 from hetgym.workloads.traces.records import BadRow, LoadContext, RawJob, Reader
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -72,6 +72,7 @@ def _columns(first: list[str], expected: tuple[str, ...], label: str, what: str)
     """Column positions from a header row, or the official order when the first row is data."""
     names = [h.strip() for h in first]
     if _is_header(names):  # a header row: the published columns, each known
+        check_duplicate_columns(names, label)
         missing = [c for c in expected if c not in names]
         if missing:
             raise TraceError(

@@ -64,8 +64,8 @@ class PhillyReader(Reader):
             fail("<job>", f"is a {type(rec).__name__}, not a JSON object")
 
         def stamp(value: Any, fld: str) -> float | None:
-            if value is None or (isinstance(value, str) and is_empty(value)):
-                return None
+            if value is None or (isinstance(value, str) and (is_empty(value) or value.strip() == "None")):
+                return None  # the spellings of "no time" (JSON null, or Python's str(None)); any other is refused
             if not isinstance(value, str):
                 fail(fld, f"value {value!r} is not a timestamp; expected 'YYYY-MM-DD HH:MM:SS'")
             try:
@@ -76,6 +76,9 @@ class PhillyReader(Reader):
         for key in ("jobid", "submitted_time", "attempts"):
             if key not in rec:
                 fail(key, "is missing")
+        if rec["jobid"] is None or str(rec["jobid"]).strip() == "":
+            fail("jobid", "is empty; every job needs its id")
+        ctx.check_unique(label, row, "jobid", str(rec["jobid"]), line=line)
         submit_s = stamp(rec["submitted_time"], "submitted_time")
         if submit_s is None:
             fail("submitted_time", "is empty")

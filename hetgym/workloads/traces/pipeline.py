@@ -260,6 +260,8 @@ def load_trace(
     if clean.max_jobs is not None and len(kept) > clean.max_jobs:
         report.drop("beyond max_jobs", len(kept) - clean.max_jobs)
         kept = kept[: clean.max_jobs]
+    if not kept and report.read == 0:
+        raise TraceError(f"{path}: no job rows (a header only, or nothing to read); a trace needs at least one job")
     if not kept:
         raise TraceError(f"{path}: no job left after cleaning ({'; '.join(report.lines())}); relax the filters")
 

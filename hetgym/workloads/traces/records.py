@@ -129,6 +129,17 @@ class LoadContext:
         self.variants: dict[str, str] = {}
         #: Earliest submission read, including jobs a reader dropped (the time origin of dated traces).
         self.earliest_submit_s = math.inf
+        self._ids: dict[str, dict[str, int]] = {}
+
+    def check_unique(self, source: str, row: int, fld: str, job_id: str, *, line: int | None = None) -> None:
+        """Reject a job id already read in ``source`` (the converter renumbers jobs, so a repeated id would
+        otherwise pass unseen as two jobs)."""
+        seen = self._ids.setdefault(source, {})
+        first = seen.get(job_id)
+        if first is not None:
+            why = f"duplicate id {job_id!r} (first at row {first}); ids must be unique"
+            self.fail(source, row, fld, why, line=line)
+        seen[job_id] = row
 
     def saw_submit(self, submit_s: float) -> None:
         """Record a submission time read (call before deciding to drop the row)."""
