@@ -1,8 +1,11 @@
 """The ``hetgym`` command.
 
 Each subcommand lives in a module of this package that defines ``register(subparsers)``; modules are
-discovered automatically, so adding a command means adding a module. ``main`` turns hetgym's input
-errors into a one-line message and exit status 2 (``--debug`` shows the traceback).
+discovered automatically, so adding a command means adding a module. Other packages contribute commands
+through the ``hetgym.commands`` entry point group, each entry a module with the same ``register`` (the
+project's ``agents`` package contributes ``train`` and ``evaluate`` that way, so ``hetgym`` never imports
+it). ``main`` turns hetgym's input errors into a one-line message and exit status 2 (``--debug`` shows the
+traceback).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from hetgym.sim.errors import HetgymError
+from hetgym.sim.layout import require_project_package
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +39,22 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(mod, "register", None)
         if register is not None:
             register(sub)
+    failed = []
+    for ep in sorted(entry_points(group="hetgym.commands"), key=lambda e: e.name):
+        if ep.value.split(".")[0] in ("agents", "baselines"):
+            # A stray agents.py in the working directory would be loaded instead: name it.
+            require_project_package(ep.value.split(".")[0])
+        try:
+            register = getattr(ep.load(), "register", None)
+        except ImportError as exc:  # a plug-in whose dependencies are missing: the other commands still work
+            failed.append(f"{ep.name} ({ep.value}): {exc}")
+            continue
+        if register is None:
+            failed.append(f"{ep.name} ({ep.value}): the module has no register(subparsers)")
+            continue
+        register(sub)
+    if failed:
+        parser.epilog = "commands that could not be loaded: " + "; ".join(failed)
     return parser
 
 

@@ -24,7 +24,9 @@ class ShadowedPackageError(HetgymError, ImportError):
     """``import baselines`` (or ``agents``) would load a module other than the project's package."""
 
 
-def _origin(name: str) -> Path | None:
+def module_origin(name: str) -> Path | None:
+    """The file ``import name`` loads (a package's ``__init__.py``), found without importing it; ``None``
+    when there is none (not found, built-in, or a namespace package)."""
     module = sys.modules.get(name)
     if module is not None:
         file = getattr(module, "__file__", None)
@@ -48,7 +50,7 @@ def require_project_package(name: str) -> None:
     imported, in which case its ``__file__`` is checked.
     """
     expected = PROJECT_ROOT / name / "__init__.py"
-    found = _origin(name)
+    found = module_origin(name)
     if found == expected.resolve():
         return
     if found is None:

@@ -256,14 +256,20 @@ def _isolated(run: RunSpec, on_result: OnResult) -> None:
 
 
 def _package_path() -> str:
-    """The directories that hold this ``hetgym`` and ``baselines``, for local Ray workers' ``PYTHONPATH``."""
-    from hetgym.sim.layout import require_project_package
+    """The folders that hold ``hetgym`` and the packages of the ``hetgym.policies`` entry points (``baselines``
+    and any plug-in), found without importing them, for local Ray workers' ``PYTHONPATH``."""
+    from importlib.metadata import entry_points
 
-    require_project_package("baselines")
-    import baselines
-    import hetgym
+    from hetgym.sim.layout import module_origin, require_project_package
 
-    dirs = [str(Path(m.__file__ or "").resolve().parent.parent) for m in (hetgym, baselines)]
+    names = ["hetgym", *(ep.value.split(":")[0].split(".")[0] for ep in entry_points(group="hetgym.policies"))]
+    dirs = []
+    for name in dict.fromkeys(names):
+        if name in ("baselines", "agents"):
+            require_project_package(name)
+        origin = module_origin(name)
+        if origin is not None:
+            dirs.append(str(origin.parent.parent if origin.name == "__init__.py" else origin.parent))
     extra = os.environ.get("PYTHONPATH")
     return os.pathsep.join(dict.fromkeys([*dirs, *([extra] if extra else [])]))
 

@@ -14,7 +14,7 @@ import pytest
 
 from agents.args import SMOKE_BUDGETS
 from hetgym.cli import main
-from hetgym.cli.train import parse_env_overrides
+from agents.cli import parse_env_overrides
 
 
 def test_train_help_lists_every_recipe_option(capsys: pytest.CaptureFixture[str]) -> None:

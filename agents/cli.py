@@ -1,7 +1,9 @@
 """``hetgym train`` (behaviour cloning, DAgger, PPO, MaskablePPO) and ``hetgym evaluate MODEL``.
 
-Both commands import torch and the ``agents`` package only when they run, so the rest of the CLI works
-without them.
+The ``agents`` package contributes both commands to the ``hetgym`` command through the ``hetgym.commands``
+entry point (``pyproject.toml``), as ``baselines`` contributes policies through ``hetgym.policies``: the
+``hetgym`` package never imports ``agents``. Both commands import torch and the learning modules only when
+they run.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
 from hetgym.progress import ProgressReport
-from hetgym.sim.layout import require_project_package
 
 RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
 #: ``--preset`` names: the newest ids, those of the interface built for learning (``interface="v1"``).
@@ -27,9 +28,7 @@ DEFAULT_EXPERT = "dancer"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    # `agents` is imported by name: name a stray agents.py in the working directory instead of failing
-    # on whatever it lacks.
-    require_project_package("agents")
+    """Add ``train`` and ``evaluate`` to the ``hetgym`` command's subcommands."""
     from agents.args import BCArgs, DAggerArgs, PPOArgs
     from agents.cli_args import add_dataclass_options
 

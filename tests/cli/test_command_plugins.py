@@ -1,0 +1,42 @@
+"""Commands contributed through the ``hetgym.commands`` entry point group (``agents`` contributes ``train`` and
+``evaluate``); a plug-in that cannot be imported leaves the other commands working and is named in the help."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+import hetgym.cli
+from hetgym.cli import build_parser, main
+
+
+def test_train_and_evaluate_come_from_the_agents_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="hetgym.commands") if e.name == "agents"]
+    assert ep.value == "agents.cli"
+    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"train", "evaluate", "simulate", "compare"} <= set(choices)
+
+
+def test_a_plugin_that_fails_to_import_is_named_and_the_rest_works(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken_plugin.py").write_text("import a_module_that_is_not_installed\n")
+    (tmp_path / "empty_plugin.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = [
+        EntryPoint("broken", "broken_plugin", "hetgym.commands"),
+        EntryPoint("empty", "empty_plugin", "hetgym.commands"),
+    ]
+    monkeypatch.setattr(hetgym.cli, "entry_points", lambda group: plugins if group == "hetgym.commands" else [])
+    parser = build_parser()
+    assert "broken (broken_plugin): No module named 'a_module_that_is_not_installed'" in (parser.epilog or "")
+    assert "empty (empty_plugin): the module has no register(subparsers)" in (parser.epilog or "")
+    assert main(["policies"]) == 0
+    assert "edf" in capsys.readouterr().out
+    sys.modules.pop("broken_plugin", None)
+    sys.modules.pop("empty_plugin", None)
