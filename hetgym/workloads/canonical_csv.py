@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from hetgym.workloads.schema import (
+from hetgym.workloads.columns import (
     CSV_MAGIC,
     FLOAT_COLUMNS,
     INT_COLUMNS,

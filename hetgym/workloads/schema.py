@@ -48,54 +48,27 @@ import numpy as np
 import pandas as pd
 
 from hetgym.atomic import atomic_write
-from hetgym.sim.errors import HetgymError, InvalidJobError
+from hetgym.sim.errors import InvalidJobError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
-
-SCHEMA_VERSION = 1
-REQUIRED_COLUMNS = ("job_id", "submit_s", "job_type", "batch_size", "total_iters", "num_gpus")
-OPTIONAL_COLUMNS = (
-    "deadline_s",
-    "user",
-    "min_gpus",
-    "max_gpus",
-    "dp",
-    "pp",
-    "tp",
-    "model_bytes",
-    "priority_weight",
-    "best_effort",
-    "duration_s",
-    "gpu_types",
-    "template_id",
+from hetgym.workloads.columns import (
+    CSV_MAGIC,
+    FEATURE_PREFIX,
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    OPTIONAL_COLUMNS,
+    REQUIRED_COLUMNS,
+    SCHEMA_VERSION,
+    TraceError,
+    metadata_object,
+    unknown_column_error,
 )
-FEATURE_PREFIX = "feat_"
-INT_COLUMNS = ("job_id", "batch_size", "num_gpus", "min_gpus", "max_gpus", "dp", "pp", "tp")
-FLOAT_COLUMNS = ("submit_s", "total_iters", "deadline_s", "model_bytes", "priority_weight", "duration_s")
-#: The first line of a canonical CSV: this, then the metadata as JSON.
-CSV_MAGIC = "# hetgym-trace "
-
-
-class TraceError(HetgymError, ValueError):
-    """A trace file or table that does not follow the canonical schema."""
-
-
-#: The longest line a trace reader accepts, in characters (bytes for the canonical CSV's pre-check). A
-#: canonical row is well under a kilobyte; the bound keeps a corrupt or wrong file (one huge field, no
-#: newlines) from being read into memory whole.
-MAX_LINE_CHARS = 1 << 20
-#: The longest CSV field, in characters: ``csv.field_size_limit`` for the readers of public CSV traces.
-MAX_FIELD_CHARS = 1 << 17
-
-
-def unknown_column_error(name: str, known: Sequence[str], source: str, *, fix: str = "") -> TraceError:
-    """The error for a column a reader does not know: the nearest known name, the known ones, a fix."""
-    import difflib
-
-    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]!r}?" if near else ""
-    tail = f"; {fix}" if fix else ""
-    return TraceError(f"unknown column {name!r} in {source}{hint} (known columns: {', '.join(known)}){tail}")
+from hetgym.workloads.columns import (
+    MAX_FIELD_CHARS as MAX_FIELD_CHARS,  # re-exported: readers and users import the schema's names from here
+)
+from hetgym.workloads.columns import (
+    MAX_LINE_CHARS as MAX_LINE_CHARS,
+)
 
 
 @dataclass(frozen=True)
@@ -408,16 +381,6 @@ def _check_parquet(table: Any, path: Path) -> None:
                 row = nan.to_numpy(zero_copy_only=False).nonzero()[0][0] + 1
                 none = "every job needs it" if name in REQUIRED_COLUMNS else "leave it null for none"
                 raise TraceError(f"{path}: row {row}, field {name!r}: value nan is not a finite number; {none}")
-
-
-def metadata_object(value: Any, path: Path, where: str) -> dict[str, Any]:
-    """The trace metadata, which must be a JSON object."""
-    if not isinstance(value, dict):
-        raise TraceError(
-            f"{path}: {where} holds a JSON {type(value).__name__}, not an object; the metadata is an object "
-            'such as {"schema_version": 1}: fix or remove it'
-        )
-    return value
 
 
 def write_trace(

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from agents.args import SMOKE_BUDGETS
-from hetgym.cli import main
 from agents.cli import parse_env_overrides
+from hetgym.cli import main
 
 
 def test_train_help_lists_every_recipe_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from hetgym.workloads.schema import MAX_FIELD_CHARS, MAX_LINE_CHARS, TraceError, unknown_column_error
+from hetgym.workloads.columns import MAX_FIELD_CHARS, MAX_LINE_CHARS, TraceError, unknown_column_error
 
 _TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 _EPOCH = datetime(1970, 1, 1)
