@@ -54,7 +54,7 @@ import pandas as pd  # noqa: E402
 
 from hetgym.atomic import atomic_write  # noqa: E402
 from hetgym.progress import ProgressReport  # noqa: E402
-from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, list_policies, make_policy  # noqa: E402
+from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, get_cluster, list_policies, make_policy  # noqa: E402
 from hetgym.stats import Interval, paired_interval, t_interval  # noqa: E402
 
 DATA_DIR = ROOT.parent / "shared" / "data"
@@ -166,12 +166,9 @@ def ef_cluster(jobs: Sequence[JobSpec]) -> str:
 
 
 def heterogeneous_version(preset: str) -> ClusterSpec:
-    """The preset's GPUs in servers of 4: half A100, the other half V100 and T4 servers alternately."""
-    servers_of_8 = int(preset.split("-n")[1].split("g")[0])
-    inventory = {"a100": (servers_of_8, 4), "v100": ((servers_of_8 + 1) // 2, 4)}
-    if servers_of_8 // 2:
-        inventory["t4"] = (servers_of_8 // 2, 4)
-    return ClusterSpec.from_inventory(f"{preset}-het", inventory)
+    """The preset's heterogeneous version, registered as ``{preset}-het``: its GPUs in servers of 4, half
+    A100, the other half V100 and T4 servers alternately."""
+    return get_cluster(f"{preset}-het")
 
 
 def ef_window(source: str, trace: str, seed: int, num_jobs: int) -> list[JobSpec]:
@@ -195,7 +192,7 @@ def ef_window(source: str, trace: str, seed: int, num_jobs: int) -> list[JobSpec
 def dancer_task(source: str, trace: str, kind: str, seed: int, num_jobs: int, policies: tuple[str, ...]) -> list[dict]:
     jobs = ef_window(source, trace, seed, num_jobs)
     preset = ef_cluster(jobs)
-    cluster: ClusterSpec | str = preset if kind == "homogeneous" else heterogeneous_version(preset)
+    cluster = preset if kind == "homogeneous" else f"{preset}-het"
     rows = []
     for policy in policies:
         result = Simulator(cluster, jobs, config=SimConfig(seed=seed)).run(make_policy(policy))
@@ -203,7 +200,7 @@ def dancer_task(source: str, trace: str, kind: str, seed: int, num_jobs: int, po
             {
                 "trace": trace,
                 "cluster_kind": kind,
-                "cluster": preset if kind == "homogeneous" else f"{preset}-het",
+                "cluster": cluster,
                 "seed": seed,
                 "policy": policy,
                 "num_jobs": len(jobs),

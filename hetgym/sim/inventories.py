@@ -19,9 +19,23 @@ Gavel simulates the Philly per-VC traces on ``"philly": "500:0:0"`` (500 V100) a
 
 **ElasticFlow** (pkusys/ElasticFlow ``scheduler/cluster_specs/n{N}g{G}.csv``, Apache-2.0): one switch,
 N nodes of G GPUs; ElasticFlow's throughputs are A100 figures, so the nodes are A100 servers.
+``elasticflow-n{N}g8-het`` is its heterogeneous version: the same GPU count in servers of 4, half A100 and
+the other half V100 and T4 servers alternately (V100 first; V100 only for N = 1).
 """
 
 from __future__ import annotations
+
+#: Server counts of the ElasticFlow ``n{N}g8`` presets.
+ELASTICFLOW_SERVERS: tuple[int, ...] = (1, 4, 8, 16, 32, 48, 64, 128)
+
+
+def elasticflow_het_inventory(servers_of_8: int) -> dict[str, tuple[int, int]]:
+    """``elasticflow-n{N}g8``'s GPUs in servers of 4: N A100 servers, then V100 and T4 servers alternately."""
+    inventory = {"a100": (servers_of_8, 4), "v100": ((servers_of_8 + 1) // 2, 4)}
+    if servers_of_8 // 2:
+        inventory["t4"] = (servers_of_8 // 2, 4)
+    return inventory
+
 
 #: name -> (description, inventory, source)
 INVENTORIES: dict[str, tuple[str, dict[str, tuple[int, int]], str]] = {
@@ -51,7 +65,16 @@ INVENTORIES: dict[str, tuple[str, dict[str, tuple[int, int]], str]] = {
             {"a100": (n, 8)},
             f"pkusys/ElasticFlow scheduler/cluster_specs/n{n}g8.csv",
         )
-        for n in (1, 4, 8, 16, 32, 48, 64, 128)
+        for n in ELASTICFLOW_SERVERS
+    },
+    **{
+        f"elasticflow-n{n}g8-het": (
+            f"ElasticFlow n{n}g8's {8 * n:,} GPUs in servers of 4: {4 * n:,} A100, "
+            + " and ".join(f"{s * 4:,} {t.upper()}" for t, (s, _) in list(elasticflow_het_inventory(n).items())[1:]),
+            elasticflow_het_inventory(n),
+            f"elasticflow-n{n}g8 in servers of 4, half A100, the other half V100 and T4 alternately",
+        )
+        for n in ELASTICFLOW_SERVERS
     },
     "elasticflow-n16g4": (
         "ElasticFlow n16g4: 16 A100 servers of 4 (64 GPUs)",

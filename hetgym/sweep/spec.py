@@ -84,6 +84,9 @@ SPEC_KEYS: tuple[str, ...] = (
 _POLICY_KEYS = ("name", "label", "options", "grid")
 _SCENARIO_KEYS = ("name", "base", "cluster", "workload", "sim", "description")
 _WORKLOAD_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadConfig) if f.init)
+#: Workload fields a run's configuration leaves out at these values, so that runs described before the
+#: fields existed keep their ids (a resumed sweep does not re-run them).
+_OMITTED_AT = {"trace_member": None, "trace_window": False}
 #: The simulator's seed is the run's seed; it is not a sweep knob of its own.
 _SIM_FIELDS = tuple(f.name for f in dataclasses.fields(SimConfig) if f.init and f.name != "seed")
 _LOAD_KEYS = ("target_utilisation", "arrival_rate_per_h")
@@ -442,7 +445,8 @@ def _workload_fields(scenario: Scenario, overrides: Mapping[str, Any], where: st
         raise SweepConfigError(f"{where}: {exc}") from None
     if config.trace is not None and not Path(config.trace).is_file():
         raise SweepConfigError(f"{where}: workload trace file {config.trace!r} does not exist")
-    return {k: getattr(config, k) for k in _WORKLOAD_FIELDS}
+    out = {k: getattr(config, k) for k in _WORKLOAD_FIELDS}
+    return {k: v for k, v in out.items() if k not in _OMITTED_AT or v != _OMITTED_AT[k]}
 
 
 def _sim_fields(scenario: Scenario, overrides: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from hetgym.workloads.schema import (
     read_trace,
     write_trace,
 )
+from hetgym.workloads.windows import elasticflow_window_workload
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -39,6 +40,7 @@ __all__ = [
     "Workload",
     "WorkloadConfig",
     "elasticflow",
+    "elasticflow_window_workload",
     "frame_to_jobs",
     "gavel_philly",
     "get_scenario",

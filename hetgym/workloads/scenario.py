@@ -54,6 +54,11 @@ class WorkloadConfig:
             ``elasticflow``, ``gavel``) with the default cleaning, the fill samplers seeded by the
             workload seed; ``None`` (default): ``trace`` is canonical. Convert with
             ``hetgym trace convert`` for cleaning options.
+        trace_member: The member of a ``trace`` archive to read (e.g. ``cluster08.csv`` of ElasticFlow's
+            ``raw-traces.tar.gz``); needs ``trace_format``. ``None``: the format reader's default members.
+        trace_window: Replay a window of ``trace`` instead of its first jobs: workload seed ``s`` draws the
+            start of ``num_jobs`` consecutive jobs, rebased to time 0 and renumbered 0..n-1, and, with
+            ``deadline`` set, their deadlines by that model (see :mod:`hetgym.workloads.windows`).
     """
 
     recipe: str = "elasticflow"
@@ -66,6 +71,8 @@ class WorkloadConfig:
     max_gpus_per_job: int | None = None
     trace: str | None = None
     trace_format: str | None = None
+    trace_member: str | None = None
+    trace_window: bool = False
 
     def __post_init__(self) -> None:
         if self.trace is None and self.recipe not in RECIPES:
@@ -140,9 +147,19 @@ class WorkloadConfig:
                     fix="None, or leave out --max-gpus-per-job, for no cap",
                 ),
             )
-        if not isinstance(self.static, bool):
-            raise ConfigError(f"WorkloadConfig.static={self.static!r} is not a bool; give true or false")
-        for name in ("recipe", "deadline", "trace", "trace_format"):
+        for flag in ("static", "trace_window"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"WorkloadConfig.{flag}={getattr(self, flag)!r} is not a bool; give true or false")
+        if self.trace_window and self.trace is None:
+            raise ConfigError("WorkloadConfig.trace_window=True needs trace, the file whose windows are replayed")
+        if self.trace_member is not None and self.trace_format is None:
+            raise ConfigError(
+                f"WorkloadConfig.trace_member={self.trace_member!r} needs trace_format (members are read from a "
+                "public trace's archive, e.g. trace_format='elasticflow')"
+            )
+        if self.trace_window and self.deadline is not None:
+            make_deadline_model(self.deadline, tightness=self.tightness)  # an unknown name raises here
+        for name in ("recipe", "deadline", "trace", "trace_format", "trace_member"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"WorkloadConfig.{name}={value!r} is a {type(value).__name__}; give a string")
@@ -160,6 +177,22 @@ class WorkloadConfig:
             return Load(arrival_rate_per_h=self.arrival_rate_per_h)
         return Load(target_utilisation=0.8 if self.target_utilisation is None else self.target_utilisation)
 
+    def _window(self, seed: int, throughput: ThroughputModel) -> Workload:
+        """Window ``seed`` of the trace (see :mod:`hetgym.workloads.windows`)."""
+        from hetgym.workloads.windows import cached_trace, draw_window
+
+        assert self.trace is not None
+        trace = cached_trace(
+            self.trace,
+            self.trace_format,
+            member=self.trace_member,
+            throughput=throughput,
+            fill_deadlines=self.deadline is None,
+            tightness=self.tightness,
+        )
+        model = None if self.deadline is None else make_deadline_model(self.deadline, tightness=self.tightness)
+        return draw_window(trace, self.num_jobs, seed, model)
+
     def build(self, cluster: ClusterSpec | str, seed: int = 0, throughput: ThroughputModel | None = None) -> Workload:
         """Draw (or read) the workload for ``cluster`` with ``seed``."""
         cluster = get_cluster(cluster)
@@ -167,10 +200,15 @@ class WorkloadConfig:
             # Job types are checked against the table the simulator will use (the embedded one when none
             # is given), so a bad row is reported with its file and row, not later by job id.
             throughput = throughput if throughput is not None else ThroughputModel.default()
+            if self.trace_window:
+                return self._window(seed, throughput)
             if self.trace_format is not None:
                 from hetgym.workloads.traces import FillOptions, load_trace
 
-                workload = load_trace(self.trace, self.trace_format, fill=FillOptions(seed=seed), throughput=throughput)
+                members: dict[str, Any] = {} if self.trace_member is None else {"members": (self.trace_member,)}
+                workload = load_trace(
+                    self.trace, self.trace_format, fill=FillOptions(seed=seed), throughput=throughput, **members
+                )
             else:
                 workload = read_trace(Path(self.trace), throughput=throughput)
             if self.num_jobs < len(workload):

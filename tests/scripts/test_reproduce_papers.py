@@ -14,6 +14,9 @@ import pytest
 from helpers import load_script
 from scipy.stats import t as student_t
 
+from hetgym.sim import ClusterSpec, get_cluster
+from hetgym.sim.inventories import ELASTICFLOW_SERVERS
+
 # A raw ElasticFlow trace (job_id, submission_time, duration, num_gpu), 12 jobs.
 TRACE_ROWS = [
     (0, 600, 1),
@@ -118,6 +121,24 @@ def test_single_machine_srpt_by_hand(mod: Any) -> None:
     assert mod.single_machine_srpt_mean_s([0.0, 0.0], [20.0, 4.0], 2.0) == pytest.approx(7.0)
     # An idle gap before a late arrival.
     assert mod.single_machine_srpt_mean_s([0.0, 100.0], [5.0, 5.0], 1.0) == pytest.approx(5.0)
+
+
+def _old_heterogeneous_version(preset: str) -> ClusterSpec:
+    """The builder the script held before the presets were registered (the papers' figures came from it)."""
+    servers_of_8 = int(preset.split("-n")[1].split("g")[0])
+    inventory = {"a100": (servers_of_8, 4), "v100": ((servers_of_8 + 1) // 2, 4)}
+    if servers_of_8 // 2:
+        inventory["t4"] = (servers_of_8 // 2, 4)
+    return ClusterSpec.from_inventory(f"{preset}-het", inventory)
+
+
+@pytest.mark.parametrize("servers", ELASTICFLOW_SERVERS)
+def test_registered_heterogeneous_presets_equal_the_papers_builder(mod: Any, servers: int) -> None:
+    preset = f"elasticflow-n{servers}g8"
+    old = _old_heterogeneous_version(preset)
+    assert get_cluster(f"{preset}-het") == old
+    assert mod.heterogeneous_version(preset) == old
+    assert old.total_gpus == get_cluster(preset).total_gpus
 
 
 def test_heterogeneous_versions_keep_the_gpu_count(mod: Any) -> None:

@@ -70,6 +70,13 @@ def test_run_id_depends_on_the_configuration_only() -> None:
     assert not {r.run_id for r in other} & {r.run_id for r in a}  # any configuration field does
 
 
+def test_trace_window_fields_at_their_defaults_leave_run_ids_as_before() -> None:
+    # Runs described before WorkloadConfig had trace_member and trace_window keep their ids.
+    for run in spec(seeds=[0, 1]).expand():
+        assert "trace_window" not in run.workload and "trace_member" not in run.workload
+        assert run.scenario_obj().workload.trace_window is False
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     loads=st.lists(st.sampled_from([0.3, 0.5, 0.7, 0.9, 1.1]), min_size=1, max_size=3, unique=True),
