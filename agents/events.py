@@ -48,6 +48,9 @@ class EventPPOArgs:
     """MaskablePPO's arguments on the event-driven ids, shared by the event recipes (logged to ``args.json``)."""
 
     env_id: str = "HetClusterEvents-v0"
+    #: ``gym.make`` overrides of the environment as a JSON object, e.g. a cluster and a workload (kept in
+    #: ``agent.json``; ``""`` for none).
+    env_kwargs: str = ""
     out: str = "runs/events-ppo"
     seed: int = 0
     total_timesteps: int = 60_000
@@ -67,6 +70,24 @@ class EventPPOArgs:
     resume: bool = False
     eval_only: bool = False
     skip_eval: bool = False
+
+
+def env_overrides(args: Any) -> dict[str, Any]:
+    """``args.env_kwargs`` read as a JSON object (``{}`` when empty); anything else raises ``SystemExit``."""
+    text = getattr(args, "env_kwargs", "") or ""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(
+            f"--env-kwargs is not valid JSON ({exc}); give an object, e.g. '{{\"probe\": false}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise SystemExit(f"--env-kwargs is a JSON {type(value).__name__}; give an object of gym.make overrides")
+    if "flatten" in value:
+        raise SystemExit("--env-kwargs: the recipes set flatten=True themselves; leave 'flatten' out")
+    return value
 
 
 def new_ppo(cls: Any, venv: Any, args: EventPPOArgs, run: Path) -> Any:
@@ -108,7 +129,9 @@ def parse_args(cls: type[T], argv: Sequence[str] | None, description: str | None
             parser.add_argument(flag, action="store_true")
         else:
             parser.add_argument(flag, type=type(f.default), default=f.default)
-    return cls(**vars(parser.parse_args(argv)))
+    args = cls(**vars(parser.parse_args(argv)))
+    env_overrides(args)  # a malformed --env-kwargs stops here, before the run folder is made
+    return args
 
 
 def write_args(args: Any, run: Path) -> None:
@@ -144,7 +167,7 @@ def write_agent_meta(
 
     meta = AgentMeta(
         env_id=args.env_id,
-        env_kwargs=dict(ENV_KWARGS),
+        env_kwargs={**ENV_KWARGS, **env_overrides(args)},
         teacher=teacher,
         recipe=recipe,
         algo="maskable-ppo",
@@ -229,7 +252,7 @@ def learn_and_save(
     return run / "model.pt"
 
 
-def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
+def evaluate(env_id: str, eval_seeds: str, model_path: Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Play the saved ``MaskablePPO`` model deterministically on each held-out workload seed and compare it,
     paired per seed, with the :data:`EXPERTS` on the simulator; print one JSON row per seed.
 
@@ -249,7 +272,7 @@ def evaluate(env_id: str, eval_seeds: str, model_path: Path) -> dict[str, Any]:
     seeds = parse_seeds(eval_seeds)
     rows = []
     for seed in seeds:
-        env = make_env(env_id)
+        env = make_env(env_id, **(overrides or {}))
         u = env.unwrapped
         obs, info = env.reset(seed=seed, options={"workload_seed": seed})
         actions: list[int] = []
@@ -294,7 +317,7 @@ def finish(args: Any, run: Path, model_path: Path, trained_s: float, *, recipe: 
     if args.skip_eval:
         print(json.dumps({"train_wall_s": trained_s, "model": str(model_path)}))
         return 0
-    summary = evaluate(args.env_id, args.eval_seeds, model_path)
+    summary = evaluate(args.env_id, args.eval_seeds, model_path, env_overrides(args))
     summary["train_wall_s"] = trained_s
     (run / "eval.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
@@ -306,6 +329,7 @@ __all__ = [
     "EXPERTS",
     "StopAfter",
     "cpu_seconds",
+    "env_overrides",
     "evaluate",
     "finish",
     "latest_checkpoint",

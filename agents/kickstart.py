@@ -80,11 +80,14 @@ class TeacherData:
     dsr: list[float]
 
 
-def collect_teacher(env_id: str, teacher: str, seeds: list[int], gamma: float) -> TeacherData:
-    """Play ``teacher`` on each workload seed of ``seeds``; its states, masks, actions and discounted returns."""
+def collect_teacher(
+    env_id: str, teacher: str, seeds: list[int], gamma: float, overrides: dict[str, Any] | None = None
+) -> TeacherData:
+    """Play ``teacher`` on each workload seed of ``seeds`` (in ``gym.make(env_id, **overrides)``); its states,
+    masks, actions and discounted returns."""
     obs_l, mask_l, act_l, ret_l, dsr = [], [], [], [], []
     for seed in seeds:
-        env = make_env(env_id)
+        env = make_env(env_id, **(overrides or {}))
         act = teacher_rule(teacher, env)
         obs, info = env.reset(seed=seed, options={"workload_seed": seed})
         rewards: list[float] = []

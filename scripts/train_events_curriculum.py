@@ -29,6 +29,7 @@ from pathlib import Path
 
 from agents.events import (
     EventPPOArgs,
+    env_overrides,
     finish,
     latest_checkpoint,
     learn_and_save,
@@ -81,8 +82,11 @@ def train(args: Args, run: Path) -> Path:
     path = run / "model.pt"
     for i, (jobs, rate, steps) in enumerate(stages):
         end += steps
-        workload = {"num_jobs": jobs, "arrival_rate_per_h": rate}
-        venv = make_venv(args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed + i, workload=workload)
+        overrides = env_overrides(args)
+        workload = {**overrides.pop("workload", {}), "num_jobs": jobs, "arrival_rate_per_h": rate}
+        venv = make_venv(
+            args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed + i, workload=workload, **overrides
+        )
         if model is None:
             if resume_from is not None:
                 model = MaskablePPO.load(resume_from, env=venv, device="cpu")

@@ -41,6 +41,7 @@ from typing import Any
 
 from agents.events import (
     EventPPOArgs,
+    env_overrides,
     finish,
     latest_checkpoint,
     learn_and_save,
@@ -80,7 +81,7 @@ def warm_start(args: Args, model: Any, run: Path) -> dict[str, Any]:
     if held_out:
         raise SystemExit(f"--teacher-seeds meet the held-out --eval-seeds: {held_out}")
     started = time.perf_counter()
-    data = collect_teacher(args.env_id, args.teacher, seeds, args.gamma)
+    data = collect_teacher(args.env_id, args.teacher, seeds, args.gamma, env_overrides(args))
     collect_s = time.perf_counter() - started
     logger = configure(str(run / "tb" / "pretrain"), ["tensorboard"])
     batch, seed = args.bc_batch_size, args.seed
@@ -111,7 +112,7 @@ def train(args: Args, run: Path) -> Path:
     # Seeding block.
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
-    venv = make_venv(args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed)
+    venv = make_venv(args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed, **env_overrides(args))
     ckpts = run / "checkpoints"
     resume_from = latest_checkpoint(ckpts) if args.resume else None
     if resume_from is not None:

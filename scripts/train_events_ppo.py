@@ -24,6 +24,7 @@ from pathlib import Path
 
 from agents.events import (
     EventPPOArgs,
+    env_overrides,
     finish,
     latest_checkpoint,
     learn_and_save,
@@ -49,7 +50,7 @@ def train(args: Args, run: Path) -> Path:
     # Seeding block.
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
-    venv = make_venv(args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed)
+    venv = make_venv(args.env_id, args.n_envs, subproc=args.subproc, seed=args.seed, **env_overrides(args))
     ckpts = run / "checkpoints"
     resume_from = latest_checkpoint(ckpts) if args.resume else None
     if resume_from is not None:

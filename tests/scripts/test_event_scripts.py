@@ -26,8 +26,11 @@ def test_ppo_recipe_trains_resumes_and_evaluates(tmp_path: Path) -> None:
     run = tmp_path / "run"
     common = ["--env-id", "HetClusterEvents-Tiny-v0", "--n-envs", "2", "--n-steps", "16", "--batch-size", "16"]
     common += ["--checkpoint-steps", "32", "--eval-seeds", "1000", "--out", str(run)]
+    common += ["--env-kwargs", '{"probe": false, "workload": {"num_jobs": 8}}']
     assert script.main([*common, "--total-timesteps", "64", "--skip-eval"]) == 0
     assert (run / "checkpoints" / "ckpt_64_steps.zip").is_file()
+    meta = json.loads((run / "agent.json").read_text())
+    assert meta["env_kwargs"] == {"flatten": True, "probe": False, "workload": {"num_jobs": 8}}
     assert script.main([*common, "--total-timesteps", "96", "--resume"]) == 0
     result = json.loads((run / "eval.json").read_text())
     assert result["seeds"] == [1000] and 0.0 <= result["agent_dsr"] <= 1.0
@@ -83,3 +86,11 @@ def test_curriculum_refuses_malformed_stages(stages: str, tmp_path: Path) -> Non
     script = load_script("train_events_curriculum")
     with pytest.raises(SystemExit, match="--stages"):
         script.main(["--stages", stages, "--out", str(tmp_path / "run")])
+
+
+@pytest.mark.parametrize("text", ["{", "[1]", '{"flatten": false}'])
+def test_env_kwargs_must_be_a_json_object_without_flatten(text: str, tmp_path: Path) -> None:
+    script = load_script("train_events_ppo")
+    with pytest.raises(SystemExit, match="--env-kwargs"):
+        script.main(["--env-id", "HetClusterEvents-Tiny-v0", "--env-kwargs", text, "--out", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()
