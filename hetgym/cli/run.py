@@ -40,9 +40,12 @@ from hetgym.experiments import (
     default_policies,
     run_one,
 )
+from hetgym.limits import check_runs
 from hetgym.progress import ProgressReport, format_duration
 from hetgym.sim.errors import HetgymError
 
+#: How to run more than one comparison holds.
+_MANY_RUNS = "give fewer seeds or policies, or run them as a sweep (`hetgym sweep`), which resumes"
 #: The columns of the terminal table without ``--wide`` (they fit in 80 columns).
 NARROW_METRICS: tuple[str, ...] = ("dsr", "jct_mean_s", "jct_p95_s", "makespan_s", "utilisation", "num_reconfigs")
 #: Shorter headers of the narrow table.
@@ -195,6 +198,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError("--seeds is empty; give e.g. --seeds 0,1,2")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {args.seeds!r} names a seed twice; name each once")
+    check_runs(len(policies) * len(seeds), f"--policies ({len(policies)}) x --seeds ({len(seeds)})", _MANY_RUNS)
     options = parse_options(args.policy_option, scoped=True)
     for name in options:
         if name not in policies:
