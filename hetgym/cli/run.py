@@ -21,7 +21,6 @@ import pandas as pd
 from rich import box
 from rich.table import Table
 
-from hetgym.atomic import atomic_dir
 from hetgym.cli._common import (
     add_output_args,
     add_scenario_args,
@@ -30,6 +29,7 @@ from hetgym.cli._common import (
     parse_options,
     run_problems,
     scenario_from_args,
+    writing_out_dir,
 )
 from hetgym.experiments import (
     HEADLINE_METRICS,
@@ -174,7 +174,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         metrics = {k: v for k, v in result.metrics.items() if k not in TIMING_COLUMNS}
         timings = {"wall_s": result.wall_s, **{k: result.metrics.get(k) for k in TIMING_COLUMNS if k != "wall_s"}}
         config = {**described.config(), "seed": args.seed}
-        with atomic_dir(args.out, replace=True) as tmp:
+        with writing_out_dir(args.out, replace=args.force) as tmp:
             result.jobs.to_csv(tmp / "jobs.csv", index=False)
             result.timeline.to_csv(tmp / "timeline.csv", index=False)
             (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -270,7 +270,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    with atomic_dir(out, replace=True) as tmp:
+    # An explicit --out is claimed (two runs at once: one fails); the default folder is this configuration's.
+    with writing_out_dir(out, replace=args.force or args.out is None) as tmp:
         written = comparison.save(tmp, plots=not args.no_plots)
     console.print(
         f"{len(comparison.runs)} runs in {elapsed_s:.1f} s; wrote {out}/: " + ", ".join(p.name for p in written)
