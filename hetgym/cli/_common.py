@@ -182,7 +182,7 @@ def writing_out_dir(out: Path, *, replace: bool, flag: str = "--out") -> Iterato
         ) from None
     except OSError as exc:
         cause = exc.strerror or str(exc) or type(exc).__name__
-        code = f" [{errno.errorcode[exc.errno]}]" if exc.errno in errno.errorcode else ""
+        code = f" [{errno.errorcode[exc.errno]}]" if exc.errno is not None and exc.errno in errno.errorcode else ""
         raise ValueError(f"{flag} {out}: cannot write the results: {cause}{code}; nothing written") from None
 
 
