@@ -8,6 +8,7 @@ is written with :func:`atomic_dir`: into a temporary sibling folder, renamed int
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -62,33 +63,93 @@ def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterat
     Args:
         path: The folder to create; its parent is created if missing.
         replace: Replace an existing folder at ``path`` (it is removed only once the new one is
-            complete). Without it, an existing ``path`` raises :class:`FileExistsError` before anything
-            is written.
+            complete). Without it, ``path`` is claimed before anything is written: created if missing (an
+            existing empty folder is taken) and marked with a claim file created exclusively, so that of
+            two writers of the same ``path`` at once one raises :class:`FileExistsError` at the start; the
+            final rename replaces only an empty folder, so a writer that comes between the claim's end
+            and the rename fails there. A non-empty ``path`` raises at once.
 
-    On any error or interruption (``KeyboardInterrupt`` included) the temporary folder is removed and
-    ``path`` is left as it was.
+    On any error or interruption (``KeyboardInterrupt`` included) the temporary folder and the claim are
+    removed and ``path`` is left as it was.
     """
     target = Path(path)
+    if target.name in ("", ".", ".."):
+        raise ValueError(f"{str(path)!r} names no new folder; give the path of a folder to create")
     if target.exists() and not target.is_dir():
         raise FileExistsError(f"{target} exists and is not a folder")
-    if target.exists() and not replace:
-        raise FileExistsError(f"{target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    created = claimed = False
+    if not replace:
+        created, claimed = _claim(target)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except BaseException:
+        _release(target, created, claimed)
+        raise
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
-        if target.exists():
+        if replace and target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
             old.rmdir()
             os.replace(target, old)
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, target)
+            if claimed:
+                (target / CLAIM_NAME).unlink()
+                claimed = False
+            try:
+                os.rename(tmp, target)  # over an empty folder only: fails if another run filled it meanwhile
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise FileExistsError(f"{target} was written by another run meanwhile") from None
+                raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _release(target, created, claimed)
         raise
 
 
-__all__ = ["FILE_MODE", "atomic_dir", "atomic_write"]
+#: The file that marks a folder as claimed by a writer (:func:`atomic_dir`) until its results replace it.
+CLAIM_NAME = ".hetgym-writing"
+
+
+def _claim(target: Path) -> tuple[bool, bool]:
+    """Claim the folder ``target``: create it if missing, then create its claim file exclusively.
+
+    Returns whether the folder was created here, and that the claim is held. Raises
+    :class:`FileExistsError` if ``target`` holds anything (another writer's claim included).
+    """
+    created = False
+    try:
+        os.mkdir(target)
+        created = True
+    except FileExistsError:
+        if not target.is_dir():
+            raise FileExistsError(f"{target} exists and is not a folder") from None
+    entries = [p.name for p in target.iterdir()]
+    if entries == [CLAIM_NAME]:
+        raise FileExistsError(f"{target} is being written by another run")
+    if entries:
+        raise FileExistsError(f"{target} already exists")
+    try:
+        os.close(os.open(target / CLAIM_NAME, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise FileExistsError(f"{target} is being written by another run") from None
+    except BaseException:
+        _release(target, created, False)
+        raise
+    return created, True
+
+
+def _release(target: Path, created: bool, claimed: bool) -> None:
+    """Give up a claim taken by :func:`_claim`: its file, and the folder if it was created for it and is empty."""
+    with contextlib.suppress(OSError):
+        if claimed:
+            (target / CLAIM_NAME).unlink()
+        if created:
+            target.rmdir()
+
+
+__all__ = ["CLAIM_NAME", "FILE_MODE", "atomic_dir", "atomic_write"]

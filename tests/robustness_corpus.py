@@ -12,6 +12,7 @@ Every case is generated here (no stored files) and states what a user must get b
   ``OverflowError``, ``AttributeError`` are tracebacks in a user's script).
 
 Both must finish within :data:`CASE_TIMEOUT_S`: a case that runs longer is a hang.
+The cases of size settings and of output folders live in ``tests/robustness_sizes.py``.
 ``tests/cli/test_robustness_corpus.py`` runs every case; ``scripts/robustness.py`` runs them and writes the
 table of docs/results/robustness.md.
 """
@@ -699,8 +700,9 @@ def build_corpus() -> list[Case]:
     """Every case, in a fixed order (ids are unique)."""
     readers = _sibling("robustness_readers").reader_cases()  # before robustness_inputs, which imports it
     inputs = _sibling("robustness_inputs").input_cases()
-    cases = [*setting_cases(), *trace_cases(), *output_cases(), *api_cases(), *code_from_data_cases()]
-    cases += [*readers, *inputs]
+    sizes = _sibling("robustness_sizes")
+    cases = [*setting_cases(), *trace_cases(), *output_cases(), *sizes.output_cases(), *api_cases()]
+    cases += [*code_from_data_cases(), *readers, *inputs, *sizes.size_cases()]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "corpus case ids must be unique"
     return cases

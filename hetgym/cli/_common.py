@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.console import Console
 
+from hetgym.atomic import CLAIM_NAME, atomic_dir
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import ConfigError
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig, get_scenario
@@ -124,7 +128,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         WorkloadConfig.from_dict(out.workload.__dict__)
         SimConfig.from_dict(out.sim.__dict__)
     except ConfigError as err:
-        raise ConfigError(_with_flag(str(err))) from None
+        raise ConfigError(with_flag(str(err))) from None
     return out
 
 
@@ -142,8 +146,14 @@ def add_output_args(parser: argparse.ArgumentParser) -> None:
 
 def check_out_dir(out: Path, *, force: bool, flag: str = "--out") -> None:
     """Refuse, before any work, an output folder that is a file, or that exists without ``force``."""
+    if out.name in ("", ".", ".."):
+        raise ValueError(
+            f"{flag} {str(out)!r} names no new folder; give the path of a folder to create, e.g. {flag} out"
+        )
     if out.exists() and not out.is_dir():
         raise ValueError(f"{flag} {out} is a file; give the path of a folder to create")
+    if (out / CLAIM_NAME).exists():
+        raise ValueError(f"{flag} {out} is being written by another run; wait for it to end, or give another folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise ValueError(f"{flag} {out} already exists; add --force to replace it, or give another folder")
     for parent in out.parents:
@@ -153,6 +163,27 @@ def check_out_dir(out: Path, *, force: bool, flag: str = "--out") -> None:
             if not os.access(parent, os.W_OK):
                 raise ValueError(f"{flag} {out}: cannot write in {parent}; give a folder you can write to")
             break
+
+
+@contextlib.contextmanager
+def writing_out_dir(out: Path, *, replace: bool, flag: str = "--out") -> Iterator[Path]:
+    """:func:`~hetgym.atomic.atomic_dir` for the user's ``out``, whose failures become one line naming it.
+
+    Another run claiming ``out`` first, or a failed write (a full disk, a file-size limit, no permission)
+    raises ``ValueError`` naming ``out`` (not the temporary folder) and the cause; nothing is left behind.
+    """
+    try:
+        with atomic_dir(out, replace=replace) as tmp:
+            yield tmp
+    except FileExistsError as exc:
+        raise ValueError(
+            f"{flag} {out}: {exc.args[0] if exc.args else 'already exists'}; nothing written; give another "
+            "folder, or add --force to replace it"
+        ) from None
+    except OSError as exc:
+        cause = exc.strerror or str(exc) or type(exc).__name__
+        code = f" [{errno.errorcode[exc.errno]}]" if exc.errno is not None and exc.errno in errno.errorcode else ""
+        raise ValueError(f"{flag} {out}: cannot write the results: {cause}{code}; nothing written") from None
 
 
 #: Command-line flag of each setting, named in error messages.
@@ -170,7 +201,7 @@ _FLAGS = {
 }
 
 
-def _with_flag(message: str) -> str:
+def with_flag(message: str) -> str:
     """``message`` prefixed with the command-line flag of the setting it names, if it has one."""
     for setting, flag in _FLAGS.items():
         if message.startswith(setting + "="):

@@ -21,7 +21,6 @@ import pandas as pd
 from rich import box
 from rich.table import Table
 
-from hetgym.atomic import atomic_dir
 from hetgym.cli._common import (
     add_output_args,
     add_scenario_args,
@@ -30,6 +29,7 @@ from hetgym.cli._common import (
     parse_options,
     run_problems,
     scenario_from_args,
+    writing_out_dir,
 )
 from hetgym.experiments import (
     HEADLINE_METRICS,
@@ -40,9 +40,12 @@ from hetgym.experiments import (
     default_policies,
     run_one,
 )
+from hetgym.limits import check_runs
 from hetgym.progress import ProgressReport, format_duration
 from hetgym.sim.errors import HetgymError
 
+#: How to run more than one comparison holds.
+_MANY_RUNS = "give fewer seeds or policies, or run them as a sweep (`hetgym sweep`), which resumes"
 #: The columns of the terminal table without ``--wide`` (they fit in 80 columns).
 NARROW_METRICS: tuple[str, ...] = ("dsr", "jct_mean_s", "jct_p95_s", "makespan_s", "utilisation", "num_reconfigs")
 #: Shorter headers of the narrow table.
@@ -171,7 +174,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         metrics = {k: v for k, v in result.metrics.items() if k not in TIMING_COLUMNS}
         timings = {"wall_s": result.wall_s, **{k: result.metrics.get(k) for k in TIMING_COLUMNS if k != "wall_s"}}
         config = {**described.config(), "seed": args.seed}
-        with atomic_dir(args.out, replace=True) as tmp:
+        with writing_out_dir(args.out, replace=args.force) as tmp:
             result.jobs.to_csv(tmp / "jobs.csv", index=False)
             result.timeline.to_csv(tmp / "timeline.csv", index=False)
             (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -195,6 +198,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError("--seeds is empty; give e.g. --seeds 0,1,2")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {args.seeds!r} names a seed twice; name each once")
+    check_runs(len(policies) * len(seeds), f"--policies ({len(policies)}) x --seeds ({len(seeds)})", _MANY_RUNS)
     options = parse_options(args.policy_option, scoped=True)
     for name in options:
         if name not in policies:
@@ -266,7 +270,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    with atomic_dir(out, replace=True) as tmp:
+    # An explicit --out is claimed (two runs at once: one fails); the default folder is this configuration's.
+    with writing_out_dir(out, replace=args.force or args.out is None) as tmp:
         written = comparison.save(tmp, plots=not args.no_plots)
     console.print(
         f"{len(comparison.runs)} runs in {elapsed_s:.1f} s; wrote {out}/: " + ", ".join(p.name for p in written)

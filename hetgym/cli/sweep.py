@@ -21,7 +21,11 @@ from typing import Any
 from rich.table import Table
 
 from hetgym.cli._common import console, parse_value
+from hetgym.limits import max_runs
 from hetgym.progress import ProgressReport
+
+#: A grid of at least this many runs is announced before it is checked (checking takes a while).
+_ANNOUNCE_CHECKS = 10_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -154,11 +158,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.report is not None:
         return cmd_report(args)
     from hetgym.sweep import SweepConfigError, SweepSpec, default_out_dir, run_sweep
-    from hetgym.sweep.runner import summary_line
+    from hetgym.sweep.runner import check_workers, summary_line
 
+    check_workers(args.workers, args.backend)
     values, base = _spec_dict(args)
     try:
         spec = SweepSpec.from_dict(values, base_dir=base)
+        if _ANNOUNCE_CHECKS <= spec.size() <= max_runs():  # a larger grid is refused at once
+            console.print(f"checking the {spec.size():,} runs of sweep {spec.name!r} before any runs ...")
         # validates the whole grid before anything runs; --dry-run runs no user code (not the imports)
         runs = spec.expand(run_imports=not args.dry_run)
     except SweepConfigError as exc:

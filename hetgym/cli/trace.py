@@ -344,21 +344,26 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    from hetgym.cli._common import with_flag
+    from hetgym.sim.errors import ConfigError
     from hetgym.workloads.scenario import WorkloadConfig
     from hetgym.workloads.schema import write_trace
     from hetgym.workloads.traces.pipeline import check_out_path
 
     check_out_path(args.out, replace=args.force)  # before any work
-    config = WorkloadConfig(
-        recipe=args.recipe,
-        num_jobs=args.num_jobs,
-        arrival_rate_per_h=args.arrival_rate_per_h,
-        target_utilisation=args.utilisation,
-        static=args.static,
-        deadline=args.deadline,
-        tightness=args.tightness,
-        max_gpus_per_job=args.max_gpus_per_job,
-    )
+    try:
+        config = WorkloadConfig(
+            recipe=args.recipe,
+            num_jobs=args.num_jobs,
+            arrival_rate_per_h=args.arrival_rate_per_h,
+            target_utilisation=args.utilisation,
+            static=args.static,
+            deadline=args.deadline,
+            tightness=args.tightness,
+            max_gpus_per_job=args.max_gpus_per_job,
+        )
+    except ConfigError as err:  # name the flag, as simulate does
+        raise ConfigError(with_flag(str(err))) from None
     workload = config.build(args.cluster, seed=args.seed)
     write_trace(workload, args.out, metadata={"seed": args.seed})
     console.print(

@@ -41,6 +41,7 @@ from hetgym.envs.env import HetClusterEnv
 from hetgym.envs.observations import WindowLevelsObservation, WindowObservation
 from hetgym.envs.observations_cursor import WindowCursorObservation
 from hetgym.envs.observations_nodes import WindowNodesObservation
+from hetgym.limits import MAX_NUM_ENVS
 from hetgym.sim.errors import HetgymError
 
 #: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
@@ -61,7 +62,7 @@ class HetClusterVectorEnv(VectorEnv):
     """N ``HetClusterEnv`` with the same configuration, stepped in turn in this process.
 
     Args:
-        num_envs: Number of sub-environments (an integer >= 1).
+        num_envs: Number of sub-environments, an integer in [1, :data:`~hetgym.limits.MAX_NUM_ENVS`].
         max_episode_steps: Truncate a sub-env's episode after this many steps (``None``: the env's own caps
             only), as ``gym.make(..., max_episode_steps=...)`` would.
         render_mode: Passed to every sub-env; :meth:`render` returns a tuple of their renders.
@@ -86,6 +87,11 @@ class HetClusterVectorEnv(VectorEnv):
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if num_envs > MAX_NUM_ENVS:
+            raise ValueError(
+                f"num_envs={num_envs} is more than {MAX_NUM_ENVS}: every sub-environment holds its own simulator "
+                "and buffers and is stepped in this process; for more parallel episodes, run several processes"
+            )
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, (int, np.integer))

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hetgym.limits import RUNS_ENV, max_runs
 from hetgym.sim.errors import HetgymError, UnknownNameError
 
 
@@ -29,6 +30,7 @@ def parse_seeds(value: Any) -> list[int]:
     if isinstance(value, int):
         if value < 1:
             raise SweepConfigError(f"seeds: {value} seeds; give a count >= 1 or a list")
+        _check_seed_count(value, str(value))
         return list(range(value))
     if isinstance(value, str):
         out: list[int] = []
@@ -38,11 +40,14 @@ def parse_seeds(value: Any) -> list[int]:
                 continue
             lo, dash, hi = part.partition("-")
             try:
-                out += list(range(int(lo), int(hi) + 1)) if dash else [int(part)]
+                first, last = (int(lo), int(hi)) if dash else (int(part), int(part))
             except ValueError:
                 raise SweepConfigError(f"seeds: {value!r}; write e.g. '0-9' or '0,1,2'") from None
+            _check_seed_count(len(out) + max(0, last - first + 1), repr(value))
+            out += range(first, last + 1)
         value = out
     seeds = as_list(value, "seeds")
+    _check_seed_count(len(seeds), "the list")
     if not seeds:
         raise SweepConfigError("seeds is empty; give e.g. [0, 1, 2] or a count")
     for s in seeds:
@@ -51,6 +56,29 @@ def parse_seeds(value: Any) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise SweepConfigError(f"seeds: {seeds} repeats a seed")
     return list(seeds)
+
+
+def _check_seed_count(count: int, given: str) -> None:
+    """Refuse more seeds than a sweep may run, before the list of them is built."""
+    bound = max_runs()
+    if count > bound:
+        raise SweepConfigError(
+            f"seeds: {given} gives {count:,} seeds, more than the {bound:,} runs one sweep may hold (every run "
+            f"is checked and kept in the results table); split the seeds over several sweeps, or raise the bound "
+            f"with {RUNS_ENV}={count}"
+        )
+
+
+def check_name(value: Any) -> str:
+    """The sweep's ``name`` if it is one plain path component (it names the folder ``results/sweeps/NAME``)."""
+    name = str(value)
+    if name in (".", "..") or any(c in name for c in "/\\\0") or name != name.strip() or not name:
+        raise SweepConfigError(
+            f"name: {name!r} is not a plain folder name (it names results/sweeps/NAME, so it may not hold '/', "
+            "'\\', be '.' or '..', or start or end with a space); give e.g. 'load-sweep', or set 'out' (--out) "
+            "for a folder elsewhere"
+        )
+    return name
 
 
 def as_list(value: Any, where: str) -> list[Any]:

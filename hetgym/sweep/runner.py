@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hetgym.limits import MAX_RAY_WORKERS, MAX_WORKERS_PER_CPU, max_local_workers
 from hetgym.sim.errors import HetgymError
 from hetgym.sweep.reaper import Reaper, start_reaper
 from hetgym.sweep.spec import RunSpec, SweepSpec, load_imports
@@ -416,8 +417,7 @@ def run_sweep(
         raise HetgymError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if ray_address and backend != "ray":
         raise HetgymError("a Ray address was given but the backend is not 'ray'; add --backend ray")
-    if workers is not None and workers < 1:
-        raise HetgymError(f"workers={workers}; give at least 1")
+    check_workers(workers, backend)
     if backend == "ray":
         _import_ray()  # fail before anything is written
     started = time.perf_counter()
@@ -431,6 +431,22 @@ def run_sweep(
             import ray
 
             ray.shutdown()
+
+
+def check_workers(workers: int | None, backend: str) -> None:
+    """Refuse fewer than one worker, or more than the bound of ``backend`` (see :mod:`hetgym.limits`)."""
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise HetgymError(f"workers={workers!r}; give at least 1")
+    if backend == "ray" and workers > MAX_RAY_WORKERS:
+        raise HetgymError(f"workers={workers}: more than {MAX_RAY_WORKERS:,} concurrent Ray tasks; give fewer")
+    if backend == "local" and workers > max_local_workers():
+        raise HetgymError(
+            f"workers={workers}: more than {max_local_workers()} local worker processes ({MAX_WORKERS_PER_CPU} per "
+            f"CPU core of this machine; each is a process of its own, and more than the cores only adds memory); "
+            "give fewer, or use --backend ray for a cluster"
+        )
 
 
 def connect_ray(address: str) -> bool:

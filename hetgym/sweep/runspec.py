@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hetgym.limits import MAX_CLUSTER_SERVERS
 from hetgym.sim.cluster import ClusterSpec, Server, get_cluster, register_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import UnknownNameError
@@ -154,6 +155,15 @@ def scaled_cluster(name: str, scale: float) -> str:
     except UnknownNameError:
         pass
     base = get_cluster(name)
+    wanted = sum(
+        max(1, round(sum(1 for s in base.servers if s.gpu_type == gpu_type) * scale)) for gpu_type in base.gpu_types
+    )
+    if wanted > MAX_CLUSTER_SERVERS:
+        raise SweepConfigError(
+            f"cluster_scales: {scale:g} gives cluster {name} {wanted:,} servers, more than {MAX_CLUSTER_SERVERS:,} "
+            f"(the servers are built one by one and visited at every placement); give a smaller scale, at most "
+            f"{MAX_CLUSTER_SERVERS / len(base.servers):g} for {name}"
+        )
     servers: list[Server] = []
     for gpu_type in base.gpu_types:
         of_type = [s for s in base.servers if s.gpu_type == gpu_type]

@@ -26,11 +26,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hetgym.limits import check_runs
 from hetgym.sim.cluster import get_cluster, list_clusters
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -42,6 +44,7 @@ from hetgym.sweep.checks import (
     as_mapping,
     check_field,
     check_keys,
+    check_name,
     check_types,
     load_yaml,
     parse_seeds,
@@ -304,7 +307,7 @@ class SweepSpec:
             for i in as_list(values.get("imports", []), "imports")
         )
         return cls(
-            name=str(values.get("name") or "sweep"),
+            name=check_name(values.get("name") or "sweep"),
             policies=policies,
             scenarios=scenarios,
             clusters=clusters,
@@ -344,7 +347,26 @@ class SweepSpec:
         except (HetgymError, KeyError, ValueError, TypeError) as exc:
             raise SweepConfigError(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
 
+    def size(self) -> int:
+        """The number of runs :meth:`expand` gives (counted without building them)."""
+        variants = sum(math.prod(len(axis) for axis in entry.grid.values()) for entry in self.policies)
+        loads = self.loads if self.loads is not None else self.arrival_rates_per_h
+        return (
+            len(self.scenarios)
+            * (len(self.clusters) if self.clusters else 1)
+            * len(self.cluster_scales)
+            * math.prod(len(axis) for axis in self.grid.values())
+            * (len(loads) if loads is not None else 1)
+            * len(self.seeds)
+            * variants
+        )
+
     def _expand(self, run_imports: bool) -> list[RunSpec]:
+        check_runs(
+            self.size(),
+            "the grid's axes (scenarios x clusters x cluster_scales x grid x loads x seeds x policy variants)",
+            "split it into several sweeps",
+        )
         self.unchecked.clear()
         if run_imports:
             load_imports(self.imports)

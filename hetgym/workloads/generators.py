@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.limits import JOBS_ENV, max_drawn_jobs
 from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import check_number
@@ -88,6 +89,12 @@ def _check_cap(max_gpus_per_job: int | None) -> int | None:
     if max_gpus_per_job is None:
         return None
     return int(check_number("max_gpus_per_job", max_gpus_per_job, low=1, integer=True, fix="or None for no cap"))
+
+
+def check_num_jobs(num_jobs: Any) -> int:
+    """``num_jobs`` as an ``int`` in [1, :func:`~hetgym.limits.max_drawn_jobs`], or a ``ConfigError``."""
+    fix = f"every drawn job is held in memory before the run starts; for more, raise the bound with {JOBS_ENV}=N"
+    return int(check_number("num_jobs", num_jobs, low=1, high=max_drawn_jobs(), integer=True, fix=fix))
 
 
 def _streams(seed: int, n: int) -> list[np.random.Generator]:
@@ -209,7 +216,7 @@ def gavel_philly(
         max_gpus_per_job: Cap on the scale factor, and the jobs' ``max_gpus``.
         throughput: Throughput model (default: the embedded table).
     """
-    num_jobs = int(check_number("num_jobs", num_jobs, low=1, integer=True))
+    num_jobs = check_num_jobs(num_jobs)
     max_gpus_per_job = _check_cap(max_gpus_per_job)
     cluster = get_cluster(cluster)
     throughput = throughput or ThroughputModel.default()
@@ -281,7 +288,7 @@ def elasticflow(
         max_gpus_per_job: Cap on the scale factor; also the jobs' ``max_gpus`` (elastic upper bound).
         throughput: Throughput model (default: the embedded table).
     """
-    num_jobs = int(check_number("num_jobs", num_jobs, low=1, integer=True))
+    num_jobs = check_num_jobs(num_jobs)
     max_gpus_per_job = _check_cap(max_gpus_per_job)
     cluster = get_cluster(cluster)
     throughput = throughput or ThroughputModel.default()

@@ -34,14 +34,23 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.limits import max_drawn_jobs
 from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.comm import NOMINAL_MODEL_BYTES
-from hetgym.sim.config import SimConfig
+from hetgym.sim.config import SimConfig, check_number
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.workloads.deadlines import DeadlineModel, NoDeadline
-from hetgym.workloads.generators import DEADLINE_DEFAULTS, RECIPES, Load, _arrivals, _streams, mean_rate
+from hetgym.workloads.generators import (
+    DEADLINE_DEFAULTS,
+    RECIPES,
+    Load,
+    _arrivals,
+    _streams,
+    check_num_jobs,
+    mean_rate,
+)
 from hetgym.workloads.scenario import SCENARIOS, Scenario, WorkloadConfig
 from hetgym.workloads.schema import Workload
 
@@ -207,10 +216,9 @@ def recurring(
         A :class:`~hetgym.workloads.schema.Workload`; its metadata holds the generator's parameters and
         the template of every job is its ``template_id``.
     """
-    if num_jobs < 1:
-        raise ValueError(f"num_jobs={num_jobs}; it must be >= 1")
-    if num_templates < 1 or num_users < 1:
-        raise ValueError(f"num_templates={num_templates}, num_users={num_users}; both must be >= 1")
+    num_jobs = check_num_jobs(num_jobs)
+    for name, value in (("num_templates", num_templates), ("num_users", num_users)):
+        check_number(name, value, low=1, high=max_drawn_jobs(), integer=True, fix="at most the bound on jobs")
     if not 0.0 <= recurring_fraction <= 1.0:
         raise ValueError(f"recurring_fraction={recurring_fraction}; it must be in [0, 1]")
     if zipf_s < 0:

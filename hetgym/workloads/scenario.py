@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hetgym.limits import JOBS_ENV, max_drawn_jobs
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, check_number, config_from_dict
 from hetgym.sim.errors import ConfigError, UnknownNameError
@@ -37,7 +38,8 @@ class WorkloadConfig:
 
     Attributes:
         recipe: ``elasticflow`` or ``gavel-philly`` (ignored when ``trace`` is set).
-        num_jobs: Jobs to draw, an integer in [1, 1e9].
+        num_jobs: Jobs to draw, an integer in [1, :data:`~hetgym.limits.MAX_DRAWN_JOBS`] (a trace's jobs
+            to read, up to 1e9, when ``trace`` is set).
         arrival_rate_per_h: Load as mean arrivals per hour, in (0, 1e6] (exclusive with
             ``target_utilisation``).
         target_utilisation: Load as offered utilisation of the cluster, in (0, 10]; ``None`` (and no
@@ -96,6 +98,21 @@ class WorkloadConfig:
                 fix="the number of jobs to draw or read",
             ),
         )
+        if self.trace is None:
+            bound = max_drawn_jobs()
+            object.__setattr__(
+                self,
+                "num_jobs",
+                check_number(
+                    "WorkloadConfig.num_jobs",
+                    self.num_jobs,
+                    low=1,
+                    high=bound,
+                    integer=True,
+                    fix=f"a recipe's jobs are all drawn and held in memory before the run starts; for more, with "
+                    f"the memory and time for them, raise the bound with {JOBS_ENV}=N",
+                ),
+            )
         if self.arrival_rate_per_h is not None:
             object.__setattr__(
                 self,

@@ -20,6 +20,7 @@ def test_the_corpus_is_large_and_covers_every_category() -> None:
     categories = {case.category for case in CASES}
     assert {"setting (CLI)", "name (CLI)", "trace file", "trace file (gavel)", "output"} <= categories
     assert {"env settings (API)", "env action (API)", "sim settings (API)"} <= categories
+    assert {"size (CLI)", "size (API)"} <= categories
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
