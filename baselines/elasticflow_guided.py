@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from baselines._deadline import job_options
-from baselines.elasticflow import ElasticFlow, JobLevels, _order_key, job_levels
+from baselines._elasticflow_admission import _order_key
+from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.guidance import Directive

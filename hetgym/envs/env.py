@@ -12,30 +12,23 @@ import numpy as np
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
-from hetgym.envs.intervals import (
-    add_ended,
-    add_interval,
-    add_lost_deadlines,
-    add_quiet_ticks,
-    charge_unfinished,
-    deadline_horizon_s,
-)
+from hetgym.envs.intervals import add_ended, add_interval, add_lost_deadlines, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
+from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.reset_options import check_reset_options
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
-from hetgym.envs.state import WINDOW_ORDERS, DecisionState, sort_jobs
-from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.envs.state import WINDOW_ORDERS, DecisionState
+from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
-from hetgym.sim.fastforward import QuietTicks
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import make_policy
 from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
-from hetgym.sim.view import ClusterView, JobView
+from hetgym.sim.view import ClusterView
 
 #: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
 WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
@@ -44,7 +37,7 @@ RESET_OPTIONS = ("workload_seed", "jobs")
 TERMINAL_REASONS = ("done", "stalled")
 
 
-class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
+class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
     """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
     how many GPUs of which type.
 
@@ -461,61 +454,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 
-    def _standing_allocation(self, view: ClusterView) -> Allocation:
-        """What committing ``view``'s epoch with an untouched draft gives: every job keeps its allocation.
-
-        The same entries, in the same order (the window's), as :meth:`DecisionState.allocation` after
-        :meth:`DecisionState.load`, without filling the window's arrays (only the jobs holding GPUs are
-        sorted: the window order's keys are unique, so they keep their relative order); marked as changing
-        no job, so the simulator checks and applies nothing. A job whose mode is not one of the configured
-        modes would be given the first one by the draft when in the window: then the draft is built as usual.
-        """
-        jobs = self._standing_jobs(view.running, view.now_s)
-        if jobs is None:
-            self.state.load(view, self._statics, self._window_order)
-            return self.state.allocation()
-        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
-
-    def _standing_jobs(self, running: tuple[JobView, ...], now_s: float) -> dict[int, JobAllocation] | None:
-        """The running jobs' allocations in the window's order at ``now_s`` (``None``: a mode not configured)."""
-        modes = self.state.mode_index
-        holding: list[JobView] = []
-        held: dict[int, JobAllocation] = {}
-        for job in running:  # the jobs holding GPUs (a waiting job has none); sorted below
-            ja = job.allocation
-            if ja:
-                if ja.mode not in modes:
-                    return None
-                holding.append(job)
-                held[job.job_id] = ja
-        ordered, _ = sort_jobs(holding, now_s, self._statics, self._window_order)
-        return {job.job_id: held[job.job_id] for job in ordered}
-
-    def _quiet_request(self, view: ClusterView, allocation: Allocation) -> QuietTicks | None:
-        """Under ``decisions="on-change"``: ask the commit's step to pass over the quiet ticks that follow.
-
-        Not when the agent asked for the next epoch, nor when the commit rejects a job (news at the next
-        epoch) or leaves a job in a mode the draft would change (the next commit would not stand), nor
-        while the allocation history is drawn; only up to the first lost deadline.
-        """
-        assert self.sim is not None
-        if (
-            self.config.decisions != "on-change"
-            or self._requested
-            or allocation.reject
-            or not self.sim.fast_forward
-            or self.render_mode == "rgb_array"
-        ):
-            return None
-        modes = self.state.mode_index
-        for ja in allocation.jobs.values():
-            if ja.mode not in modes:
-                return None
-        penalised = self._penalised
-        # Only worked out when a tick comes before the next event (a commit at an arrival is often followed
-        # by another arrival or a completion).
-        return QuietTicks(views=True, horizon=lambda: deadline_horizon_s((*view.running, *view.waiting), penalised))
-
     def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
         """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view.
 
@@ -576,12 +514,6 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self._done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         self._requested = True
-
-    def _quiet_epoch(self, view: ClusterView) -> bool:
-        """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""
-        if self.config.decisions != "on-change" or self._done:
-            return False
-        return view.is_tick and not view.arrived and not view.completed and not self._changed
 
     def _end_episode(self) -> None:
         assert self.sim is not None

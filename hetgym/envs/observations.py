@@ -2,10 +2,10 @@
 
 The default :class:`WindowObservation` (``observation="window"``) shows the K-slot job window (see
 :mod:`hetgym.envs.state` for which jobs fill it), the cluster per GPU type, the clock, and aggregates
-of the active jobs that did not fit in the window. :class:`WindowLevelsObservation`
-(``observation="window-levels"``) adds, for every slot, GPU type and count level, the job's speed and its
-deadline slack in that configuration: what a deadline-aware scheduler compares when it sizes a job.
-Every feature is scaled to ``[0, 1]`` or
+of the active jobs that did not fit in the window.
+:class:`~hetgym.envs.observations_levels.WindowLevelsObservation` (``observation="window-levels"``) adds,
+for every slot, GPU type and count level, the job's speed and its deadline slack in that configuration:
+what a deadline-aware scheduler compares when it sizes a job. Every feature is scaled to ``[0, 1]`` or
 ``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
 ``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
 index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
@@ -20,18 +20,15 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
 from hetgym.envs.state import DecisionState, slack_s
-from hetgym.sim import portable
-from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import RateTable
 from hetgym.sim.registry import Knobs, Registry
-from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
@@ -142,9 +139,12 @@ class ObservationEncoder(ABC):
 
 
 #: Every registered observation encoder class, by ``observation=`` name (see :mod:`hetgym.sim.registry`).
+#: The encoders that subclass :class:`WindowObservation` live in their own modules, which register them on
+#: import; the registry imports them on its first look-up (this module does not import its subclasses).
 OBSERVATIONS: Registry[type[ObservationEncoder]] = Registry(
     "observation encoder",
     "Register one with @hetgym.envs.register_observation(); list them with hetgym.envs.OBSERVATIONS.describe().",
+    modules=("hetgym.envs.observations_levels", "hetgym.envs.observations_cursor", "hetgym.envs.observations_nodes"),
 )
 #: The same registry under its earlier name.
 ENCODERS = OBSERVATIONS
@@ -473,136 +473,3 @@ class WindowObservation(ObservationEncoder):
             buf[self._mode_offset + self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
         if self.slot_cursor and state.cursor < len(state.jobs):
             buf[self._cursor_offset + state.cursor] = 1.0
-
-
-@register_observation()
-class WindowLevelsObservation(WindowObservation):
-    """:class:`WindowObservation` plus each window job's speed and slack in every configuration it can get.
-
-    The sequential codec's actions set a slot's count on a type to a count level; this encoder shows,
-    for every (slot, type, level) such action can choose, what the job would get from it. Two extra keys,
-    each ``(K*T*C,)`` for C count levels, slot-major then type then level (entry ``(k*T + t)*C + c``,
-    the index layout of the sequential codec's set-actions):
-
-    =========================  =========  ========  ==============================================
-    key                        shape      range     meaning
-    =========================  =========  ========  ==============================================
-    ``job_level_rate``         (K*T*C,)   [0, 1]    rate on type t with level c GPUs / the job's
-                                                    fastest such rate (0: level 0, type not
-                                                    allowed, or infeasible)
-    ``job_level_slack``        (K*T*C,)   [-1, 1]   tanh((deadline - now - remaining iterations /
-                                                    that rate) / time scale): > 0 when the job
-                                                    finishes in time running so from now on; -1
-                                                    where the rate is 0; 1 without a deadline
-    =========================  =========  ========  ==============================================
-
-    Rates are the throughput model's single-server rates, times its multi-server factor when the
-    level exceeds the type's largest server (the job must then span servers); restart penalties and
-    placement are not counted. The encoder is the ``window`` one otherwise (same keys and values), so
-    an agent trained on ``window`` does not read these keys and one trained here needs them.
-    """
-
-    name = "window-levels"
-
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
-        ObservationEncoder.__init__(self, state, settings, knobs)
-        self.levels = np.asarray(settings.levels, dtype=np.int64)
-        self.throughput = settings.throughput
-        self.cluster: ClusterSpec = state.cluster
-        self.num_levels = len(self.levels)
-        size = state.num_slots * len(state.types) * self.num_levels
-        self._build(
-            state,
-            time_scale_s=settings.time_scale_s,
-            allow_reject=settings.allow_reject,
-            max_actions=settings.max_actions,
-            slot_cursor=settings.slot_cursor,
-            extra={"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)},
-        )
-        #: Rates (T, C) by (job type, batch size): they do not depend on the episode.
-        self._rates: dict[tuple[str, int], np.ndarray] = {}
-        #: The static rows of :meth:`begin_epoch` by (job type, batch size, allowed types).
-        self._rows: dict[tuple[str, int, bytes], _LevelRow] = {}
-        self._zero_rates = np.zeros((len(state.types), self.num_levels))
-        self._server = np.array([self.cluster.max_gpus_per_server[t] for t in state.types], dtype=np.int64)
-
-    def _level_rates(self, job: JobView, types: tuple[str, ...]) -> np.ndarray:
-        key = (job.job_type, int(job.batch_size))
-        hit = self._rates.get(key)
-        if hit is not None:
-            return hit
-        tp = self.throughput
-        out = np.zeros((len(types), self.num_levels), dtype=np.float64)
-        for ti, gpu in enumerate(types):
-            for ci, n in enumerate(self.levels.tolist()):
-                if n <= 0:
-                    continue
-                rate = tp.rate(job.job_type, job.batch_size, gpu, n)
-                if rate > 0 and n > self._server[ti]:
-                    rate *= tp.consolidation_factor(job.job_type, job.batch_size, gpu, n)
-                out[ti, ci] = rate if math.isfinite(rate) and rate > 0 else 0.0
-        self._rates[key] = out
-        return out
-
-    def _level_row(self, job: JobView, allowed: np.ndarray) -> _LevelRow:
-        """The static part of a job's rows: rates (T, C) on its allowed types, normalised, and their sign."""
-        key = (job.job_type, int(job.batch_size), allowed.tobytes())
-        hit = self._rows.get(key)
-        if hit is not None:
-            return hit
-        rates = self._level_rates(job, self.cluster.gpu_types) * allowed[:, None]
-        top = float(rates.max())
-        if top <= 0:
-            row = _LevelRow(rates, None, None, None)
-        else:
-            positive = rates > 0
-            row = _LevelRow(rates, rates / top, positive, np.where(positive, 1.0, -1.0))
-        self._rows[key] = row
-        return row
-
-    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
-        super().begin_epoch(state, statics, num_jobs)
-        v = self._view
-        k, t, c = self.num_slots, self.num_types, self.num_levels
-        rate_out = v["job_level_rate"].reshape(k, t, c)
-        slack_out = v["job_level_slack"].reshape(k, t, c)
-        view = state.view
-        if view is None or not state.jobs:
-            return
-        now = view.now_s
-        # The rows that depend only on the job (rates, their normalisation) come from a cache; the slack
-        # of every deadline job is computed in one pass over the stacked rates.
-        rows = [self._level_row(job, allowed) for job, allowed in zip(state.jobs, state.allowed, strict=False)]
-        dated: list[int] = []
-        for slot, (job, row) in enumerate(zip(state.jobs, rows, strict=True)):
-            if row.normalised is None:
-                slack_out[slot] = -1.0
-            elif math.isfinite(job.deadline_s):
-                dated.append(slot)
-            else:
-                slack_out[slot] = row.sign
-        # Rows of jobs with no usable rate stay 0 (begin_epoch of the window cleared the buffer).
-        rate_out[: len(rows)] = [self._zero_rates if row.normalised is None else row.normalised for row in rows]
-        if not dated:
-            return
-        jobs = state.jobs
-        rates = np.stack([rows[i].rates for i in dated])
-        remaining = np.array([jobs[i].remaining_iters for i in dated])[:, None, None]
-        left_s = np.array([jobs[i].deadline_s - now for i in dated])[:, None, None]
-        positive = np.stack([rows[i].positive for i in dated])  # type: ignore[misc]
-        need_s = np.where(positive, remaining / np.maximum(rates, 1e-300), np.inf)
-        slack_out[dated] = portable.tanh((left_s - need_s) / self.time_scale_s)  # tanh(-inf) = -1
-
-
-class _LevelRow(NamedTuple):
-    """A job's per-(type, level) rates (T, C) on its allowed types; the others ``None`` when all are 0."""
-
-    rates: np.ndarray
-    normalised: np.ndarray | None  # rates / their maximum
-    positive: np.ndarray | None  # rates > 0
-    sign: np.ndarray | None  # 1 where rates > 0, else -1 (the slack row of a job without a deadline)
-
-
-# Encoders defined in their own modules register on import (kept last: they subclass the ones above).
-from hetgym.envs import observations_cursor as _observations_cursor  # noqa: E402, F401
-from hetgym.envs import observations_nodes as _observations_nodes  # noqa: E402, F401

@@ -7,7 +7,7 @@ what the job may take, what the jobs still to be decided after it hold, and how 
 wanted by the active jobs. It is what a scheduler sizing one job looks at: the job's speed and slack in
 each configuration, the GPUs it can get, and the competition for each type.
 
-Keys added to :class:`~hetgym.envs.observations.WindowLevelsObservation`'s (K slots, T GPU types,
+Keys added to :class:`~hetgym.envs.observations_levels.WindowLevelsObservation`'s (K slots, T GPU types,
 C count levels; all float32, 1-D):
 
 ==========================  =======  ========  =======================================================
@@ -40,14 +40,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.envs.observations import (
-    SLOT_FEATURES,
-    ObservationEncoder,
-    WindowLevelsObservation,
-    _signed,
-    register_observation,
-    squash,
-)
+from hetgym.envs.observations import SLOT_FEATURES, ObservationEncoder, _signed, register_observation, squash
+from hetgym.envs.observations_levels import WindowLevelsObservation
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
 from hetgym.sim.registry import Knobs

@@ -38,8 +38,9 @@ from gymnasium.vector.utils import batch_space
 
 from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
-from hetgym.envs.observations import WindowLevelsObservation, WindowObservation
+from hetgym.envs.observations import WindowObservation
 from hetgym.envs.observations_cursor import WindowCursorObservation
+from hetgym.envs.observations_levels import WindowLevelsObservation
 from hetgym.envs.observations_nodes import WindowNodesObservation
 from hetgym.limits import MAX_NUM_ENVS
 from hetgym.sim.errors import HetgymError

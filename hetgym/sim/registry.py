@@ -15,6 +15,7 @@ valid one. Pure Python: no gymnasium, no torch.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping
@@ -157,16 +158,25 @@ class Registry(Generic[T]):
     Args:
         kind: What is registered, for messages (``"action codec"``).
         hint: Appended to unknown-name errors (where to list the names, how to add one).
+        modules: Modules whose import registers entries here, imported on the first look-up (so that a
+            base class's module need not import the modules of the subclasses it registers).
     """
 
     #: Every registry made, by kind (for tools that list what can be plugged in).
     ALL: ClassVar[dict[str, Registry[Any]]] = {}
 
-    def __init__(self, kind: str, hint: str = "") -> None:
+    def __init__(self, kind: str, hint: str = "", *, modules: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self.hint = hint
         self._entries: dict[str, Entry[T]] = {}
+        self._modules = modules
         Registry.ALL[kind] = self
+
+    def _load(self) -> None:
+        """Import the modules that register entries here (once, before the first look-up)."""
+        modules, self._modules = self._modules, ()
+        for module in modules:
+            importlib.import_module(module)
 
     def register(self, name: str, obj: T, *, knobs: type[Knobs] | None = None, replace: bool = False) -> T:
         """Register ``obj`` under ``name``; the same object again is a no-op, another one is refused."""
@@ -191,6 +201,7 @@ class Registry(Generic[T]):
 
     def entry(self, name: str) -> Entry[T]:
         """The entry registered as ``name`` (unknown names raise, naming the nearest)."""
+        self._load()
         key = str(name).lower()
         found = self._entries.get(key)
         if found is None:
@@ -203,6 +214,7 @@ class Registry(Generic[T]):
 
     def names(self) -> tuple[str, ...]:
         """Registered names, sorted."""
+        self._load()
         return tuple(sorted(self._entries))
 
     def describe(self) -> dict[str, str]:
@@ -211,6 +223,7 @@ class Registry(Generic[T]):
 
     def unregister(self, name: str) -> None:
         """Forget ``name`` (for tests and interactive sessions)."""
+        self._load()
         self._entries.pop(str(name).lower(), None)
 
     def __getitem__(self, name: str) -> T:
@@ -218,12 +231,14 @@ class Registry(Generic[T]):
         return self.get(name)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return isinstance(name, str) and name.lower() in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._load()
         return len(self._entries)
 
     def __repr__(self) -> str:

@@ -66,3 +66,19 @@ def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
 def test_an_unknown_name_lists_the_valid_ones_in_plain_english(kind: str, plural: str) -> None:
     with pytest.raises(UnknownNameError, match=f"Valid {plural}: a, b"):
         raise UnknownNameError(kind, "zzz", ["b", "a"])
+
+
+def test_registry_imports_its_modules_on_the_first_look_up() -> None:
+    """The observation encoders' base module does not import its subclasses; the registry loads them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hetgym.envs.observations import OBSERVATIONS\n"
+        "assert 'hetgym.envs.observations_levels' not in sys.modules\n"
+        "assert 'hetgym.envs.observations_cursor' not in sys.modules\n"
+        "print(','.join(OBSERVATIONS.names()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "window,window-cursor,window-levels,window-nodes"
