@@ -275,6 +275,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from agents.args import AgentError, parse_seeds
     from agents.common import load_agent, make_env, seed_everything
     from agents.evaluation import CELL_NOTE, TABLE_METRICS, compare_on_seeds, metric_cell
+    from agents.leaderboard import scenario_name
     from hetgym.experiments import default_policies
     from hetgym.sim.policy import policy_class
 
@@ -331,7 +332,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise AgentError(f"{path} acts in another env than the first MODEL; an ensemble needs one env for all")
         agents[label] = (model, meta.env_id, env_kwargs)
         metas[label] = meta
-        scenarios[label] = Path(args.trace).stem if args.trace else str(getattr(config, "scenario", "default"))
+        scenarios[label] = Path(args.trace).stem if args.trace else scenario_name(config)
         teacher = teacher or meta.reference or meta.teacher
     if args.beat_the_experts is not None and (args.ensemble or not agents or args.experts == "none"):
         raise ValueError("--beat-the-experts compares each MODEL (no --ensemble) with some --experts")

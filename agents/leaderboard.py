@@ -47,6 +47,19 @@ FIELDS = (
 KEY = ("env_id", "scenario", "recipe", "train_seed")
 
 
+def scenario_name(config: Any) -> str:
+    """The scenario of an environment's configuration as the rows name it: the scenario preset's name
+    (``"default"`` for the flagship one) or, for a workload read from a trace, the trace (its archive
+    member's name when it has one), ``-windows`` when windows of it are drawn, and ``@`` the cluster."""
+    workload = getattr(config, "workload", None)
+    trace = getattr(workload, "trace", None)
+    if trace:
+        stem = Path(str(getattr(workload, "trace_member", None) or trace)).name.split(".")[0]
+        windows = "-windows" if getattr(workload, "trace_window", False) else ""
+        return f"{stem}{windows}@{getattr(config, 'cluster', '?')}"
+    return str(getattr(config, "scenario", "default"))
+
+
 def recipe_label(meta: AgentMeta) -> str:
     """The recipe's name, with its teacher in brackets when it learned from one (``events-kickstart(force-any)``)."""
     return f"{meta.recipe}({meta.teacher})" if meta.teacher else meta.recipe
@@ -136,4 +149,4 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["FIELDS", "KEY", "markdown", "read_rows", "recipe_label", "rows_for", "upsert"]
+__all__ = ["FIELDS", "KEY", "markdown", "read_rows", "recipe_label", "rows_for", "scenario_name", "upsert"]

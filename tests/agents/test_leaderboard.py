@@ -85,3 +85,26 @@ def test_a_file_that_is_not_a_list_of_rows_is_refused_and_left_alone(tmp_path: P
         with pytest.raises(AgentError, match=r"beat\.json"):
             upsert(path, [])
         assert path.read_text() == text
+
+
+def test_scenario_name_is_the_preset_or_the_trace_windows_and_cluster() -> None:
+    from agents.leaderboard import scenario_name
+    from hetgym.envs.events.config import EventEnvConfig
+
+    assert scenario_name(EventEnvConfig.make()) == "default"
+    assert scenario_name(EventEnvConfig.make("tiny")) == "tiny"
+
+    class Workload:
+        trace = "../shared/data/elasticflow_traces/raw-traces.tar.gz"
+        trace_member = "cluster09.csv"
+        trace_window = True
+
+    class Config:
+        workload = Workload()
+        cluster = "elasticflow-n4g8-het"
+        scenario = "default"
+
+    assert scenario_name(Config()) == "cluster09-windows@elasticflow-n4g8-het"
+    Workload.trace_member = None
+    Workload.trace_window = False
+    assert scenario_name(Config()) == "raw-traces@elasticflow-n4g8-het"
