@@ -26,11 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from hetgym.atomic import atomic_write
 
-from hetgym.atomic import atomic_write  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 BENCHES = {
     "bench": ["scripts/bench.py", "--quick"],

@@ -31,14 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
+from hetgym.workloads import WorkloadConfig
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import numpy as np  # noqa: E402
-
-from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy  # noqa: E402
-from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 CLUSTERS = {
     256: {"a100": (8, 8), "v100": (8, 8), "p100": (16, 4), "k80": (16, 4)},

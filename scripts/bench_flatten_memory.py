@@ -35,11 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from hetgym.atomic import atomic_write
 
-from hetgym.atomic import atomic_write  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 TEACHER = "elasticflow:memory=observed"
 
@@ -96,9 +94,9 @@ def measure(
     env_id: str, workloads: int, release: bool, fit: str = "none", obs_dtype: str = "float32"
 ) -> dict[str, float]:
     """:func:`one_process` in a fresh interpreter (the peak RSS of a process only grows)."""
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).resolve())
     code = (
-        f"import json, sys; sys.path.insert(0, {here!r}); from bench_flatten_memory import one_process; "
+        f"import json, runpy; one_process = runpy.run_path({here!r})['one_process']; "
         f"print(json.dumps(one_process({env_id!r}, {workloads:d}, {release!r}, {fit!r}, {obs_dtype!r})))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -33,12 +33,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from baselines.hadare import with_model_bytes
+from hetgym.sim import ClusterSpec, ClusterView, Simulator, make_policy, validate_allocation
+from hetgym.workloads import WorkloadConfig
 
-from baselines.hadare import with_model_bytes  # noqa: E402
-from hetgym.sim import ClusterSpec, ClusterView, Simulator, make_policy, validate_allocation  # noqa: E402
-from hetgym.workloads import WorkloadConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 POLICIES: dict[str, tuple[str, dict[str, Any]]] = {
     "hadar": ("hadar", {}),

@@ -26,11 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hetgym.sweep import NONDETERMINISTIC_COLUMNS, SweepSpec, load_results, run_sweep
+from hetgym.sweep.runner import init_ray
 
-from hetgym.sweep import NONDETERMINISTIC_COLUMNS, SweepSpec, load_results, run_sweep  # noqa: E402
-from hetgym.sweep.runner import init_ray  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GRID: dict[str, Any] = {
     "name": "bench-200",

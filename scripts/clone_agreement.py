@@ -43,25 +43,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from agents.args import AgentError, parse_seeds
+from agents.bc import action_agreement, agrees, predict_actions
+from agents.common import load_agent, make_env
+from agents.demos import Demonstrations, collect_demonstrations
+from agents.set_policy import DECODINGS, check_decoding
+from hetgym.atomic import atomic_write
+from hetgym.envs.codecs.jobwise import JobwiseCodec
+from hetgym.envs.observations import CLOCK_FEATURES
 
-from agents.args import AgentError, parse_seeds  # noqa: E402
-from agents.bc import action_agreement, agrees, predict_actions  # noqa: E402
-from agents.common import load_agent, make_env  # noqa: E402
-from agents.demos import Demonstrations, collect_demonstrations  # noqa: E402
-from agents.set_policy import DECODINGS, check_decoding  # noqa: E402
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.envs.codecs.jobwise import JobwiseCodec  # noqa: E402
-from hetgym.envs.observations import CLOCK_FEATURES  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def workload_interval(

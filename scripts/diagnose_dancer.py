@@ -24,15 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from baselines._deadline import job_options
+from hetgym.sim import SimConfig, Simulator, ThroughputModel, get_cluster, make_policy
+from hetgym.workloads import WorkloadConfig
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import pandas as pd  # noqa: E402
-
-from baselines._deadline import job_options  # noqa: E402
-from hetgym.sim import SimConfig, Simulator, ThroughputModel, get_cluster, make_policy  # noqa: E402
-from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "elasticflow": ("elasticflow", {}),

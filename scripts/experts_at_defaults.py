@@ -32,16 +32,14 @@ from typing import Any
 import gymnasium as gym
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.atomic import atomic_write
+from hetgym.experts import SEES, ExpertAgent, expert_env_kwargs
+from hetgym.sim import Simulator, make_policy
+from hetgym.sim.policy import list_policies
+from hetgym.sweep.checks import parse_seeds
 
-import hetgym  # noqa: E402,F401  (registers the ids)
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.experts import SEES, ExpertAgent, expert_env_kwargs  # noqa: E402
-from hetgym.sim import Simulator, make_policy  # noqa: E402
-from hetgym.sim.policy import list_policies  # noqa: E402
-from hetgym.sweep.checks import parse_seeds  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_IDS = ("HetCluster-v1", "HetCluster-Tiny-v1")
 

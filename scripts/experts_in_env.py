@@ -33,14 +33,12 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.atomic import atomic_write
+from hetgym.experts import ExpertAgent, expert_env_kwargs
+from hetgym.sim import Simulator, make_policy
 
-import hetgym  # noqa: E402,F401  (registers the ids)
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.experts import ExpertAgent, expert_env_kwargs  # noqa: E402
-from hetgym.sim import Simulator, make_policy  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 PAPER_EXPERTS = ("dancer", "elasticflow", "hadar", "hadare", "asrpt", "jps")
 

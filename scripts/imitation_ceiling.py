@@ -37,16 +37,14 @@ from typing import Any
 import gymnasium as gym
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.atomic import atomic_write
+from hetgym.envs.codecs import CODECS, ActionCodec, make_codec
+from hetgym.experts import ExpertTracker, expert_env_kwargs
+from hetgym.sim import Allocation, list_policies
+from hetgym.sim.view import ClusterView
 
-import hetgym  # noqa: E402,F401  (registers the ids)
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.envs.codecs import CODECS, ActionCodec, make_codec  # noqa: E402
-from hetgym.experts import ExpertTracker, expert_env_kwargs  # noqa: E402
-from hetgym.sim import Allocation, list_policies  # noqa: E402
-from hetgym.sim.view import ClusterView  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 CODEC_NAMES = ("sequential", "multidiscrete", "jobwise", "jobwise-types", "score")
 ENV_IDS = ("HetCluster-Tiny-v0", "HetCluster-v0")

@@ -15,6 +15,7 @@ outcome and time, the first lines of each failure, the pytest exit status) is pr
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -33,11 +34,11 @@ PROPERTY_TESTS = ("tests/sim/test_properties.py", "tests/sim/test_determinism_pr
 
 def profile_examples(profile: str) -> int:
     """Examples per test of a registered profile (the ``slow`` tests use at least the ``slow`` one's)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from helpers import HYPOTHESIS_PROFILES
-    finally:
-        sys.path.pop(0)
+    spec = importlib.util.spec_from_file_location("_test_helpers", ROOT / "tests" / "helpers.py")
+    assert spec is not None and spec.loader is not None
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)  # by file location: tests/ on the import path would shadow packages
+    HYPOTHESIS_PROFILES: dict[str, int] = helpers.HYPOTHESIS_PROFILES
     if profile not in HYPOTHESIS_PROFILES:
         raise SystemExit(f"error: unknown --profile {profile!r}; use one of {sorted(HYPOTHESIS_PROFILES)}")
     return HYPOTHESIS_PROFILES[profile]

@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import argparse
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from hetgym.atomic import atomic_write
+from hetgym.experiments import run_one
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import pandas as pd  # noqa: E402
-
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.experiments import run_one  # noqa: E402
 
 POLICIES = ("dancer", "elasticflow")
 MEMORIES = ("history", "observed")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,11 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import hetgym  # noqa: F401  (registers the ids)
+from agents.common import parse_seeds
+from hetgym.atomic import atomic_write
 
-import hetgym  # noqa: E402,F401  (registers the ids)
-from agents.common import parse_seeds  # noqa: E402
-from hetgym.atomic import atomic_write  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -33,16 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from agents import bc, dagger, ppo
+from agents.args import BCArgs, DAggerArgs, PPOArgs, parse_seeds
+from agents.common import atomic_write, load_agent, seed_everything
+from agents.evaluation import compare_on_seeds
+from hetgym.experiments import default_policies
+from hetgym.progress import ProgressReport
 
-from agents import bc, dagger, ppo  # noqa: E402
-from agents.args import BCArgs, DAggerArgs, PPOArgs, parse_seeds  # noqa: E402
-from agents.common import atomic_write, load_agent, seed_everything  # noqa: E402
-from agents.evaluation import compare_on_seeds  # noqa: E402
-from hetgym.experiments import default_policies  # noqa: E402
-from hetgym.progress import ProgressReport  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 PRESETS = {"default": "HetCluster-v0", "tiny": "HetCluster-Tiny-v0"}
 

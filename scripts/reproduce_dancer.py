@@ -35,15 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
+from hetgym.sim.job import JobSpec
+from hetgym.workloads import WorkloadConfig
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import pandas as pd  # noqa: E402
-
-from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy  # noqa: E402
-from hetgym.sim.job import JobSpec  # noqa: E402
-from hetgym.workloads import WorkloadConfig  # noqa: E402
 
 POLICIES: tuple[str, ...] = ("dancer", "elasticflow", "edf", "edf-admission", "tiresias", "fifo", "srtf")
 SMALL_INVENTORY = {"a100": (1, 4), "v100": (1, 4)}

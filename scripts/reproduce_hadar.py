@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -39,13 +38,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from baselines.hadare import with_model_bytes
+from hetgym.sim import SimConfig, Simulator, make_policy
+from hetgym.stats import t_interval
+from hetgym.workloads import WorkloadConfig
 
-from baselines.hadare import with_model_bytes  # noqa: E402
-from hetgym.sim import SimConfig, Simulator, make_policy  # noqa: E402
-from hetgym.stats import t_interval  # noqa: E402
-from hetgym.workloads import WorkloadConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CLUSTER = "gavel-108"
 POLICIES: tuple[str, ...] = (

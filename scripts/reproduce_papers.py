@@ -37,7 +37,6 @@ import functools
 import math
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -45,17 +44,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from hetgym.atomic import atomic_write
+from hetgym.progress import ProgressReport
+from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, get_cluster, list_policies, make_policy
+from hetgym.stats import Interval, paired_interval, t_interval
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.progress import ProgressReport  # noqa: E402
-from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, get_cluster, list_policies, make_policy  # noqa: E402
-from hetgym.stats import Interval, paired_interval, t_interval  # noqa: E402
 
 DATA_DIR = ROOT.parent / "shared" / "data"
 STUDIES: tuple[str, ...] = ("dancer", "hadar", "hadare", "asrpt", "jps")

@@ -22,7 +22,6 @@ import argparse
 import json
 import pickle
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import hetgym  # noqa: F401  (registers the ids)
+from hetgym.atomic import atomic_write
+from hetgym.envs.rewards import REWARDS
 
-import hetgym  # noqa: E402,F401  (registers the ids)
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.envs.rewards import REWARDS  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 MIB = 1 << 20
 

@@ -33,20 +33,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from agents.args import AgentError, parse_seeds, parse_teacher
+from hetgym.atomic import atomic_write
+from hetgym.experiments import run_one
+from hetgym.sim import Allocation, SimConfig, Simulator, make_policy
+from hetgym.sim.errors import HetgymError
+from hetgym.sim.policy import PolicyProtocol
+from hetgym.sim.view import ClusterView, shift_time
+from hetgym.workloads.scenario import get_scenario
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-import numpy as np  # noqa: E402
-
-from agents.args import AgentError, parse_seeds, parse_teacher  # noqa: E402
-from hetgym.atomic import atomic_write  # noqa: E402
-from hetgym.experiments import run_one  # noqa: E402
-from hetgym.sim import Allocation, SimConfig, Simulator, make_policy  # noqa: E402
-from hetgym.sim.errors import HetgymError  # noqa: E402
-from hetgym.sim.policy import PolicyProtocol  # noqa: E402
-from hetgym.sim.view import ClusterView, shift_time  # noqa: E402
-from hetgym.workloads.scenario import get_scenario  # noqa: E402
 
 #: Shifts in seconds: less than a 60 s slot, and not a divisor of it.
 DEFAULT_SHIFTS_S = (7.0, 23.0, 41.0)
