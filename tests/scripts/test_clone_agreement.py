@@ -1,4 +1,4 @@
-"""scripts/clone_agreement.py: a saved clone against its teacher on held-out workloads."""
+"""scripts/studies/clone_agreement.py: a saved clone against its teacher on held-out workloads."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from agents.bc import action_agreement
 from agents.common import load_agent
 from agents.demos import collect_demonstrations
 
-CA = load_script("clone_agreement")
+CA = load_script("studies/clone_agreement")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from helpers import load_script
 
 
 def test_random_agent_plays_every_seed_to_its_end(tmp_path: Path) -> None:
-    script = load_script("random_agent")
+    script = load_script("studies/random_agent")
     out = tmp_path / "random.csv"
     assert (
         script.main(
@@ -23,7 +23,7 @@ def test_random_agent_plays_every_seed_to_its_end(tmp_path: Path) -> None:
 
 
 def test_experts_in_env_finds_no_gap_under_policy_compat(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    script = load_script("experts_in_env")
+    script = load_script("studies/experts_in_env")
     # The default scenario with few jobs keeps this quick.
     real_make = script.gym.make
     monkeypatch.setattr(
@@ -37,13 +37,13 @@ def test_experts_in_env_finds_no_gap_under_policy_compat(tmp_path: Path, monkeyp
 
 
 def test_bench_ab_flattens_timing_figures_with_readable_labels() -> None:
-    script = load_script("bench_ab")
+    script = load_script("bench/bench_ab")
     figures = script.flatten({"results": [{"codec": "sequential", "queue_slots": 16, "steps_per_s": 10.0, "runs": 5}]})
     assert figures == {"results[sequential/16].steps_per_s": 10.0}
 
 
 def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path) -> None:
-    script = load_script("imitation_ceiling")
+    script = load_script("studies/imitation_ceiling")
     argv = ["--envs", "HetCluster-Tiny-v0", "--seeds", "1000", "--policies", "srtf,hadare", "--out", str(tmp_path)]
     assert script.main([*argv, "--codecs", "multidiscrete,jobwise,jobwise-types,score"]) == 0
     frame = pd.read_csv(tmp_path / "imitation_ceiling.csv")
@@ -64,7 +64,7 @@ def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path)
 
 
 def test_bench_env_counts_one_simulator_step_per_commit_with_the_fast_forward() -> None:
-    script = load_script("bench_env")
+    script = load_script("bench/bench_env")
     fast = script.run_newest("HetCluster-Tiny-v1", 300, 0, True)
     replay = script.run_newest("HetCluster-Tiny-v1", 300, 0, False)
     assert fast["sim_steps_per_commit"] == 1.0 < replay["sim_steps_per_commit"]
@@ -74,7 +74,7 @@ def test_bench_env_counts_one_simulator_step_per_commit_with_the_fast_forward() 
 def test_bench_env_stub_floor_has_the_newest_ids_spaces() -> None:
     import gymnasium as gym
 
-    script = load_script("bench_env")
+    script = load_script("bench/bench_env")
     stub = script.StubEnv()
     real = gym.make("HetCluster-v1")
     assert stub.observation_space == real.observation_space and stub.action_space == real.action_space

@@ -1,4 +1,4 @@
-"""scripts/experts_at_defaults.py: experts through the registered ids at their defaults end every episode."""
+"""scripts/studies/experts_at_defaults.py: experts through the registered ids at their defaults end every episode."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from helpers import load_script
 
-EAD = load_script("experts_at_defaults")
+EAD = load_script("studies/experts_at_defaults")
 
 
 def test_experts_end_every_tiny_v1_episode_and_the_page_says_so(tmp_path: Path) -> None:

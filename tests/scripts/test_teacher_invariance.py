@@ -1,4 +1,4 @@
-"""scripts/teacher_invariance.py: a smoke run (counts that add up, a report written) and its input errors."""
+"""scripts/studies/teacher_invariance.py: a smoke run (counts that add up, a report written) and its input errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from helpers import load_script
 
-mod = load_script("teacher_invariance")
+mod = load_script("studies/teacher_invariance")
 
 
 def test_a_short_run_writes_its_counts(tmp_path: Path) -> None:
