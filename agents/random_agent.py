@@ -1,7 +1,7 @@
 """``RandomMaskedAgent``: a uniformly random choice among the valid actions, with SB3's ``predict`` protocol.
 
 The floor a learned agent must clear. ``hetgym evaluate --random`` puts it in the table beside the models and
-the experts, on the same workloads; ``scripts/random_agent.py`` runs it alone.
+the experts, on the same workloads; ``scripts/studies/random_agent.py`` runs it alone.
 """
 
 from __future__ import annotations

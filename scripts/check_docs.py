@@ -12,7 +12,7 @@ Groups (the deterministic group always runs; the others on request):
   the random-agent snippets of ``README.md`` and ``docs/v0.md`` (run as written; the line they print is
   the one their ``# prints:`` comment states), the size of the default comparison (``README.md``).
   Exact: the simulator is deterministic. Seconds in all.
-* ``--timings``: ``scripts/bench_env.py``'s sequential-codec steps per CPU-second (``docs/v0.md``), 3 short
+* ``--timings``: ``scripts/bench/bench_env.py``'s sequential-codec steps per CPU-second (``docs/v0.md``), 3 short
   runs per window size; tolerance 30% either side of the stated range (a shared machine moves it).
 * ``--budgets``: wall time of ``hetgym train --algo bc --teacher dancer`` on ``HetCluster-v0`` and of the
   same with ``--preset tiny`` (``docs/v0.md``, ``docs/agents.md``): one run each, minutes; within 0.4-1.35
@@ -142,11 +142,11 @@ def running_max_changes() -> tuple[int, int, int]:
 
 
 def bench_env_steps_per_cpu_s() -> tuple[int, int]:
-    """(min, max) sequential-codec steps per CPU-second of ``scripts/bench_env.py`` (K = 16 and 64), 3 short
+    """(min, max) sequential-codec steps per CPU-second of ``scripts/bench/bench_env.py`` (K = 16 and 64), 3 short
     runs each (per CPU-second, not wall: on a shared machine the wall figure follows the load)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "env.json"
-        cmd = [sys.executable, str(ROOT / "scripts" / "bench_env.py"), "--out", str(out), "--repeats", "3"]
+        cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_env.py"), "--out", str(out), "--repeats", "3"]
         subprocess.run([*cmd, "--steps", "10000", "--one-shot-steps", "300"], check=True, capture_output=True)
         import json
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_corpus():  # type: ignore[no-untyped-def]
-    """Import tests/robustness_corpus.py by file location (putting tests/ on sys.path would shadow packages)."""
+    """Import tests/robustness_corpus.py by file location (tests/ on the import path would shadow packages)."""
     spec = importlib.util.spec_from_file_location("robustness_corpus", ROOT / "tests" / "robustness_corpus.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -71,7 +71,7 @@ class Scripted:
 
 #: Examples per hypothesis test in each profile. ``default`` serves the everyday run (tests that set no
 #: ``max_examples`` of their own); ``slow`` is the floor of the property tests marked ``slow``; ``nightly``
-#: is for ``scripts/nightly_properties.py``. Pick one with ``pytest --hypothesis-profile=NAME``.
+#: is for ``scripts/bench/nightly_properties.py``. Pick one with ``pytest --hypothesis-profile=NAME``.
 HYPOTHESIS_PROFILES: dict[str, int] = {"default": 10, "slow": 1_000, "nightly": 10_000}
 
 
@@ -165,9 +165,11 @@ def drift_line(key: str, want: dict[str, Any] | None, got: dict[str, Any]) -> st
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-def load_script(name: str) -> ModuleType:
-    """``scripts/<name>.py`` imported as the module ``name`` (scripts are not a package)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+def load_script(path: str) -> ModuleType:
+    """``scripts/<path>.py`` (``"lock"``, ``"bench/bench_env"``) imported as the module named by its last
+    part (scripts are not a package)."""
+    name = path.rsplit("/", 1)[-1]
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{path}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -339,7 +339,7 @@ def shift_time(view: ClusterView, delta_s: float) -> ClusterView:
     move together, so every duration a policy can read (slack, age, time waited, time run) is unchanged;
     only where the epoch falls on absolute-time grids, such as a policy's slots of ``round_s`` seconds,
     differs. A diagnostic of whether a policy's decision depends on more than those durations
-    (``scripts/teacher_invariance.py``), and how a policy plans on a grid anchored at the decision time
+    (``scripts/studies/teacher_invariance.py``), and how a policy plans on a grid anchored at the decision time
     (Dancer's ``slot_origin="decision"``). The result is sealed (its job views are built now) and follows
     no epoch (``previous_token`` is ``None``), so a policy that keeps state across epochs rebuilds it.
 

@@ -12,7 +12,7 @@ from helpers import load_script
 
 @pytest.mark.slow
 def test_reproduce_quick_writes_every_table_and_figure(tmp_path: Path) -> None:
-    script = load_script("reproduce_asrpt_jps")
+    script = load_script("reproduce/reproduce_asrpt_jps")
     assert script.main(["--quick", "--out", str(tmp_path), "--workers", "1"]) == 0
     for name in ("predictor.csv", "asrpt_runs.csv", "asrpt_summary.csv", "jps_gap.csv", "jps_runtime.csv"):
         assert (tmp_path / name).stat().st_size > 0
@@ -27,21 +27,21 @@ def test_reproduce_quick_writes_every_table_and_figure(tmp_path: Path) -> None:
 
 
 def test_reproduce_gap_study_alone(tmp_path: Path) -> None:
-    script = load_script("reproduce_asrpt_jps")
+    script = load_script("reproduce/reproduce_asrpt_jps")
     assert script.main(["--quick", "--out", str(tmp_path), "--only", "gap"]) == 0
     summary = pd.read_csv(tmp_path / "jps_gap_summary.csv")
     assert "JPS (Hungarian, JCT valuation, local search)" in set(summary["method"])
 
 
 def test_reproduce_rejects_bad_arguments(tmp_path: Path) -> None:
-    script = load_script("reproduce_asrpt_jps")
+    script = load_script("reproduce/reproduce_asrpt_jps")
     with pytest.raises(SystemExit):
         script.main(["--workers", "0", "--out", str(tmp_path)])
     assert not any(tmp_path.iterdir())
 
 
 def test_bench_quick_writes_json(tmp_path: Path) -> None:
-    bench = load_script("bench_jps")
+    bench = load_script("bench/bench_jps")
     out = tmp_path / "jps.json"
     assert bench.main(["--quick", "--out", str(out)]) == 0
     payload = json.loads(out.read_text())

@@ -1,4 +1,4 @@
-"""scripts/bench.py --cases-only: part 1 alone, printed as JSON, bench/results.json left alone."""
+"""scripts/bench/bench.py --cases-only: part 1 alone, printed as JSON, bench/results.json left alone."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "scripts/bench.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "scripts/bench/bench.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 

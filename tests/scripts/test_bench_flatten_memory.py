@@ -1,4 +1,4 @@
-"""scripts/bench_flatten_memory.py on one Tiny workload."""
+"""scripts/bench/bench_flatten_memory.py on one Tiny workload."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import load_script
 
-BENCH = load_script("bench_flatten_memory")
+BENCH = load_script("bench/bench_flatten_memory")
 
 
 def test_both_modes_are_measured_in_fresh_processes(tmp_path: Path) -> None:

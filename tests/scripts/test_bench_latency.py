@@ -1,4 +1,4 @@
-"""Smoke test of scripts/bench_latency.py: a quick run writes a JSON row and a markdown line per policy."""
+"""Smoke test of scripts/bench/bench_latency.py: a quick run writes a JSON row and a markdown line per policy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from helpers import load_script
 
 
 def test_quick_run_writes_json_and_table(tmp_path: Path) -> None:
-    script = load_script("bench_latency")
+    script = load_script("bench/bench_latency")
     out = tmp_path / "latency.json"
     assert script.main(["--quick", "--policies", "fifo", "tiresias", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -26,7 +26,7 @@ def test_quick_run_writes_json_and_table(tmp_path: Path) -> None:
 
 
 def test_unknown_policy_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script("bench_latency")
+    script = load_script("bench/bench_latency")
     with pytest.raises(SystemExit):
         script.main(["--policies", "no-such-policy", "--out", str(tmp_path / "x.json")])
     assert "no-such-policy" in capsys.readouterr().err

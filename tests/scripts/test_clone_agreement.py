@@ -1,4 +1,6 @@
-"""scripts/clone_agreement.py: a saved clone against its teacher on held-out workloads."""
+"""scripts/studies/clone_agreement.py: a saved clone against its teacher on held-out workloads.
+
+A study (scripts/studies/): its smoke run stays in the default test run, the other tests are marked ``slow``."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from agents.bc import action_agreement
 from agents.common import load_agent
 from agents.demos import collect_demonstrations
 
-CA = load_script("clone_agreement")
+CA = load_script("studies/clone_agreement")
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,7 @@ def test_it_measures_the_clone_on_the_teachers_held_out_episodes(
     assert [p.name for p in out.parent.iterdir()] == ["agreement.json"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_training_seeds_and_runs_without_a_teacher_are_refused(run: Path, tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         CA.main([str(run), "--seeds", "1-3", "--out", str(tmp_path / "a.json")])
@@ -68,6 +71,7 @@ def test_training_seeds_and_runs_without_a_teacher_are_refused(run: Path, tmp_pa
     assert not (tmp_path / "a.json").exists()
 
 
+@pytest.mark.slow
 def test_the_interval_resamples_whole_workloads() -> None:
     data = collect_demonstrations("HetCluster-Tiny-v1", {}, "edf", [300, 301, 302]).transitions()
     episode = np.concatenate([[0], np.cumsum(data.dones[:-1])])
@@ -81,6 +85,7 @@ def test_the_interval_resamples_whole_workloads() -> None:
     assert CA.workload_interval(CA.agrees(pred, data.acts), data.dones) == (0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_runs_of_one_teacher_share_one_collection_of_its_episodes(
     run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,6 +111,7 @@ def _tiny_jobwise() -> Any:
     return env.unwrapped
 
 
+@pytest.mark.slow
 def test_actions_are_classed_against_what_the_decided_job_held() -> None:
     env = _tiny_jobwise()
     codec, capacity = env.codec, env.state.capacity
@@ -146,6 +152,7 @@ def test_actions_are_classed_against_what_the_decided_job_held() -> None:
     assert CA.decision_kinds(codec, capacity, obs, acts).tolist() == ["forked", "forked", "keep"]
 
 
+@pytest.mark.slow
 def test_the_tick_split_reads_the_clock_tick_entry() -> None:
     clock = np.zeros((4, 4), dtype=np.float32)
     clock[:3, 1] = 1.0  # three states at round ticks
@@ -155,6 +162,7 @@ def test_the_tick_split_reads_the_clock_tick_entry() -> None:
     assert math.isnan(none["agreement_at_ticks"]) and none["agreement_off_ticks"] == 0.5
 
 
+@pytest.mark.slow
 def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
     teacher = np.array(["keep", "keep", "grow", "grow", "grow", "done"], dtype=object)
     clone = np.array(["keep", "grow", "keep", "keep", "grow", "done"], dtype=object)
@@ -167,6 +175,7 @@ def test_the_breakdown_splits_states_by_the_teachers_kind() -> None:
     assert typed["grow"]["clone_same_type"] == 2 / 3 and "clone_same_type" not in typed["keep"]
 
 
+@pytest.mark.slow
 def test_same_set_type_compares_the_types_of_two_set_actions() -> None:
     codec = _tiny_jobwise().codec
     lo, hi = 1, 2
@@ -175,6 +184,7 @@ def test_same_set_type_compares_the_types_of_two_set_actions() -> None:
     assert CA.same_set_type(codec, teacher, clone).tolist() == [True, False, False, False]
 
 
+@pytest.mark.slow
 def test_the_breakdown_on_a_jobwise_clone_and_its_refusal_for_another_codec(
     run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,70 +1,18 @@
-"""Smoke tests of the experts-in-env, random-agent and A/B benchmark scripts (tiny settings)."""
+"""scripts/bench/bench_ab.py's figure labels and scripts/bench/bench_env.py's newest-ids measures."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 from helpers import load_script
 
 
-def test_random_agent_plays_every_seed_to_its_end(tmp_path: Path) -> None:
-    script = load_script("random_agent")
-    out = tmp_path / "random.csv"
-    assert (
-        script.main(
-            ["--env-id", "HetCluster-Tiny-v0", "-e", "codec=jobwise", "--seeds", "1000-1001", "--out", str(out)]
-        )
-        == 0
-    )
-    frame = pd.read_csv(out)
-    assert frame["seed"].tolist() == [1000, 1001] and frame["steps"].gt(0).all()
-    assert frame["dsr"].between(0, 1).all()
-
-
-def test_experts_in_env_finds_no_gap_under_policy_compat(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    script = load_script("experts_in_env")
-    # The default scenario with few jobs keeps this quick.
-    real_make = script.gym.make
-    monkeypatch.setattr(
-        script.gym, "make", lambda env_id, **kw: real_make(env_id, **{**kw, "workload": {"num_jobs": 8}})
-    )
-    assert script.main(["--seeds", "1000", "--policies", "edf", "--codecs", "sequential", "--out", str(tmp_path)]) == 0
-    frame = pd.read_csv(tmp_path / "experts_in_env.csv")
-    compat = frame[frame["run"] == "env-sequential"]
-    assert (compat["max_finish_gap_s"] == 0).all() and (compat["inexact"] == 0).all()
-    assert "| edf | sim |" in (tmp_path / "experts_in_env.md").read_text()
-
-
 def test_bench_ab_flattens_timing_figures_with_readable_labels() -> None:
-    script = load_script("bench_ab")
+    script = load_script("bench/bench_ab")
     figures = script.flatten({"results": [{"codec": "sequential", "queue_slots": 16, "steps_per_s": 10.0, "runs": 5}]})
     assert figures == {"results[sequential/16].steps_per_s": 10.0}
 
 
-def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path) -> None:
-    script = load_script("imitation_ceiling")
-    argv = ["--envs", "HetCluster-Tiny-v0", "--seeds", "1000", "--policies", "srtf,hadare", "--out", str(tmp_path)]
-    assert script.main([*argv, "--codecs", "multidiscrete,jobwise,jobwise-types,score"]) == 0
-    frame = pd.read_csv(tmp_path / "imitation_ceiling.csv")
-    common = frame[frame["trajectory"] == "common"]
-    # One episode per policy: every codec is asked at the same epochs.
-    assert common.groupby("policy")["epochs"].nunique().eq(1).all()
-    exact = common.set_index(["policy", "codec"])
-    assert (exact["exact"] <= exact["epochs"]).all()
-    assert exact.loc[("srtf", "score"), "exact"] == exact.loc[("srtf", "score"), "epochs"]  # one type per job
-    assert exact.loc[("hadare", "score"), "exact"] < exact.loc[("hadare", "multidiscrete"), "exact"]
-    assert "multi-type" in exact.loc[("hadare", "score"), "misses_by_cause"]
-    # jobwise-types gives a job several types: it expresses every HadarE decision that multidiscrete does.
-    assert exact.loc[("hadare", "jobwise-types"), "exact"] == exact.loc[("hadare", "multidiscrete"), "exact"]
-    own = frame[frame["trajectory"] == "own"]
-    assert set(own["codec"]) == {"multidiscrete", "jobwise", "jobwise-types", "score"}
-    text = (tmp_path / "imitation_ceiling.md").read_text()
-    assert "| srtf |" in text and "common trajectory (multidiscrete)" in text and "own trajectory" in text
-
-
 def test_bench_env_counts_one_simulator_step_per_commit_with_the_fast_forward() -> None:
-    script = load_script("bench_env")
+    script = load_script("bench/bench_env")
     fast = script.run_newest("HetCluster-Tiny-v1", 300, 0, True)
     replay = script.run_newest("HetCluster-Tiny-v1", 300, 0, False)
     assert fast["sim_steps_per_commit"] == 1.0 < replay["sim_steps_per_commit"]
@@ -74,7 +22,7 @@ def test_bench_env_counts_one_simulator_step_per_commit_with_the_fast_forward() 
 def test_bench_env_stub_floor_has_the_newest_ids_spaces() -> None:
     import gymnasium as gym
 
-    script = load_script("bench_env")
+    script = load_script("bench/bench_env")
     stub = script.StubEnv()
     real = gym.make("HetCluster-v1")
     assert stub.observation_space == real.observation_space and stub.action_space == real.action_space

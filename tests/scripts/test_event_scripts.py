@@ -11,7 +11,7 @@ from helpers import load_script
 
 
 def test_event_interface_measures_exactness_and_gaps(tmp_path: Path) -> None:
-    script = load_script("event_interface")
+    script = load_script("studies/event_interface")
     out = tmp_path / "events.json"
     assert script.main(["--env-id", "HetClusterEvents-Tiny-v0", "--seeds", "1000-1001", "--out", str(out)]) == 0
     data = json.loads(out.read_text())

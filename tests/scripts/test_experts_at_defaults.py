@@ -1,4 +1,6 @@
-"""scripts/experts_at_defaults.py: experts through the registered ids at their defaults end every episode."""
+"""scripts/studies/experts_at_defaults.py: experts through the registered ids at their defaults end every episode.
+
+A study (scripts/studies/): its smoke run stays in the default test run, the other tests are marked ``slow``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pandas as pd
 import pytest
 from helpers import load_script
 
-EAD = load_script("experts_at_defaults")
+EAD = load_script("studies/experts_at_defaults")
 
 
 def test_experts_end_every_tiny_v1_episode_and_the_page_says_so(tmp_path: Path) -> None:
@@ -37,6 +39,7 @@ def test_experts_end_every_tiny_v1_episode_and_the_page_says_so(tmp_path: Path) 
     assert "no expert stalls" in page and "| HetCluster-Tiny-v1 | dancer | 1/1 |" in page
 
 
+@pytest.mark.slow
 def test_a_step_limit_is_reported_as_not_done(tmp_path: Path) -> None:
     rc = EAD.main(
         [
@@ -58,6 +61,7 @@ def test_a_step_limit_is_reported_as_not_done(tmp_path: Path) -> None:
     assert "1 of 1 episodes did not end" in (tmp_path / "experts_at_defaults.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -14,7 +14,7 @@ from hetgym.sim.errors import ConfigError, UnknownNameError
 from hetgym.sim.policy import make_policy
 from hetgym.workloads.traces.pipeline import load_trace
 
-FG = load_script("fidelity_gavel")
+FG = load_script("reproduce/fidelity_gavel")
 
 
 @pytest.mark.parametrize("policy", list(FG.POLICIES))

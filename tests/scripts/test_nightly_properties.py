@@ -1,4 +1,4 @@
-"""Smoke test of ``scripts/nightly_properties.py``: it runs the selected property tests under the chosen
+"""Smoke test of ``scripts/bench/nightly_properties.py``: it runs the selected property tests under the chosen
 hypothesis profile and writes a summary that matches what pytest ran."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from helpers import load_script
 
 @pytest.mark.slow  # a nested pytest run: over 10 s on a loaded machine
 def test_nightly_script_runs_the_selected_tests_and_writes_a_summary(tmp_path: Path) -> None:
-    script = load_script("nightly_properties")
+    script = load_script("bench/nightly_properties")
     out = tmp_path / "summary.json"
     select = "test_the_work_conservation_check_catches_strict_fifo or test_the_policies_declared_work_conserving"
     rc = script.main(["--profile", "default", "--marker", "not slow", "--select", select, "--out", str(out)])
@@ -28,7 +28,7 @@ def test_nightly_script_runs_the_selected_tests_and_writes_a_summary(tmp_path: P
 
 
 def test_nightly_script_refuses_an_unknown_profile(tmp_path: Path) -> None:
-    script = load_script("nightly_properties")
+    script = load_script("bench/nightly_properties")
     with pytest.raises(SystemExit, match="unknown --profile 'weekly'; use one of"):
         script.main(["--profile", "weekly", "--out", str(tmp_path / "s.json")])
     assert not list(tmp_path.iterdir())

@@ -1,4 +1,4 @@
-"""Smoke test of ``scripts/reproduce_dancer.py --quick``: it runs end to end and writes its outputs."""
+"""Smoke test of ``scripts/reproduce/reproduce_dancer.py --quick``: it runs end to end and writes its outputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from helpers import load_script
 
 
 def test_quick_mode_writes_csv_figure_and_optimum(tmp_path: Path) -> None:
-    script = load_script("reproduce_dancer")
+    script = load_script("reproduce/reproduce_dancer")
     assert script.main(["--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
     runs = pd.read_csv(tmp_path / "dsr.csv")
     assert set(runs["policy"]) == set(script.POLICIES)

@@ -1,4 +1,4 @@
-"""Smoke test of ``scripts/reproduce_hadar.py --quick``: every policy runs and every output is written."""
+"""Smoke test of ``scripts/reproduce/reproduce_hadar.py --quick``: every policy runs and every output is written."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from helpers import load_script
 
 
 def test_quick_mode_writes_runs_summary_claims_and_figure(tmp_path: Path) -> None:
-    mod = load_script("reproduce_hadar")
+    mod = load_script("reproduce/reproduce_hadar")
     assert mod.main(["--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert set(runs["policy"]) == set(mod.POLICIES)
@@ -25,7 +25,7 @@ def test_quick_mode_writes_runs_summary_claims_and_figure(tmp_path: Path) -> Non
 
 
 def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
-    mod = load_script("reproduce_hadar")
+    mod = load_script("reproduce/reproduce_hadar")
     with pytest.raises(SystemExit):
         mod.main(["--policies", "no-such-policy", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):

@@ -1,4 +1,4 @@
-"""``scripts/reproduce_papers.py`` on a tiny setting: the page and CSV structure, the intervals recomputed by
+"""``scripts/reproduce/reproduce_papers.py`` on a tiny setting: the page and CSV structure, the intervals recomputed by
 hand from the per-run rows, an absent baseline reported, and the helpers checked on hand-computed cases."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ TRACE_ROWS = [
 
 @pytest.fixture(scope="module")
 def mod() -> Any:
-    return load_script("reproduce_papers")
+    return load_script("reproduce/reproduce_papers")
 
 
 def _write_trace(folder: Path) -> Path:

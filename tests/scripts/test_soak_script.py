@@ -1,4 +1,4 @@
-"""Smoke test of scripts/soak.py: a short soak writes its memory and pickle-size figures."""
+"""Smoke test of scripts/bench/soak.py: a short soak writes its memory and pickle-size figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from helpers import load_script
 
 
 def test_a_short_soak_writes_rss_and_pickle_figures(tmp_path: Path) -> None:
-    script = load_script("soak")
+    script = load_script("bench/soak")
     out = tmp_path / "soak.json"
     # Every step commits; episodes are truncated at 100 decisions, so 600 steps make several.
     argv = ["--env-id", "HetCluster-Tiny-v0", "-e", "codec=multidiscrete", "-e", "max_decisions=100", "--steps", "600"]
@@ -29,7 +29,7 @@ def test_a_short_soak_writes_rss_and_pickle_figures(tmp_path: Path) -> None:
 
 
 def test_unknown_reward_is_refused_before_any_work(tmp_path: Path) -> None:
-    script = load_script("soak")
+    script = load_script("bench/soak")
     out = tmp_path / "soak.json"
     with pytest.raises(SystemExit):
         script.main(["--steps", "10", "--rewards", "jtc", "--out", str(out)])

@@ -1,13 +1,16 @@
-"""scripts/teacher_invariance.py: a smoke run (counts that add up, a report written) and its input errors."""
+"""scripts/studies/teacher_invariance.py: a smoke run (counts that add up, a report written) and its input errors.
+
+A study (scripts/studies/): its smoke run stays in the default test run, the other tests are marked ``slow``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from helpers import load_script
 
-mod = load_script("teacher_invariance")
+mod = load_script("studies/teacher_invariance")
 
 
 def test_a_short_run_writes_its_counts(tmp_path: Path) -> None:
@@ -22,6 +25,7 @@ def test_a_short_run_writes_its_counts(tmp_path: Path) -> None:
     assert 0.0 <= report["dsr"]["dsr_mean"] <= 1.0 and len(report["dsr"]["runs"]) == 1
 
 
+@pytest.mark.slow
 def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "inv.json"
     assert mod.main(["--teacher", "dancer:memory=observed", "--shifts", "7,x", "--out", str(out)]) == 2

@@ -12,7 +12,7 @@ also, at every decision, leave no GPU type with as many free GPUs as a job it le
 
 Each test runs the ``default`` hypothesis profile's examples in the everyday run; the tests marked
 ``slow`` draw larger workloads with at least the ``slow`` profile's 1,000 examples (``nightly``: 10,000,
-``scripts/nightly_properties.py``).
+``scripts/bench/nightly_properties.py``).
 """
 
 from __future__ import annotations

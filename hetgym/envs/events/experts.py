@@ -14,7 +14,7 @@ admitted jobs forced and the declined ones rejected give ElasticFlow's run, bit 
 action 0 (the allocator's own choice) at every event (``mode="auto"``). For any other expert they are
 the closest choices the interface can express, and the gap between the expert's DSR on the simulator and
 that of its choices through the environment measures what the interface cannot express
-(``scripts/event_interface.py``).
+(``scripts/studies/event_interface.py``).
 
 :class:`EventExpertAgent` has Stable-Baselines3's ``predict``, so ``evaluate_policy`` scores it like a
 learned agent.
