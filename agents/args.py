@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from hetgym.limits import RUNS_ENV, max_runs
 from hetgym.sim.errors import HetgymError
 
 
@@ -61,6 +62,7 @@ def parse_seeds(text: str | Sequence[int]) -> list[int]:
     if not isinstance(text, str):
         return [int(s) for s in text]
     out: list[int] = []
+    limit = max_runs()
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -71,6 +73,11 @@ def parse_seeds(text: str | Sequence[int]) -> list[int]:
                 a, b = int(lo), int(hi)
                 if b < a:
                     raise AgentError(f"seed range {part!r} runs backwards; write e.g. 0-3")
+                if len(out) + (b - a + 1) > limit:  # counted before the list is built
+                    raise AgentError(
+                        f"seeds {text!r} name {len(out) + b - a + 1:,} workloads, more than {limit:,} (each is an "
+                        f"episode to play); give fewer, or raise the bound with {RUNS_ENV}=N"
+                    )
                 out.extend(range(a, b + 1))
             else:
                 out.append(int(part))

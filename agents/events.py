@@ -112,11 +112,12 @@ def new_ppo(cls: Any, venv: Any, args: EventPPOArgs, run: Path) -> Any:
 
 def parse_seeds(text: str) -> list[int]:
     """``"1000-1019"`` or ``"1,2,5"`` as a list of seeds."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
-    return out
+    from agents.args import parse_seeds as checked
+
+    try:
+        return checked(text)
+    except ValueError as exc:  # AgentError: a recipe's command line stops with the message
+        raise SystemExit(str(exc)) from None
 
 
 def parse_args(cls: type[T], argv: Sequence[str] | None, description: str | None) -> T:

@@ -93,6 +93,18 @@ def _cli_size_cases() -> list[Case]:
                 expect=("workers",),
             ),
             Case(
+                id=f"evaluate--seeds-range-{e}",
+                category="size (CLI)",
+                argv=("evaluate", "--preset", "tiny", "--experts", "fifo", "--no-progress", "--seeds", f"0-{n - 1}"),
+                expect=("seeds", _bound(MAX_RUNS)),
+            ),
+            Case(
+                id=f"train--train-seeds-range-{e}",
+                category="size (CLI)",
+                argv=("train", "--algo", "bc", "--preset", "tiny", "--no-progress", "--train-seeds", f"0-{n - 1}"),
+                expect=("seeds", _bound(MAX_RUNS)),
+            ),
+            Case(
                 id=f"sweep-file-seeds-{e}",
                 category="size (CLI)",
                 argv=("sweep", "big.yaml", "--dry-run"),

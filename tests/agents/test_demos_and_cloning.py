@@ -81,6 +81,10 @@ def test_bad_files_and_arguments_fail_clearly(edf_demos: Demonstrations, tmp_pat
     with pytest.raises(AgentError, match="integer"):
         parse_seeds("a,b")
     assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+    with pytest.raises(AgentError, match="HETGYM_MAX_RUNS"):  # counted, not built: answers at once
+        parse_seeds("0-999999999")
+    with pytest.raises(AgentError, match="100,001 workloads"):
+        parse_seeds("1,0-99999")
 
 
 def test_dagger_mixing_labels_every_state_the_learner_reaches() -> None:
