@@ -1,15 +1,16 @@
 """What every recipe shares: the agent's environment, seeding, run folders and checkpoints.
 
 **The agent's environment.** :func:`agent_env_kwargs` resolves the ``gym.make`` overrides a recipe trains
-in: the teacher's round length (so the teacher acts in the environment exactly as on the simulator),
-then the agent defaults of the id's interface (:func:`agent_env_defaults`), then the user's overrides. On
-the ``-v0`` ids the defaults widen the window to 32 slots (on the ``default`` preset up to some 35 jobs are
-active at once, and a teacher's decision about a job outside a 16-slot window cannot be expressed) and use
-the ``window-levels`` observation (each job's speed and deadline slack per GPU type and count level, what a
-deadline-aware teacher compares). On the ``-v1`` ids (the recipes' default), whose interface is built for
-learning, they keep its 32-slot window and its ``decisions="on-change"`` cadence: the teacher then acts at
-the agent's cadence rather than at every epoch, with far fewer agent steps an episode and a somewhat lower
-DSR than at every epoch (``docs/environment.md``).
+in: the teacher's round length (so the teacher acts in the environment exactly as on the simulator), then
+the agent defaults of the id's interface (:func:`agent_env_defaults`), then the user's overrides. On the
+``-v0`` ids the defaults widen the window to 32 slots (on the ``default`` preset more jobs can be active at
+once than a 16-slot window holds, and a teacher's decision about a job outside the window cannot be
+expressed; ``docs/agents.md``) and use the ``window-levels`` observation (each job's speed and deadline
+slack per GPU type and count level, what a deadline-aware teacher compares). On the ``-v1`` ids (the
+recipes' default), whose interface is built for learning, they keep its 32-slot window and its
+``decisions="on-change"`` cadence: the teacher then acts at the agent's cadence rather than at every epoch,
+with far fewer agent steps an episode and a somewhat lower DSR than at every epoch
+(``docs/environment.md``).
 
 **Checkpoints.** A run folder holds ``model.pt``, the policy's weights (tensors only, read back with
 ``torch.load(..., weights_only=True)``), and ``agent.json``: the environment id and overrides, the teacher's

@@ -25,6 +25,10 @@ Groups (the deterministic group always runs; the others on request):
 * ``--suite``: the wall time of command 2's tests (``python -m pytest -m "not slow" -q``), from 4 minutes on
   a quiet machine to half an hour on a busy one.
 
+Every run (``--fragments-only`` included) also checks that no docstring or ``#:`` comment of ``hetgym/``,
+``agents/`` or ``baselines/`` states a measured timing (``ms``, ``µs``, steps per second, CPU or wall
+seconds): those figures go stale, so the docs state them with the command that measured them.
+
 Usage::
 
     python scripts/check_docs.py                       # deterministic claims
@@ -35,9 +39,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import functools
 import os
+import re
 import resource
 import shlex
 import subprocess
@@ -488,6 +494,55 @@ def check_fragments(claims: list[Claim]) -> list[str]:
     return missing
 
 
+#: The packages whose docstrings and ``#:`` attribute comments must hold no measured timings.
+DOCSTRING_PACKAGES = ("hetgym", "agents", "baselines")
+#: A timing: a number with a unit of time under a second, or a rate of steps, or CPU / wall seconds.
+TIMING = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns)\b"
+    r"|\d[\d,]*(?:\.\d+)?\s?steps?/s\b"
+    r"|\d[\d,]*(?:\.\d+)?\s?steps? (?:a|per) (?:CPU[- ])?second"
+    r"|\d[\d,]*(?:\.\d+)?\s?(?:CPU|wall)[- ]s(?:econds?)?\b"
+)
+#: (file, matched text) pairs that are no measurement, with the reason.
+TIMING_ALLOWED = {
+    ("baselines/hadare.py", "20 ms"): "computed from the defaults (0.2 GB over a 12.5 GB/s NIC), not measured",
+    ("hetgym/workloads/scenario.py", "3.6 ms"): "the interval of the largest arrival rate, 10^6 jobs an hour",
+}
+
+
+def _doc_texts(path: Path) -> list[tuple[int, str]]:
+    """``(first line, text)`` of each module, class and function docstring and ``#:`` comment of a file."""
+    source = path.read_text()
+    texts = [(n, line.strip()[2:]) for n, line in enumerate(source.splitlines(), 1) if line.lstrip().startswith("#:")]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                texts.append((first.lineno, value.value))
+    return texts
+
+
+def docstring_timings(root: Path = ROOT, packages: tuple[str, ...] = DOCSTRING_PACKAGES) -> list[str]:
+    """The measured timings docstrings state (``file:line: text``): measurements belong in the docs.
+
+    A timing in a docstring goes stale when the code or the machine changes and no check re-measures it;
+    the docs state it with the command that measured it. :data:`TIMING_ALLOWED` lists the figures that are
+    no measurement.
+    """
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            for line, text in _doc_texts(path):
+                for match in TIMING.finditer(text):
+                    if (rel, match.group(0)) in TIMING_ALLOWED:
+                        continue
+                    at = line + text[: match.start()].count("\n")
+                    found.append(f"{rel}:{at}: {match.group(0)!r} (a measured timing belongs in the docs)")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timings", action="store_true", help="also bench_env's steps/s (about a minute)")
@@ -501,6 +556,10 @@ def main(argv: list[str] | None = None) -> int:
     missing = check_fragments(CLAIMS)
     for line in missing:
         print(f"MISSING  {line}")
+    timings = docstring_timings()
+    for line in timings:
+        print(f"DOCSTRING  {line}")
+    missing += timings
     if args.fragments_only:
         return 1 if missing else 0
     failed = bool(missing)

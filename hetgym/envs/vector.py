@@ -54,8 +54,7 @@ BATCHED_ENCODERS: tuple[type, ...] = (
     WindowNodesObservation,  # its own keys are fixed for the epoch: they live in the copied buffer
 )
 #: From this many sub-envs on, batched encoding costs less than a row per sub-env (its numpy calls have a
-#: fixed cost per step: on ``HetCluster-v1`` with a random agent, about 73 µs a step against 33 µs, for
-#: 11 µs a sub-env against 18; ``scripts/bench/bench_vector.py``).
+#: fixed cost per step; measured in ``docs/environment.md``, "Vectorised environments").
 BATCH_MIN_ENVS = 6
 
 
