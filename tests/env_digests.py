@@ -45,7 +45,8 @@ class Case:
 
 def cases() -> list[Case]:
     """The fixed set: the v1 interface (default and tiny), the v0 defaults and the other built-in
-    observations and codecs, two seeds each for the v1 default."""
+    observations and codecs (each window feature group, both job-at-a-time rules), two seeds each for
+    the v1 default."""
     return [
         Case("v1", "HetCluster-v1", 0, 1500),
         Case("v1", "HetCluster-v1", 1, 1500),
@@ -57,6 +58,10 @@ def cases() -> list[Case]:
         Case("multidiscrete", "HetCluster-v0", 7, 200, {"codec": "multidiscrete"}),
         Case("v1-jct", "HetCluster-v1", 8, 800, {"reward": "jct"}),
         Case("v1-tiny-utilisation", "HetCluster-Tiny-v1", 9, 600, {"reward": "utilisation"}),
+        Case("v1-types-nodes", "HetCluster-v1", 10, 600, {"codec": "jobwise-types", "observation": "window-nodes"}),
+        Case("tiny-types-modes", "HetCluster-Tiny-v1", 11, 600, {"codec": "jobwise-types", "modes": ("sync", "fork")}),
+        Case("v0-nodes", "HetCluster-v0", 12, 400, {"observation": "window-nodes"}),
+        Case("v0-cursor", "HetCluster-v0", 13, 300, {"observation": "window-cursor"}),
     ]
 
 
