@@ -4,7 +4,10 @@ Policies, placers, action codecs, observation encoders, rewards and window order
 :class:`Registry`: a name maps to an :class:`Entry` holding the component (a class or a function), the
 frozen dataclass of its knobs (or ``None`` when it has none) and the first line of its docstring. An
 unknown name raises :class:`~hetgym.sim.errors.UnknownNameError` naming the nearest registered ones, so
-a typo is easy to fix; registering a name twice for two different objects is refused.
+a typo is easy to fix; registering a name twice for two different objects is refused. An
+:class:`Alias` is a second name for an entry with some of its knobs preset (``jobwise-types`` is
+``jobwise`` with ``several_types=True``): it resolves to that entry, and :meth:`Registry.knobs_for` adds its
+preset knobs, so a variant that differs from another only by knob values need not be a class of its own.
 
 Knobs are declared once, as fields of a frozen dataclass deriving from :class:`Knobs`, with their
 constraints in :func:`knob`; construction validates every field and names the knob, the value and the
@@ -136,6 +139,26 @@ class Knobs:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A second registry name for an entry, with some of the entry's knobs preset.
+
+    Attributes:
+        name: The alias.
+        target: The name of the entry it stands for.
+        knobs: The preset knob values, as ``(knob, value)`` pairs.
+    """
+
+    name: str
+    target: str
+    knobs: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self) -> str:
+        """``alias of 'target' with knob=value, ...`` (what listings show for the alias)."""
+        preset = ", ".join(f"{k}={v!r}" for k, v in self.knobs)
+        return f"alias of {self.target!r}" + (f" with {preset}" if preset else "")
+
+
+@dataclass(frozen=True)
 class Entry(Generic[T]):
     """One registered component.
 
@@ -169,6 +192,7 @@ class Registry(Generic[T]):
         self.kind = kind
         self.hint = hint
         self._entries: dict[str, Entry[T]] = {}
+        self._aliases: dict[str, Alias] = {}
         self._modules = modules
         Registry.ALL[kind] = self
 
@@ -181,6 +205,9 @@ class Registry(Generic[T]):
     def register(self, name: str, obj: T, *, knobs: type[Knobs] | None = None, replace: bool = False) -> T:
         """Register ``obj`` under ``name``; the same object again is a no-op, another one is refused."""
         key = str(name).lower()
+        if key in self._aliases and not replace:
+            raise HetgymError(f"{self.kind} name {key!r} is already an {self._aliases[key].describe()}")
+        self._aliases.pop(key, None)
         existing = self._entries.get(key)
         if existing is not None and not replace and _identity(existing.obj) != _identity(obj):
             raise HetgymError(f"{self.kind} name {key!r} is already registered by {_identity(existing.obj)}")
@@ -199,32 +226,87 @@ class Registry(Generic[T]):
 
         return deco
 
-    def entry(self, name: str) -> Entry[T]:
-        """The entry registered as ``name`` (unknown names raise, naming the nearest)."""
+    def alias(self, name: str, target: str, **knobs: Any) -> None:
+        """Register ``name`` as a second name for ``target`` with ``knobs`` preset (the same alias again is a
+        no-op; a name already in use is refused). ``target`` may be registered later (a lazy module)."""
+        key = str(name).lower()
+        made = Alias(key, str(target).lower(), tuple(knobs.items()))
+        if key in self._entries:
+            raise HetgymError(f"{self.kind} name {key!r} is already registered by {_identity(self._entries[key].obj)}")
+        existing = self._aliases.get(key)
+        if existing is not None and existing != made:
+            raise HetgymError(f"{self.kind} name {key!r} is already an {existing.describe()}")
+        self._aliases[key] = made
+
+    def aliases(self) -> dict[str, Alias]:
+        """The registered aliases by name, sorted."""
+        self._load()
+        return {k: self._aliases[k] for k in sorted(self._aliases)}
+
+    def resolve(self, name: str) -> tuple[Entry[T], dict[str, Any]]:
+        """The entry ``name`` stands for and the knobs it presets (none unless ``name`` is an alias)."""
         self._load()
         key = str(name).lower()
         found = self._entries.get(key)
-        if found is None:
-            raise UnknownNameError(self.kind, name, self._entries, self.hint)
-        return found
+        if found is not None:
+            return found, {}
+        alias = self._aliases.get(key)
+        if alias is None:
+            raise UnknownNameError(self.kind, name, self.names(), self.hint)
+        target = self._entries.get(alias.target)
+        if target is None:
+            raise HetgymError(f"{self.kind} {key!r} is an {alias.describe()}, which is not registered")
+        return target, dict(alias.knobs)
+
+    def entry(self, name: str) -> Entry[T]:
+        """The entry registered as ``name``, or the one the alias ``name`` stands for (unknown names raise,
+        naming the nearest)."""
+        return self.resolve(name)[0]
+
+    def knobs_for(self, name: str, given: Knobs | Mapping[str, Any] | None = None) -> Knobs | None:
+        """The knobs ``name`` is built with: ``given`` (an instance or a mapping of knob values; ``None``: the
+        defaults) with an alias's preset knobs added; ``None`` when the entry has no knobs.
+
+        A given value that contradicts the alias's preset raises :class:`KnobError` (use the target's name).
+        """
+        entry, preset = self.resolve(name)
+        cls = entry.knobs
+        if cls is None:
+            if given:
+                raise KnobError(f"the {self.kind} {name!r} has no knobs")
+            return None
+        if isinstance(given, cls) and not preset:
+            return given
+        values = given.as_dict() if isinstance(given, Knobs) else dict(given or {})
+        for knob_name, value in preset.items():
+            if knob_name in values and values[knob_name] != value:
+                raise KnobError(
+                    f"{self.kind} {str(name).lower()!r} presets {knob_name}={value!r}, not {values[knob_name]!r}; "
+                    f"use {entry.name!r} to set it"
+                )
+        return cls.from_kwargs(f"{self.kind} {entry.name!r}", **{**values, **preset})
 
     def get(self, name: str) -> T:
         """The component registered as ``name``."""
         return self.entry(name).obj
 
     def names(self) -> tuple[str, ...]:
-        """Registered names, sorted."""
+        """Registered names, aliases included, sorted."""
         self._load()
-        return tuple(sorted(self._entries))
+        return tuple(sorted({*self._entries, *self._aliases}))
 
     def describe(self) -> dict[str, str]:
-        """Registered names with the first line of their docstring."""
-        return {k: self._entries[k].doc for k in self.names()}
+        """Registered names with the first line of their docstring (an alias: what it stands for)."""
+        return {k: self._entries[k].doc if k in self._entries else self._aliases[k].describe() for k in self.names()}
 
     def unregister(self, name: str) -> None:
-        """Forget ``name`` (for tests and interactive sessions)."""
+        """Forget ``name`` and the aliases standing for it (for tests and interactive sessions)."""
         self._load()
-        self._entries.pop(str(name).lower(), None)
+        key = str(name).lower()
+        self._entries.pop(key, None)
+        self._aliases.pop(key, None)
+        for alias in [a.name for a in self._aliases.values() if a.target == key]:
+            del self._aliases[alias]
 
     def __getitem__(self, name: str) -> T:
         """``registry[name]``, the same as :meth:`get` (an unknown name raises a ``KeyError`` subclass)."""
@@ -232,14 +314,13 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self._load()
-        return isinstance(name, str) and name.lower() in self._entries
+        return isinstance(name, str) and (name.lower() in self._entries or name.lower() in self._aliases)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._entries)
+        return len(self.names())
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {list(self.names())})"
@@ -249,4 +330,4 @@ def _identity(obj: object) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-__all__ = ["Entry", "KnobError", "Knobs", "Registry", "check_knob", "knob"]
+__all__ = ["Alias", "Entry", "KnobError", "Knobs", "Registry", "check_knob", "knob"]

@@ -60,6 +60,35 @@ def test_registry_names_the_nearest_and_refuses_a_second_owner() -> None:
     assert len(reg) == 0 and Registry.ALL["toy component"] is reg
 
 
+def test_an_alias_stands_for_an_entry_with_knobs_preset() -> None:
+    reg: Registry[type] = Registry("toy alias component", "List them with toys().")
+
+    @reg.decorator("alpha", knobs=ToyKnobs)
+    class Alpha:
+        """The first toy."""
+
+    reg.alias("alpha-srpt", "alpha", rule="srpt")
+    reg.alias("alpha-srpt", "alpha", rule="srpt")  # the same alias again is fine
+    assert reg.get("Alpha-SRPT") is Alpha and "alpha-srpt" in reg and reg.names() == ("alpha", "alpha-srpt")
+    assert reg.entry("alpha-srpt").name == "alpha" and reg.resolve("alpha-srpt")[1] == {"rule": "srpt"}
+    assert reg.describe() == {"alpha": "The first toy.", "alpha-srpt": "alias of 'alpha' with rule='srpt'"}
+    assert reg.knobs_for("alpha-srpt") == ToyKnobs(rule="srpt")
+    assert reg.knobs_for("alpha-srpt", {"share": 0.25}) == ToyKnobs(rule="srpt", share=0.25)
+    assert reg.knobs_for("alpha", ToyKnobs(share=0.25)) == ToyKnobs(share=0.25)
+    with pytest.raises(KnobError, match=r"presets rule='srpt'.*use 'alpha'"):
+        reg.knobs_for("alpha-srpt", ToyKnobs())
+    with pytest.raises(HetgymError, match="already an alias of 'alpha'"):
+        reg.alias("alpha-srpt", "alpha", rule="gain")
+    with pytest.raises(HetgymError, match="already an alias"):
+        reg.register("alpha-srpt", Alpha)
+    with pytest.raises(HetgymError, match="already registered"):
+        reg.alias("alpha", "alpha-srpt")
+    with pytest.raises(UnknownNameError, match="did you mean 'alpha-srpt'"):
+        reg.get("alpha-srp")  # the nearest-name error knows the aliases
+    reg.unregister("alpha")  # and its aliases with it
+    assert len(reg) == 0
+
+
 @pytest.mark.parametrize(
     ("kind", "plural"), [("policy", "policies"), ("GPU type", "GPU types"), ("config key", "config keys")]
 )
