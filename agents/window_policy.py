@@ -30,8 +30,8 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-#: The codecs that decide one job at a time (``Discrete``, the same numbering): the set network's
-#: (:mod:`agents.set_policy`).
+#: The codec names that decide one job at a time (``Discrete``, the same numbering): ``jobwise`` and its alias
+#: ``jobwise-types`` (``several_types=True``), the set network's (:mod:`agents.set_policy`).
 JOBWISE_CODECS: tuple[str, ...] = ("jobwise", "jobwise-types")
 
 

@@ -181,12 +181,14 @@ class HetClusterConfig:
         queue_slots: K, the number of job slots in the observation window and the action space.
         codec: Action codec, a name in :data:`~hetgym.envs.codecs.CODECS`: ``sequential`` (masked
             ``Discrete``), ``multidiscrete`` (one-shot), ``jobwise`` (one job at a time),
-            ``jobwise-types`` (one job at a time, several GPU types a job), ``score`` (per-slot type,
+            ``jobwise-types`` (an alias: ``jobwise`` with its knob ``types=True``, several GPU types a
+            job), ``score`` (per-slot type,
             count and priority, served by a fixed allocator), or one registered with
             :func:`~hetgym.envs.codecs.register_codec`.
         codec_knobs: The codec's own knobs (a mapping, checked against the frozen knobs dataclass the
-            codec registered; resolved to an instance of it), or ``None`` for the defaults. Of the built-in
-            codecs only ``score`` has knobs (:class:`~hetgym.envs.codecs.ScoreKnobs`).
+            codec registered; resolved to an instance of it, with an alias's preset knobs), or ``None`` for
+            the defaults. Of the built-in codecs ``score`` (:class:`~hetgym.envs.codecs.ScoreKnobs`) and
+            ``jobwise`` (:class:`~hetgym.envs.codecs.JobwiseKnobs`) have knobs.
         count_levels: GPU counts an action can give a job on one type (``"pow2"``, ``"all"`` or a list).
         modes: Execution modes an action can choose for a job spanning types (the first is the
             default; with one mode there is no mode choice).
@@ -489,17 +491,13 @@ def _resolve_knobs(option: str, name: str, given: Any) -> Knobs | None:
                 f"{key}={_mapping_to_dict(given)!r}: the {registry.kind} {entry.name!r} has no knobs; leave {key} unset"
             )
         return None
-    if isinstance(given, cls):
-        return given
-    if given is None:
-        given = {}
-    if not isinstance(given, Mapping):
+    if given is not None and not isinstance(given, cls | Mapping):
         raise EnvConfigError(
             f"{key}={given!r}: give a mapping of the {registry.kind} {entry.name!r}'s knobs "
             f"({', '.join(cls.names())}) or a {cls.__name__}"
         )
     try:
-        return cls.from_kwargs(f"{registry.kind} {entry.name!r}", **given)
+        return registry.knobs_for(name, given)  # an alias adds its preset knobs
     except TypeError as exc:  # a knob without a default was left out
         raise EnvConfigError(f"{key}: the {registry.kind} {entry.name!r} needs its knobs set ({exc})") from None
 

@@ -77,9 +77,9 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
     * ``"jobwise"``: ``Discrete(T*(C-1)*M + 3 [+ 1])``: the window's jobs are presented one at a time, most
       urgent first, and each is decided once: a (type, count level, mode), no GPUs, keep, or reject; ``done``
       commits early. At most K + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseCodec`; one type a job).
-    * ``"jobwise-types"``: ``jobwise``'s actions, but a set action adds one GPU type to the current job and
-      ``keep`` ends its turn, so a job can hold several types; at most K*(T+1) + 1 steps an epoch
-      (:class:`~hetgym.envs.codecs.JobwiseTypesCodec`).
+    * ``"jobwise-types"`` (an alias of ``jobwise`` with ``codec_knobs={"several_types": True}``): ``jobwise``'s actions,
+      but a set action adds one GPU type to the current job and ``keep`` ends its turn, so a job can hold
+      several types; at most K*(T+1) + 1 steps an epoch (:class:`~hetgym.envs.codecs.JobwiseKnobs`).
     * ``"score"``: ``MultiDiscrete([T+2 [+1], C-1, P [, M]] * K)``: per slot a type (or none, keep, reject),
       count level, priority; an allocator serves them, each step commits (:class:`~hetgym.envs.codecs.ScoreCodec`).
 

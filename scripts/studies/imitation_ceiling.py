@@ -96,9 +96,9 @@ def measure(env_id: str, policy: str, seed: int, driver: str, scored: tuple[str,
     settings = base.config.settings(base.throughput)
     scorers: dict[str, ActionCodec | None] = {}
     for name in scored:
-        knobs = CODECS.entry(name).knobs
-        # The driver's own encoding is the tracker's; the others get their own instance on the env's state.
-        scorers[name] = None if name == driver else make_codec(name, base.state, settings, knobs() if knobs else None)
+        # The driver's own encoding is the tracker's; the others get their own instance on the env's state
+        # (with their default knobs, an alias's preset ones added).
+        scorers[name] = None if name == driver else make_codec(name, base.state, settings)
     tally = {name: Counter[str]() for name in scored}
     tracker = ExpertTracker(policy)
     env.reset(seed=seed)

@@ -8,19 +8,59 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import hetgym  # noqa: F401  (registers the ids)
-from hetgym.envs.codecs import CODECS, JobwiseTypesCodec
+from hetgym.envs.codecs import CODECS, JobwiseCodec, JobwiseKnobs
+from hetgym.envs.settings_checks import EnvConfigError
 from hetgym.experts import ExpertAgent, expert_env_kwargs
 from hetgym.sim import Simulator, make_policy
+from hetgym.sim.registry import KnobError
 
 TINY = "HetCluster-Tiny-v0"
 
 
 def test_jobwise_types_is_registered_passes_the_checker_and_keeps_jobwise_numbering() -> None:
-    assert CODECS.get("jobwise-types") is JobwiseTypesCodec
+    assert CODECS.get("jobwise-types") is JobwiseCodec and "jobwise-types" in CODECS.names()
+    assert CODECS.describe()["jobwise-types"] == "alias of 'jobwise' with several_types=True"
     env = gym.make(TINY, codec="jobwise-types")
     check_env(env.unwrapped, skip_render_check=True)
     assert env.action_space == gym.make(TINY, codec="jobwise").action_space
     assert "slot_cursor" in env.observation_space.spaces
+
+
+def _rollout(env: gym.Env, seed: int, steps: int) -> list[bytes]:
+    """Every observation, mask and reward of a seeded random masked rollout, as bytes."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    out: list[bytes] = []
+    for _ in range(steps):
+        out += [v.tobytes() for v in obs.values()] + [info["action_mask"].tobytes()]
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        out.append(np.float64(reward).tobytes())
+        if terminated or truncated:
+            obs, info = env.reset()
+    return out
+
+
+@pytest.mark.parametrize("env_id", [TINY, "HetCluster-Tiny-v1"])
+def test_the_alias_is_jobwise_with_the_types_knob_bit_for_bit(env_id: str) -> None:
+    alias = gym.make(env_id, codec="jobwise-types")
+    knob = gym.make(env_id, codec="jobwise", codec_knobs={"several_types": True})
+    assert alias.unwrapped.config.codec_knobs == knob.unwrapped.config.codec_knobs == JobwiseKnobs(several_types=True)
+    assert alias.action_space == knob.action_space and alias.observation_space == knob.observation_space
+    assert alias.unwrapped.codec.steps_bound() == knob.unwrapped.codec.steps_bound()
+    assert _rollout(alias, 3, 300) == _rollout(knob, 3, 300)
+    # Saved env kwargs name the alias with its preset knob: they build the same env again.
+    again = gym.make(env_id, **alias.unwrapped.config.to_kwargs())
+    assert again.unwrapped.config == alias.unwrapped.config
+    assert _rollout(again, 4, 100) == _rollout(alias, 4, 100)
+
+
+def test_the_alias_refuses_a_knob_that_contradicts_its_preset() -> None:
+    with pytest.raises(KnobError, match="presets several_types=True"):
+        gym.make(TINY, codec="jobwise-types", codec_knobs={"several_types": False})
+    with pytest.raises(EnvConfigError, match="no knobs"):
+        gym.make(TINY, codec="sequential", codec_knobs={"several_types": True})
+    plain = gym.make(TINY, codec="jobwise").unwrapped.codec
+    assert not plain.several_types and plain.steps_bound() == plain.num_slots + 1
 
 
 def test_an_epoch_takes_at_most_k_times_types_plus_one_steps_whatever_the_agent_does() -> None:

@@ -1,8 +1,8 @@
 """Action codecs: how an agent's actions edit the draft allocation, and the inverse map for experts.
 
 A codec is chosen by the ``codec`` option from the registry :data:`CODECS`; each one acts on the K-slot
-window of :class:`~hetgym.envs.state.DecisionState` (jobs outside the window keep their GPUs). Five are
-built in:
+window of :class:`~hetgym.envs.state.DecisionState` (jobs outside the window keep their GPUs). Four are
+built in, and one alias:
 
 * :class:`SequentialCodec` (``sequential``, :mod:`.sequential`): a masked ``Discrete`` space. One action
   sets one slot's GPU count on one type to a count level, rejects one slot's job, sets one slot's
@@ -14,9 +14,9 @@ built in:
   Infeasible parts are repaired in a fixed order (see the class docstring); every step commits.
 * :class:`JobwiseCodec` (``jobwise``, :mod:`.jobwise`): a ``Discrete`` space deciding the window's jobs one
   at a time, most urgent first (a type, count and mode, none, keep or reject); at most K + 1 steps an epoch.
-* :class:`JobwiseTypesCodec` (``jobwise-types``, :mod:`.jobwise_types`): ``jobwise``'s actions, but a set
-  action adds a GPU type to the current job until ``keep`` ends its turn, so a job can hold several types;
-  at most K * (T + 1) + 1 steps an epoch.
+  Its knob ``several_types=True`` (:class:`JobwiseKnobs`; the alias ``jobwise-types``) keeps the actions but lets
+  a set action add a GPU type to the current job until ``keep`` ends its turn, so a job can hold several
+  types; at most K * (T + 1) + 1 steps an epoch.
 * :class:`ScoreCodec` (``score``, :mod:`.score`): a ``MultiDiscrete`` space giving, per slot, a GPU type
   (or none, keep, reject), a count level and a priority; a fixed allocator serves the slots by priority and
   every step commits.
@@ -36,8 +36,7 @@ Add a codec by subclassing :class:`ActionCodec` and decorating it with :func:`re
 from __future__ import annotations
 
 from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, discrete_index, make_codec, register_codec
-from hetgym.envs.codecs.jobwise import JobwiseCodec
-from hetgym.envs.codecs.jobwise_types import JobwiseTypesCodec
+from hetgym.envs.codecs.jobwise import JobwiseCodec, JobwiseKnobs
 from hetgym.envs.codecs.oneshot import OneShotCodec
 from hetgym.envs.codecs.score import ScoreCodec, ScoreKnobs
 from hetgym.envs.codecs.sequential import SequentialCodec
@@ -49,7 +48,7 @@ __all__ = [
     "CodecStep",
     "Encoding",
     "JobwiseCodec",
-    "JobwiseTypesCodec",
+    "JobwiseKnobs",
     "OneShotCodec",
     "ScoreCodec",
     "ScoreKnobs",

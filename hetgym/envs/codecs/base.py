@@ -60,8 +60,8 @@ class ActionCodec(ABC):
     Attributes:
         name: Registry name (``codec="name"``).
         knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the codec's own knobs, or
-            ``None``. Of the built-in codecs only ``score`` has knobs; everything else they read is
-            environment-wide (see :class:`~hetgym.envs.config.EnvSettings`).
+            ``None``. Of the built-in codecs ``score`` and ``jobwise`` have knobs; everything else they read
+            is environment-wide (see :class:`~hetgym.envs.config.EnvSettings`).
         knob_values: The knob values this instance was built with (``None`` without knobs).
         slot_by_slot: Each action decides the window slot at ``state.cursor`` (``jobwise``, ``jobwise-types``); the
             observation then carries a ``slot_cursor`` key marking it. ``False`` for the other codecs.
@@ -199,8 +199,8 @@ def register_codec(name: str | None = None) -> Callable[[_C], _C]:
 
 
 def make_codec(name: str, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> ActionCodec:
-    """The codec registered as ``name`` (an unknown name raises, naming the nearest)."""
-    return CODECS.get(name)(state, settings, knobs)
+    """The codec registered as ``name``, with an alias's preset knobs (an unknown name raises, naming the nearest)."""
+    return CODECS.get(name)(state, settings, CODECS.knobs_for(name, knobs))
 
 
 def discrete_index(action: Any, n: int, codec: str) -> int:

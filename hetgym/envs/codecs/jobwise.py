@@ -1,9 +1,11 @@
-"""The job-at-a-time codec (``codec="jobwise"``): one decision per window job, at most K + 1 steps an epoch.
+"""The job-at-a-time codec (``codec="jobwise"``, and ``"jobwise-types"``: the same with ``several_types=True``).
 
 In the line of DeepRM (Mao et al., HotNets 2016) and Decima (Mao et al., SIGCOMM 2019), where each action
 schedules one job or says "no more": the environment presents the window's jobs one at a time, most
 urgent first, and the agent decides each exactly once. An epoch therefore takes at most K + 1 steps and
 no decision can be undone, so the agent cannot pad an epoch with edits that cost no simulated time.
+With the knob ``several_types=True`` (the alias ``codec="jobwise-types"``) a job's turn may give it several GPU
+types, one set action each (see "Several GPU types a job" below).
 
 Action layout (``Discrete(T * (C - 1) * M + 3 [+ 1])``; T GPU types, C count levels including 0, M modes):
 
@@ -25,34 +27,81 @@ comes). Jobs outside the window keep their GPUs.
 The inverse map (:meth:`JobwiseCodec.encode`) is exact for every allocation that gives each window job at
 most one GPU type, on the count levels, in one of the codec's modes; an allocation spreading a job over
 several types is expressed with the job on its largest type's share (and reported as inexact).
+
+Several GPU types a job (``several_types=True``, ``codec="jobwise-types"``)
+-------------------------------------------------------------------
+
+With one type a job, the codec cannot express an expert that spreads a job over types: HadarE forks a
+job into copies on every type that has room (on ``HetCluster-v1`` about a fifth of its running jobs hold
+two to four types). With ``several_types=True`` the actions and their numbering stay the same, so the same
+networks apply (the set network of :mod:`agents.set_policy`), and one thing changes: a set action no
+longer ends the current job's *turn*.
+
+* a set action: the first one of a turn replaces the job's draft row by that one type; each later one
+  adds its type to what the turn gave so far. A type can be given once a turn, and every set action of a
+  turn uses the first one's mode (the mask says so). The cursor stays on the job;
+* ``keep``: end the job's turn with what the draft gives it (the turn's set actions, or, when there were
+  none, its GPUs before the epoch unless a more urgent job took them);
+* ``none`` and ``reject`` end the turn as above (whatever the turn gave the job); ``done`` commits.
+
+Ending the last job's turn commits. Every action either ends a turn or gives the current job a type it
+did not have this turn, so an epoch takes at most ``K * (T + 1) + 1`` steps and no action sequence can
+stall it. The inverse map gives a job whose target differs from its draft its types in decreasing order
+of count (ties: type order), then ``keep``; it is exact for every allocation on the count levels in one
+of the codec's modes. From a state a learner reached (DAgger), a turn that already gave a type the wrong
+count is finished with the target's other types and reported as inexact.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import ActionCodec, CodecStep, discrete_index, register_codec
+from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, discrete_index, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.registry import Knobs
+from hetgym.sim.registry import Knobs, knob
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
 
 
+@dataclass(frozen=True)
+class JobwiseKnobs(Knobs):
+    """The ``jobwise`` codec's knobs (``codec_knobs={...}``; ``codec="jobwise-types"`` presets ``several_types``)."""
+
+    several_types: bool = knob(
+        False,
+        choices=(False, True),
+        doc="a job's turn may give it several GPU types: set actions add types until keep ends the turn",
+    )
+
+
 @register_codec()
 class JobwiseCodec(ActionCodec):
-    """One job at a time (DeepRM/Decima): per window job a (type, count, mode), none, keep or reject; then commit."""
+    """One job at a time (DeepRM/Decima): per window job a (type, count, mode), none, keep or reject; then commit.
+
+    Attributes:
+        several_types: A turn may give the job several GPU types (the knob; see the module docstring).
+        label: The name the codec goes by in messages: ``jobwise``, or ``jobwise-types`` with ``several_types``.
+    """
 
     name = "jobwise"
+    knobs = JobwiseKnobs
     slot_by_slot = True  # the observation's slot_cursor marks the job being decided (current_slot)
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
+        own = knobs if knobs is not None else JobwiseKnobs()
+        if not isinstance(own, JobwiseKnobs):
+            raise TypeError(f"the jobwise codec's knobs are a JobwiseKnobs, got {type(own).__name__}")
+        self.knob_values = own
+        self.several_types = bool(own.several_types)
+        self.label = "jobwise-types" if self.several_types else "jobwise"
         t, c, m = self.num_types, len(self.levels), len(self.modes)
         self.num_set = t * (c - 1) * m
         self.none = self.num_set
@@ -81,7 +130,10 @@ class JobwiseCodec(ActionCodec):
         return self.done
 
     def steps_bound(self) -> int:
-        """The most steps an epoch takes: one a window job, then the commit (K + 1)."""
+        """The most steps an epoch takes: one a window job, then the commit (K + 1); with ``several_types``, each
+        step ends a turn or gives a new type, K * (T + 1) + 1."""
+        if self.several_types:
+            return self.num_slots * (self.num_types + 1) + 1
         return self.num_slots + 1
 
     def current_slot(self, state: DecisionState) -> int:
@@ -123,13 +175,18 @@ class JobwiseCodec(ActionCodec):
             self._allowed = state.allowed[:, self._type]
             self._allowed_key = (id(state), state.version_of_load)
         out[: self.num_set] = (self._count <= avail[self._type]) & self._allowed[slot]
+        given = state.cursor_types
+        if given:  # several_types: a type once a turn, in the turn's mode
+            out[: self.num_set] &= ~((given >> self._type) & 1).astype(bool)
+            if len(self.modes) > 1:
+                out[: self.num_set] &= self._mode == state.draft_mode[slot]
         out[self.none] = out[self.keep] = True
         if self.allow_reject:
             out[self.reject_action] = True
         return out
 
     def apply(self, state: DecisionState, action: Any, mask: np.ndarray) -> CodecStep:
-        a = discrete_index(action, self.n, "jobwise")
+        a = discrete_index(action, self.n, self.label)
         if a == self.done:
             return CodecStep(commit=True)
         slot = self.current_slot(state)
@@ -137,21 +194,26 @@ class JobwiseCodec(ActionCodec):
         if slot >= jobs:  # an empty window: any action commits
             return CodecStep(commit=True)
         invalid = not mask[a]
-        if not invalid and a != self.keep:
-            if a < self.num_set:
-                t, count, m = self._set_list[a]
-                row = [0] * self.num_types
-                row[t] = count
-                state.set_row(slot, row)
-                if len(self.modes) > 1:
-                    state.set_mode(slot, m)
-                self._preempt_later(state, slot, t)
-            elif a == self.none:
-                state.set_row(slot, [0] * self.num_types)
-            else:
-                state.reject(slot)
         state.num_actions += 1
+        if not invalid and a < self.num_set:
+            t, count, m = self._set_list[a]
+            # A turn's first set action replaces the job's row; with several_types, a later one adds.
+            row = state.draft[slot].tolist() if state.cursor_types else [0] * self.num_types
+            row[t] = count
+            state.set_row(slot, row)
+            if len(self.modes) > 1:
+                state.set_mode(slot, m)
+            self._preempt_later(state, slot, t)
+            if self.several_types:  # the turn goes on
+                state.cursor_types |= 1 << t
+                mask[:] = self.mask(state)
+                return CodecStep(commit=False)
+        elif not invalid and a == self.none:
+            state.set_row(slot, [0] * self.num_types)
+        elif not invalid and a == self.reject_action:
+            state.reject(slot)
         state.cursor += 1
+        state.cursor_types = 0
         commit = state.cursor >= jobs
         if not commit:
             mask[:] = self.mask(state)
@@ -186,7 +248,7 @@ class JobwiseCodec(ActionCodec):
                 if self.apply(state, a, mask).commit:
                     break
             else:  # pragma: no cover - every action moves towards a commit within the codec's step bound
-                raise AssertionError(f"{self.name} encoding exceeded its step bound")
+                raise AssertionError(f"{self.label} encoding exceeded its step bound")
             expressed = state.allocation()
         finally:
             state.restore_draft(snap)
@@ -205,17 +267,36 @@ class JobwiseCodec(ActionCodec):
     def _action_for(
         self, state: DecisionState, slot: int, row: np.ndarray, reject: bool, mode: int, notes: list[str]
     ) -> int:
+        """The next action of the job at ``slot`` towards its target ``row`` (see the module docstring)."""
+        draft = state.draft[slot]
+        given = state.cursor_types  # types given this turn (always 0 without ``several_types``)
+        multimode = len(self.modes) > 1
         if reject:
             return self.reject_action if self.allow_reject else self.none
         if not row.any():
-            return self.none if state.draft[slot].any() else self.keep
-        if np.array_equal(state.draft[slot], row) and (len(self.modes) == 1 or state.draft_mode[slot] == mode):
+            return self.none if draft.any() else self.keep
+        if not given and np.array_equal(draft, row) and (not multimode or state.draft_mode[slot] == mode):
             return self.keep
-        t = int(np.argmax(row))
-        if np.count_nonzero(row) > 1:
+        m = (int(state.draft_mode[slot]) if given else mode) if multimode else 0
+        if not self.several_types:
+            t = int(np.argmax(row))
+            if np.count_nonzero(row) > 1:
+                notes.append(
+                    f"job {int(state.ids[slot])}: the target spreads it over {np.count_nonzero(row)} GPU types; "
+                    "the jobwise codec gives a job one type (its largest share is expressed)"
+                )
+            return self.set_action(t, int(self.floor_index[row[t]]), m)
+        # The target's types still to give this turn, largest count first.
+        for t in sorted(range(self.num_types), key=lambda t: (-int(row[t]), t)):
+            if row[t] > 0 and not (given >> t) & 1:
+                return self.set_action(t, int(self.floor_index[row[t]]), m)
+        if given and not np.array_equal(draft, row):
             notes.append(
-                f"job {int(state.ids[slot])}: the target spreads it over {np.count_nonzero(row)} GPU types; "
-                "the jobwise codec gives a job one type (its largest share is expressed)"
+                f"job {int(state.ids[slot])}: its turn already gave it {draft.tolist()} GPUs per type, "
+                f"the target is {row.tolist()}; a type is given once a turn"
             )
-        level_idx = int(self.floor_index[row[t]])
-        return self.set_action(t, level_idx, mode if len(self.modes) > 1 else 0)
+        return self.keep
+
+
+#: ``codec="jobwise-types"``: the same codec, a job's turn giving it several GPU types.
+CODECS.alias("jobwise-types", "jobwise", several_types=True)
