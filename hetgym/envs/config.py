@@ -203,11 +203,15 @@ class HetClusterConfig:
             (earliest deadline first), ``arrival``, or one registered with
             :func:`~hetgym.envs.state.register_window_order`.
         observation: Observation encoder, a name in :data:`~hetgym.envs.observations.OBSERVATIONS`:
-            ``window`` (default), ``window-levels`` (adds each window job's speed and deadline slack per
-            GPU type and count level), ``window-cursor`` (adds the job being decided and per-type
-            pressure), ``window-nodes`` (adds each server's free GPUs and the servers each job holds), or
-            one registered with :func:`~hetgym.envs.observations.register_observation`.
-        observation_knobs: The encoder's own knobs, like ``codec_knobs``. The built-in encoders have none.
+            ``window`` (default), or one registered with
+            :func:`~hetgym.envs.observations.register_observation`; the aliases ``window-levels``,
+            ``window-cursor`` and ``window-nodes`` are ``window`` with feature groups preset (see
+            ``observation_knobs``).
+        observation_knobs: The encoder's own knobs, like ``codec_knobs``. ``window``'s
+            (:class:`~hetgym.envs.observations.WindowKnobs`) add feature groups: ``levels`` (each window
+            job's speed and deadline slack per GPU type and count level), ``cursor`` (the job being decided
+            and per-type pressure; needs ``levels``), ``nodes`` (each server's free GPUs and the servers
+            each job holds).
         reward: A name in :data:`~hetgym.envs.rewards.REWARDS`: ``deadline``, ``jct``, ``makespan``,
             ``utilisation``, or one registered with :func:`~hetgym.envs.rewards.register_reward`.
         time_scale_s: Time unit of the squashed time features and of the time-based rewards.

@@ -2,10 +2,13 @@
 
 The default :class:`WindowObservation` (``observation="window"``) shows the K-slot job window (see
 :mod:`hetgym.envs.state` for which jobs fill it), the cluster per GPU type, the clock, and aggregates
-of the active jobs that did not fit in the window.
-:class:`~hetgym.envs.observations_levels.WindowLevelsObservation` (``observation="window-levels"``) adds,
-for every slot, GPU type and count level, the job's speed and its deadline slack in that configuration:
-what a deadline-aware scheduler compares when it sizes a job. Every feature is scaled to ``[0, 1]`` or
+of the active jobs that did not fit in the window. Its knobs (:class:`WindowKnobs`) add feature groups,
+each a :class:`FeatureGroup` in its own module: ``levels`` (:mod:`hetgym.envs.observations_levels`),
+for every slot, GPU type and count level, the job's speed and its deadline slack in that configuration;
+``cursor`` (:mod:`hetgym.envs.observations_cursor`), the job being decided and the pressure per GPU type;
+``nodes`` (:mod:`hetgym.envs.observations_nodes`), the free GPUs of every server and each job's servers.
+The names ``window-levels``, ``window-cursor`` and ``window-nodes`` are registered aliases of ``window``
+with the groups up to that one preset. Every feature is scaled to ``[0, 1]`` or
 ``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
 ``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
 index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
@@ -20,6 +23,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -28,7 +32,7 @@ from gymnasium import spaces
 from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import RateTable
-from hetgym.sim.registry import Knobs, Registry
+from hetgym.sim.registry import KnobError, Knobs, Registry, knob
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
@@ -139,12 +143,9 @@ class ObservationEncoder(ABC):
 
 
 #: Every registered observation encoder class, by ``observation=`` name (see :mod:`hetgym.sim.registry`).
-#: The encoders that subclass :class:`WindowObservation` live in their own modules, which register them on
-#: import; the registry imports them on its first look-up (this module does not import its subclasses).
 OBSERVATIONS: Registry[type[ObservationEncoder]] = Registry(
     "observation encoder",
     "Register one with @hetgym.envs.register_observation(); list them with hetgym.envs.OBSERVATIONS.describe().",
-    modules=("hetgym.envs.observations_levels", "hetgym.envs.observations_cursor", "hetgym.envs.observations_nodes"),
 )
 #: The same registry under its earlier name.
 ENCODERS = OBSERVATIONS
@@ -165,9 +166,88 @@ def register_observation(name: str | None = None) -> Callable[[_E], _E]:
     return deco
 
 
+@dataclass(frozen=True)
+class WindowKnobs(Knobs):
+    """The ``window`` encoder's feature groups (``observation_knobs={...}``), each adding keys after the others.
+
+    The aliases preset them: ``window-levels`` (``levels``), ``window-cursor`` (``levels``, ``cursor``) and
+    ``window-nodes`` (all three).
+    """
+
+    levels: bool = knob(
+        False, choices=(False, True), doc="each window job's speed and slack at every GPU type and count level"
+    )
+    cursor: bool = knob(
+        False,
+        choices=(False, True),
+        doc="the job being decided in fixed keys, what it may take, the jobs after it, the pressure per GPU type "
+        "(needs levels)",
+    )
+    nodes: bool = knob(False, choices=(False, True), doc="the free GPUs of every server and the servers each job holds")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.cursor and not self.levels:
+            raise KnobError(
+                "WindowKnobs: knob cursor=True needs levels=True (its cursor_level_* keys copy the job's "
+                "job_level_* rows); set both"
+            )
+
+
+class FeatureGroup(ABC):
+    """Keys that a :class:`WindowObservation` knob adds after the encoder's own, and the code that fills them.
+
+    The encoder lays out :meth:`keys` in its one buffer, then calls :meth:`bind`; it calls
+    :meth:`begin_epoch` after its own (only while the episode runs), :meth:`write_draft` after writing the
+    draft's features of one observation, and :meth:`write_batch` after those of a vector env's batch.
+    """
+
+    @abstractmethod
+    def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
+        """The added keys, ``{name: (size, low)}`` in layout order (every high is 1)."""
+
+    def bind(self, enc: WindowObservation) -> None:  # noqa: B027 - optional hook
+        """Read what the encoder's layout fixed (offsets into its buffer; default: nothing)."""
+
+    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:  # noqa: B027
+        """Fill this group's keys that stay fixed during the epoch (default: nothing)."""
+
+    def write_draft(self, enc: WindowObservation, state: DecisionState, buf: np.ndarray) -> None:  # noqa: B027
+        """Write this group's keys that change with the draft into ``buf`` (default: nothing)."""
+
+    def write_batch(  # noqa: B027 - optional hook
+        self,
+        enc: WindowObservation,
+        rows: np.ndarray,
+        batch: list[DecisionState],
+        drafts: np.ndarray,
+        frees: np.ndarray,
+        out: np.ndarray,
+    ) -> None:
+        """:meth:`write_draft` for the live rows of a batch (see :meth:`WindowObservation.observe_batch`)."""
+
+
+def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EnvSettings) -> list[FeatureGroup]:
+    """The groups ``knobs`` turns on, in layout order (their modules are imported only when used)."""
+    groups: list[FeatureGroup] = []
+    if knobs.levels:
+        from hetgym.envs.observations_levels import LevelFeatures
+
+        groups.append(LevelFeatures(state, settings))
+    if knobs.cursor:
+        from hetgym.envs.observations_cursor import CursorFeatures
+
+        groups.append(CursorFeatures(state, settings))
+    if knobs.nodes:
+        from hetgym.envs.observations_nodes import NodeFeatures
+
+        groups.append(NodeFeatures(state))
+    return groups
+
+
 @register_observation()
 class WindowObservation(ObservationEncoder):
-    """The padded K-slot window plus cluster state, clock and out-of-window aggregates.
+    """The padded K-slot window plus cluster state, clock and out-of-window aggregates; knobs add feature groups.
 
     Keys (K slots in window order, T GPU types in the cluster's order, M modes); all float32, 1-D;
     empty slots are 0 everywhere:
@@ -213,20 +293,34 @@ class WindowObservation(ObservationEncoder):
     A job's best rate is its highest rate over its allowed types with its requested GPU count on one
     server; its slack is deadline - now - remaining iterations / best rate. Keys with (K*T,) shape are
     slot-major: entry ``k * T + t`` is slot k, type t.
+
+    The knobs (:class:`WindowKnobs`) add the keys of their feature groups after these, in the order
+    ``levels``, ``cursor``, ``nodes``; each group's module documents its keys.
     """
 
     name = "window"
+    knobs = WindowKnobs
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
+        own = knobs if knobs is not None else WindowKnobs()
+        if not isinstance(own, WindowKnobs):
+            raise TypeError(f"the window encoder's knobs are a WindowKnobs, got {type(own).__name__}")
+        self.knob_values = own
+        self._groups = _feature_groups(own, state, settings)
+        extra: dict[str, tuple[int, float]] = {}
+        for group in self._groups:
+            extra.update(group.keys(state))
         self._build(
             state,
             time_scale_s=settings.time_scale_s,
             allow_reject=settings.allow_reject,
             max_actions=settings.max_actions,
             slot_cursor=settings.slot_cursor,
-            extra={},
+            extra=extra,
         )
+        for group in self._groups:
+            group.bind(self)
 
     def _build(
         self,
@@ -288,13 +382,17 @@ class WindowObservation(ObservationEncoder):
         self._mode_rows = np.arange(k) * m
         # Where observe writes the draft's features (offsets into the buffer).
         self._items = [(key, self._slices[key]) for key in self._keys]
-        self._capacity_list: list[float] = self.capacity.tolist()
+        self.capacity_list: list[float] = self.capacity.tolist()
         self._alloc_slice = self._slices["job_alloc"]
         self._free_slice = self._slices["cluster_free"]
         self._actions_index = self._slices["clock"].start + CLOCK_FEATURES.index("actions_used")
         self._rejected_slice = self._slices.get("job_rejected", slice(0, 0))
         self._mode_offset = self._slices["job_mode"].start if m > 1 else 0
         self._cursor_offset = self._slices["slot_cursor"].start if slot_cursor else 0
+
+    def view_of(self, key: str) -> np.ndarray:
+        """The epoch buffer's entries of ``key`` (a view: what is written there holds for the epoch)."""
+        return self._view[key]
 
     def _make_views(self) -> None:
         """Per-key views and the per-slot block, all into the one buffer."""
@@ -394,6 +492,8 @@ class WindowObservation(ObservationEncoder):
         clock[0] = squash(now / (24.0 * scale))
         clock[1] = 1.0 if view.is_tick else 0.0
         clock[3] = min(1.0, (n_all - view.num_pending) / n_all)
+        for group in self._groups:
+            group.begin_epoch(self, state, statics)
 
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
@@ -443,11 +543,14 @@ class WindowObservation(ObservationEncoder):
     def _write_batch_extra(
         self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
     ) -> None:
-        """:meth:`observe_batch` after the draft's allocation, free GPUs, clock and rejections: the cursor."""
+        """:meth:`observe_batch` after the draft's allocation, free GPUs, clock and rejections: the cursor,
+        then the feature groups."""
         if self.slot_cursor:
             for r, st in zip(rows.tolist(), batch, strict=True):
                 if st.cursor < len(st.jobs):
                     out[r, self._cursor_offset + st.cursor] = 1.0
+        for group in self._groups:
+            group.write_batch(self, rows, batch, drafts, frees, out)
 
     @property
     def layout(self) -> dict[str, slice]:
@@ -461,10 +564,15 @@ class WindowObservation(ObservationEncoder):
 
     def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """The features that change with the draft, written into ``buf`` (a copy of the epoch's buffer)."""
-        if state.view is None:
-            return
+        if state.view is not None:
+            self._write_own_draft(state, buf)
+        for group in self._groups:
+            group.write_draft(self, state, buf)
+
+    def _write_own_draft(self, state: DecisionState, buf: np.ndarray) -> None:
+        """:meth:`_write_draft` of the encoder's own keys (while the episode runs)."""
         buf[self._alloc_slice] = (state.draft / self.capacity).reshape(-1)
-        buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self._capacity_list, strict=True)]
+        buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self.capacity_list, strict=True)]
         buf[self._actions_index] = min(1.0, state.num_actions / self.max_actions)
         if self.allow_reject:
             buf[self._rejected_slice] = state.rejected
@@ -473,3 +581,8 @@ class WindowObservation(ObservationEncoder):
             buf[self._mode_offset + self._mode_rows[:n] + state.draft_mode[:n]] = 1.0
         if self.slot_cursor and state.cursor < len(state.jobs):
             buf[self._cursor_offset + state.cursor] = 1.0
+
+
+OBSERVATIONS.alias("window-levels", "window", levels=True)
+OBSERVATIONS.alias("window-cursor", "window", levels=True, cursor=True)
+OBSERVATIONS.alias("window-nodes", "window", levels=True, cursor=True, nodes=True)

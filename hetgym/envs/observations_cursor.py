@@ -1,4 +1,4 @@
-"""The ``window-cursor`` observation: ``window-levels`` plus the job being decided and the pressure per GPU type.
+"""The ``cursor`` feature group of the window encoder: the job being decided and the pressure per GPU type.
 
 With the job-at-a-time codec (``codec="jobwise"``) every action decides one window job, the one at the
 *cursor* (slot ``state.cursor``). A network reading the flat window must otherwise find that job's
@@ -7,8 +7,9 @@ what the job may take, what the jobs still to be decided after it hold, and how 
 wanted by the active jobs. It is what a scheduler sizing one job looks at: the job's speed and slack in
 each configuration, the GPUs it can get, and the competition for each type.
 
-Keys added to :class:`~hetgym.envs.observations_levels.WindowLevelsObservation`'s (K slots, T GPU types,
-C count levels; all float32, 1-D):
+The knob ``cursor=True`` of :class:`~hetgym.envs.observations.WindowObservation` turns it on, with
+``levels=True`` (whose rows it copies; the alias ``observation="window-cursor"`` presets both). Keys added
+after the ``levels`` group's (K slots, T GPU types, C count levels; all float32, 1-D):
 
 ==========================  =======  ========  =======================================================
 key                         shape    range     meaning
@@ -40,54 +41,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.envs.observations import SLOT_FEATURES, ObservationEncoder, _signed, register_observation, squash
-from hetgym.envs.observations_levels import WindowLevelsObservation
+from hetgym.envs.observations import SLOT_FEATURES, FeatureGroup, _signed, squash
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
-from hetgym.sim.registry import Knobs
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
+    from hetgym.envs.observations import WindowObservation
 
 
-@register_observation()
-class WindowCursorObservation(WindowLevelsObservation):
-    """``window-levels`` plus the job being decided (the cursor) and the pressure on each GPU type."""
+class CursorFeatures(FeatureGroup):
+    """The job being decided (the cursor), what it may take, the jobs after it, the pressure on each GPU type."""
 
-    name = "window-cursor"
-
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
-        ObservationEncoder.__init__(self, state, settings, knobs)
-        self.levels = np.asarray(settings.levels, dtype=np.int64)
-        self.throughput = settings.throughput
-        self.cluster = state.cluster
-        self.num_levels = len(self.levels)
-        t, c = len(state.types), len(self.levels)
-        self._build(
-            state,
-            time_scale_s=settings.time_scale_s,
-            allow_reject=settings.allow_reject,
-            max_actions=settings.max_actions,
-            slot_cursor=settings.slot_cursor,
-            extra=self._extra_keys(state),
-        )
-        self._rates = {}
-        self._rows = {}
-        self._zero_rates = np.zeros((t, c))
-        self._gather_dst, self._gather_src = self._cursor_gather()
+    def __init__(self, state: DecisionState, settings: EnvSettings) -> None:
+        self.num_levels = len(settings.levels)
         #: Each job's fastest type (-1: none), by the key of its rates in the simulator's RateTable.
         self._fastest: dict[tuple[object, ...], int] = {}
-        self._avail_slice = self._slices["cursor_avail"]
-        self._held_slice = self._slices["later_held"]
-        self._later_jobs = self._slices["later_jobs"].start
-        self._server = np.array([self.cluster.max_gpus_per_server[g] for g in state.types], dtype=np.int64)
 
-    def _extra_keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
-        """The keys added to ``window-levels``' ``{name: (size, low)}``, in layout order (subclasses extend it)."""
-        k, t, c = state.num_slots, len(state.types), len(self.levels)
+    def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
+        t, c = len(state.types), self.num_levels
         return {
-            "job_level_rate": (k * t * c, 0.0),
-            "job_level_slack": (k * t * c, -1.0),
             "cursor_job": (len(SLOT_FEATURES), -1.0),
             "cursor_type": (3 * t, 0.0),
             "cursor_level_rate": (t * c, 0.0),
@@ -98,11 +71,14 @@ class WindowCursorObservation(WindowLevelsObservation):
             "type_pressure": (t, 0.0),
         }
 
-    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
-        super().begin_epoch(state, statics, num_jobs)
-        if state.view is None:
-            return
-        demand = [0] * self.num_types
+    def bind(self, enc: WindowObservation) -> None:
+        self._gather_dst, self._gather_src = self._cursor_gather(enc)
+        self._avail_slice = enc.layout["cursor_avail"]
+        self._held_slice = enc.layout["later_held"]
+        self._later_jobs = enc.layout["later_jobs"].start
+
+    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:
+        demand = [0] * enc.num_types
         fastest = self._fastest
         for job in (*state.jobs, *state.outside):
             spec = job.spec
@@ -114,13 +90,13 @@ class WindowCursorObservation(WindowLevelsObservation):
             if best >= 0:
                 demand[best] += job.num_gpus
         need = np.array(demand, dtype=np.float64)
-        self._view["type_pressure"][:] = need / (self.capacity + need)  # squash(demand / capacity)
+        enc.view_of("type_pressure")[:] = need / (enc.capacity + need)  # squash(demand / capacity)
 
-    def _cursor_gather(self) -> tuple[np.ndarray, np.ndarray]:
+    def _cursor_gather(self, enc: WindowObservation) -> tuple[np.ndarray, np.ndarray]:
         """Buffer offsets: those of the ``cursor_job``, ``cursor_type``, ``cursor_level_rate`` and
         ``cursor_level_slack`` entries, and for each slot, those of the entries they copy, int64 ``(K, L)``."""
-        k, t, c = self.num_slots, self.num_types, self.num_levels
-        sl = self._slices
+        k, t, c = enc.num_slots, enc.num_types, self.num_levels
+        sl = enc.layout
         keys = ("cursor_job", "cursor_type", "cursor_level_rate", "cursor_level_slack")
         dst = np.concatenate([np.arange(sl[key].start, sl[key].stop) for key in keys])
         src = np.empty((k, dst.size), dtype=np.int64)
@@ -131,12 +107,17 @@ class WindowCursorObservation(WindowLevelsObservation):
             src[slot] = np.concatenate(parts)
         return dst, src
 
-    def _write_batch_extra(
-        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
+    def write_batch(
+        self,
+        enc: WindowObservation,
+        rows: np.ndarray,
+        batch: list[DecisionState],
+        drafts: np.ndarray,
+        frees: np.ndarray,
+        out: np.ndarray,
     ) -> None:
-        super()._write_batch_extra(rows, batch, drafts, frees, out)
         counts = [len(st.jobs) for st in batch]
-        slots = [st.cursor if self.slot_cursor and st.cursor < n else -1 for st, n in zip(batch, counts, strict=True)]
+        slots = [st.cursor if enc.slot_cursor and st.cursor < n else -1 for st, n in zip(batch, counts, strict=True)]
         on = [j for j, slot in enumerate(slots) if slot >= 0]
         for j, slot in enumerate(slots):
             if slot < 0:
@@ -149,23 +130,22 @@ class WindowCursorObservation(WindowLevelsObservation):
         rows_on = rows[at]
         # The cursor slots' features, copied in one gather (after job_alloc, which holds the drafts).
         out[rows_on[:, None], self._gather_dst] = out[rows_on[:, None], self._gather_src[cursor]]
-        slot_ids = np.arange(self.num_slots)
+        slot_ids = np.arange(enc.num_slots)
         after = (slot_ids > cursor[:, None]) & (slot_ids < num[:, None])  # the jobs still to decide
         sub = drafts[at]
         later = (sub * after[:, :, None]).sum(axis=1)
         own = sub[np.arange(len(on)), cursor]
-        out[rows_on, self._avail_slice] = np.minimum(1.0, (frees[at] + own + later) / self.capacity)
-        out[rows_on, self._held_slice] = np.minimum(1.0, later / self.capacity)
-        out[rows_on, self._later_jobs] = (num - cursor - 1) / self.num_slots
+        out[rows_on, self._avail_slice] = np.minimum(1.0, (frees[at] + own + later) / enc.capacity)
+        out[rows_on, self._held_slice] = np.minimum(1.0, later / enc.capacity)
+        out[rows_on, self._later_jobs] = (num - cursor - 1) / enc.num_slots
         for j, r in zip(on, rows_on.tolist(), strict=True):
             st = batch[j]
             slacks = st.slacks_s[slots[j] + 1 : counts[j]]
-            out[r, self._later_jobs + 1] = _signed(min(slacks), self.time_scale_s) if slacks else 1.0
+            out[r, self._later_jobs + 1] = _signed(min(slacks), enc.time_scale_s) if slacks else 1.0
 
-    def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
-        super()._write_draft(state, buf)
+    def write_draft(self, enc: WindowObservation, state: DecisionState, buf: np.ndarray) -> None:
         n = len(state.jobs)
-        slot = state.cursor if self.slot_cursor and state.cursor < n else -1
+        slot = state.cursor if enc.slot_cursor and state.cursor < n else -1
         if slot < 0:
             buf[self._later_jobs + 1] = 1.0
             return
@@ -174,14 +154,14 @@ class WindowCursorObservation(WindowLevelsObservation):
         # T numbers each: plain Python is cheaper than numpy calls here (and gives the same float64 values).
         later = state.draft[slot + 1 : n].sum(axis=0).tolist()
         own = state.draft[slot].tolist()
-        cap = self._capacity_list
+        cap = enc.capacity_list
         buf[self._avail_slice] = [
             min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)
         ]
         buf[self._held_slice] = [min(1.0, x / c) for x, c in zip(later, cap, strict=True)]
-        buf[self._later_jobs] = (n - slot - 1) / self.num_slots
+        buf[self._later_jobs] = (n - slot - 1) / enc.num_slots
         slacks = state.slacks_s[slot + 1 : n]
-        buf[self._later_jobs + 1] = _signed(min(slacks), self.time_scale_s) if slacks else 1.0
+        buf[self._later_jobs + 1] = _signed(min(slacks), enc.time_scale_s) if slacks else 1.0
 
 
-__all__ = ["WindowCursorObservation", "squash"]
+__all__ = ["CursorFeatures", "squash"]

@@ -1,10 +1,10 @@
-"""The ``window-levels`` observation: ``window`` plus each window job's speed and slack in every configuration.
+"""The ``levels`` feature group of the window encoder: each window job's speed and slack in every configuration.
 
 What a deadline-aware scheduler compares when it sizes a job: for every slot, GPU type and count level
 the sequential codec's actions can choose, the job's rate there and its deadline slack running so. The
-next encoders build on it: :mod:`hetgym.envs.observations_cursor` (``window-cursor``) and
-:mod:`hetgym.envs.observations_nodes` (``window-nodes``); the encoder contract, the registry and the
-default ``window`` encoder are :mod:`hetgym.envs.observations`.
+knob ``levels=True`` of :class:`~hetgym.envs.observations.WindowObservation` turns it on (the alias
+``observation="window-levels"``); the ``cursor`` group (:mod:`hetgym.envs.observations_cursor`) reads
+its rows. The encoder contract, the registry and the encoder are :mod:`hetgym.envs.observations`.
 """
 
 from __future__ import annotations
@@ -14,24 +14,23 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from hetgym.envs.observations import ObservationEncoder, WindowObservation, register_observation
+from hetgym.envs.observations import FeatureGroup
 from hetgym.envs.state import DecisionState
 from hetgym.sim import portable
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.rates import RateTable
-from hetgym.sim.registry import Knobs
 from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
+    from hetgym.envs.observations import WindowObservation
 
 
-@register_observation()
-class WindowLevelsObservation(WindowObservation):
-    """:class:`WindowObservation` plus each window job's speed and slack in every configuration it can get.
+class LevelFeatures(FeatureGroup):
+    """Each window job's speed and slack in every configuration it can get (``levels=True``).
 
-    The sequential codec's actions set a slot's count on a type to a count level; this encoder shows,
-    for every (slot, type, level) such action can choose, what the job would get from it. Two extra keys,
+    The sequential codec's actions set a slot's count on a type to a count level; this group shows,
+    for every (slot, type, level) such action can choose, what the job would get from it. Two keys,
     each ``(K*T*C,)`` for C count levels, slot-major then type then level (entry ``(k*T + t)*C + c``,
     the index layout of the sequential codec's set-actions):
 
@@ -49,33 +48,25 @@ class WindowLevelsObservation(WindowObservation):
 
     Rates are the throughput model's single-server rates, times its multi-server factor when the
     level exceeds the type's largest server (the job must then span servers); restart penalties and
-    placement are not counted. The encoder is the ``window`` one otherwise (same keys and values), so
-    an agent trained on ``window`` does not read these keys and one trained here needs them.
+    placement are not counted. The other keys are the encoder's own (same keys and values), so an agent
+    trained without this group does not read these keys and one trained with it needs them.
     """
 
-    name = "window-levels"
-
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
-        ObservationEncoder.__init__(self, state, settings, knobs)
+    def __init__(self, state: DecisionState, settings: EnvSettings) -> None:
         self.levels = np.asarray(settings.levels, dtype=np.int64)
         self.throughput = settings.throughput
         self.cluster: ClusterSpec = state.cluster
         self.num_levels = len(self.levels)
-        size = state.num_slots * len(state.types) * self.num_levels
-        self._build(
-            state,
-            time_scale_s=settings.time_scale_s,
-            allow_reject=settings.allow_reject,
-            max_actions=settings.max_actions,
-            slot_cursor=settings.slot_cursor,
-            extra={"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)},
-        )
         #: Rates (T, C) by (job type, batch size): they do not depend on the episode.
         self._rates: dict[tuple[str, int], np.ndarray] = {}
         #: The static rows of :meth:`begin_epoch` by (job type, batch size, allowed types).
         self._rows: dict[tuple[str, int, bytes], _LevelRow] = {}
         self._zero_rates = np.zeros((len(state.types), self.num_levels))
         self._server = np.array([self.cluster.max_gpus_per_server[t] for t in state.types], dtype=np.int64)
+
+    def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
+        size = state.num_slots * len(state.types) * self.num_levels
+        return {"job_level_rate": (size, 0.0), "job_level_slack": (size, -1.0)}
 
     def _level_rates(self, job: JobView, types: tuple[str, ...]) -> np.ndarray:
         key = (job.job_type, int(job.batch_size))
@@ -111,12 +102,10 @@ class WindowLevelsObservation(WindowObservation):
         self._rows[key] = row
         return row
 
-    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
-        super().begin_epoch(state, statics, num_jobs)
-        v = self._view
-        k, t, c = self.num_slots, self.num_types, self.num_levels
-        rate_out = v["job_level_rate"].reshape(k, t, c)
-        slack_out = v["job_level_slack"].reshape(k, t, c)
+    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:
+        k, t, c = enc.num_slots, enc.num_types, self.num_levels
+        rate_out = enc.view_of("job_level_rate").reshape(k, t, c)
+        slack_out = enc.view_of("job_level_slack").reshape(k, t, c)
         view = state.view
         if view is None or not state.jobs:
             return
@@ -132,7 +121,7 @@ class WindowLevelsObservation(WindowObservation):
                 dated.append(slot)
             else:
                 slack_out[slot] = row.sign
-        # Rows of jobs with no usable rate stay 0 (begin_epoch of the window cleared the buffer).
+        # Rows of jobs with no usable rate stay 0 (the encoder's begin_epoch cleared the buffer).
         rate_out[: len(rows)] = [self._zero_rates if row.normalised is None else row.normalised for row in rows]
         if not dated:
             return
@@ -142,7 +131,7 @@ class WindowLevelsObservation(WindowObservation):
         left_s = np.array([jobs[i].deadline_s - now for i in dated])[:, None, None]
         positive = np.stack([rows[i].positive for i in dated])  # type: ignore[misc]
         need_s = np.where(positive, remaining / np.maximum(rates, 1e-300), np.inf)
-        slack_out[dated] = portable.tanh((left_s - need_s) / self.time_scale_s)  # tanh(-inf) = -1
+        slack_out[dated] = portable.tanh((left_s - need_s) / enc.time_scale_s)  # tanh(-inf) = -1
 
 
 class _LevelRow(NamedTuple):

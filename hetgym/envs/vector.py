@@ -39,20 +39,12 @@ from gymnasium.vector.utils import batch_space
 from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
 from hetgym.envs.observations import WindowObservation
-from hetgym.envs.observations_cursor import WindowCursorObservation
-from hetgym.envs.observations_levels import WindowLevelsObservation
-from hetgym.envs.observations_nodes import WindowNodesObservation
 from hetgym.limits import MAX_NUM_ENVS
 from hetgym.sim.errors import HetgymError
 
 #: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
-#: (exactly these classes: a subclass may change what an observation holds).
-BATCHED_ENCODERS: tuple[type, ...] = (
-    WindowObservation,
-    WindowLevelsObservation,
-    WindowCursorObservation,
-    WindowNodesObservation,  # its own keys are fixed for the epoch: they live in the copied buffer
-)
+#: (exactly these classes, whatever their feature-group knobs: a subclass may change what an observation holds).
+BATCHED_ENCODERS: tuple[type, ...] = (WindowObservation,)
 #: From this many sub-envs on, batched encoding costs less than a row per sub-env (its numpy calls have a
 #: fixed cost per step; measured in ``docs/environment.md``, "Vectorised environments").
 BATCH_MIN_ENVS = 6

@@ -283,7 +283,9 @@ def test_the_configuration_checks_names_and_knobs_against_the_registries() -> No
     with pytest.raises(KnobError, match="cap=0"):
         HetClusterConfig.make("tiny", codec="one-job", codec_knobs={"cap": 0})
     with pytest.raises(EnvConfigError, match="has no knobs"):
-        HetClusterConfig.make("tiny", observation_knobs={"with_free": False})  # the built-in window has none
+        HetClusterConfig.make("tiny", codec="sequential", codec_knobs={"cap": 1})  # the sequential codec has none
+    with pytest.raises(UnknownNameError, match="did you mean 'nodes'"):
+        HetClusterConfig.make("tiny", observation_knobs={"node": True})  # window's knobs are its feature groups
 
 
 def test_the_docs_show_these_components() -> None:

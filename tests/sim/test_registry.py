@@ -97,17 +97,23 @@ def test_an_unknown_name_lists_the_valid_ones_in_plain_english(kind: str, plural
         raise UnknownNameError(kind, "zzz", ["b", "a"])
 
 
-def test_registry_imports_its_modules_on_the_first_look_up() -> None:
-    """The observation encoders' base module does not import its subclasses; the registry loads them."""
+def test_the_window_feature_groups_load_only_when_used() -> None:
+    """The observation registry lists the window encoder's aliases without importing the group modules."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
         "from hetgym.envs.observations import OBSERVATIONS\n"
+        "from hetgym.sim.registry import Registry\n"
+        "names = ','.join(OBSERVATIONS.names())\n"
         "assert 'hetgym.envs.observations_levels' not in sys.modules\n"
         "assert 'hetgym.envs.observations_cursor' not in sys.modules\n"
-        "print(','.join(OBSERVATIONS.names()))\n"
+        "lazy = Registry('toy lazy component', modules=('hetgym.envs.observations_nodes',))\n"
+        "assert 'hetgym.envs.observations_nodes' not in sys.modules\n"
+        "lazy.names()  # a registry imports its modules on the first look-up\n"
+        "assert 'hetgym.envs.observations_nodes' in sys.modules\n"
+        "print(names)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "window,window-cursor,window-levels,window-nodes"
