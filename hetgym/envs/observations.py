@@ -197,32 +197,30 @@ class WindowKnobs(Knobs):
 class FeatureGroup(ABC):
     """Keys that a :class:`WindowObservation` knob adds after the encoder's own, and the code that fills them.
 
-    The encoder lays out :meth:`keys` in its one buffer, then calls :meth:`bind`; it calls
-    :meth:`begin_epoch` after its own (only while the episode runs), :meth:`write_draft` after writing the
-    draft's features of one observation, and :meth:`write_batch` after those of a vector env's batch.
+    The encoder lays out :meth:`keys` in its one buffer, then calls :meth:`bind` (the group keeps the
+    encoder as :attr:`enc`); it calls :meth:`begin_epoch` after its own (only while the episode runs),
+    :meth:`write_draft` after writing the draft's features of one observation, and :meth:`write_batch`
+    after those of a vector env's batch.
     """
+
+    enc: WindowObservation
 
     @abstractmethod
     def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
         """The added keys, ``{name: (size, low)}`` in layout order (every high is 1)."""
 
-    def bind(self, enc: WindowObservation) -> None:  # noqa: B027 - optional hook
-        """Read what the encoder's layout fixed (offsets into its buffer; default: nothing)."""
+    def bind(self, enc: WindowObservation) -> None:
+        """Keep the encoder, its layout fixed (a group that reads offsets into its buffer extends this)."""
+        self.enc = enc
 
-    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:  # noqa: B027
+    def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:  # noqa: B027 - optional hook
         """Fill this group's keys that stay fixed during the epoch (default: nothing)."""
 
-    def write_draft(self, enc: WindowObservation, state: DecisionState, buf: np.ndarray) -> None:  # noqa: B027
+    def write_draft(self, state: DecisionState, buf: np.ndarray) -> None:  # noqa: B027 - optional hook
         """Write this group's keys that change with the draft into ``buf`` (default: nothing)."""
 
     def write_batch(  # noqa: B027 - optional hook
-        self,
-        enc: WindowObservation,
-        rows: np.ndarray,
-        batch: list[DecisionState],
-        drafts: np.ndarray,
-        frees: np.ndarray,
-        out: np.ndarray,
+        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
     ) -> None:
         """:meth:`write_draft` for the live rows of a batch (see :meth:`WindowObservation.observe_batch`)."""
 
@@ -303,10 +301,7 @@ class WindowObservation(ObservationEncoder):
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
-        own = knobs if knobs is not None else WindowKnobs()
-        if not isinstance(own, WindowKnobs):
-            raise TypeError(f"the window encoder's knobs are a WindowKnobs, got {type(own).__name__}")
-        self.knob_values = own
+        self.knob_values = own = WindowKnobs.given_or_default(knobs, "the window encoder")
         self._groups = _feature_groups(own, state, settings)
         extra: dict[str, tuple[int, float]] = {}
         for group in self._groups:
@@ -493,7 +488,7 @@ class WindowObservation(ObservationEncoder):
         clock[1] = 1.0 if view.is_tick else 0.0
         clock[3] = min(1.0, (n_all - view.num_pending) / n_all)
         for group in self._groups:
-            group.begin_epoch(self, state, statics)
+            group.begin_epoch(state, statics)
 
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
@@ -550,7 +545,7 @@ class WindowObservation(ObservationEncoder):
                 if st.cursor < len(st.jobs):
                     out[r, self._cursor_offset + st.cursor] = 1.0
         for group in self._groups:
-            group.write_batch(self, rows, batch, drafts, frees, out)
+            group.write_batch(rows, batch, drafts, frees, out)
 
     @property
     def layout(self) -> dict[str, slice]:
@@ -567,7 +562,7 @@ class WindowObservation(ObservationEncoder):
         if state.view is not None:
             self._write_own_draft(state, buf)
         for group in self._groups:
-            group.write_draft(self, state, buf)
+            group.write_draft(state, buf)
 
     def _write_own_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """:meth:`_write_draft` of the encoder's own keys (while the episode runs)."""

@@ -72,12 +72,14 @@ class CursorFeatures(FeatureGroup):
         }
 
     def bind(self, enc: WindowObservation) -> None:
+        super().bind(enc)
         self._gather_dst, self._gather_src = self._cursor_gather(enc)
         self._avail_slice = enc.layout["cursor_avail"]
         self._held_slice = enc.layout["later_held"]
         self._later_jobs = enc.layout["later_jobs"].start
 
-    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:
+    def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:
+        enc = self.enc
         demand = [0] * enc.num_types
         fastest = self._fastest
         for job in (*state.jobs, *state.outside):
@@ -108,14 +110,9 @@ class CursorFeatures(FeatureGroup):
         return dst, src
 
     def write_batch(
-        self,
-        enc: WindowObservation,
-        rows: np.ndarray,
-        batch: list[DecisionState],
-        drafts: np.ndarray,
-        frees: np.ndarray,
-        out: np.ndarray,
+        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
     ) -> None:
+        enc = self.enc
         counts = [len(st.jobs) for st in batch]
         slots = [st.cursor if enc.slot_cursor and st.cursor < n else -1 for st, n in zip(batch, counts, strict=True)]
         on = [j for j, slot in enumerate(slots) if slot >= 0]
@@ -143,7 +140,8 @@ class CursorFeatures(FeatureGroup):
             slacks = st.slacks_s[slots[j] + 1 : counts[j]]
             out[r, self._later_jobs + 1] = _signed(min(slacks), enc.time_scale_s) if slacks else 1.0
 
-    def write_draft(self, enc: WindowObservation, state: DecisionState, buf: np.ndarray) -> None:
+    def write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
+        enc = self.enc
         n = len(state.jobs)
         slot = state.cursor if enc.slot_cursor and state.cursor < n else -1
         if slot < 0:

@@ -23,7 +23,6 @@ from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
-    from hetgym.envs.observations import WindowObservation
 
 
 class LevelFeatures(FeatureGroup):
@@ -102,7 +101,8 @@ class LevelFeatures(FeatureGroup):
         self._rows[key] = row
         return row
 
-    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:
+    def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:
+        enc = self.enc
         k, t, c = enc.num_slots, enc.num_types, self.num_levels
         rate_out = enc.view_of("job_level_rate").reshape(k, t, c)
         slack_out = enc.view_of("job_level_slack").reshape(k, t, c)

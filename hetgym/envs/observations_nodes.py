@@ -22,16 +22,11 @@ within an epoch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from hetgym.envs.observations import FeatureGroup
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
-
-if TYPE_CHECKING:
-    from hetgym.envs.observations import WindowObservation
 
 
 class NodeFeatures(FeatureGroup):
@@ -44,8 +39,8 @@ class NodeFeatures(FeatureGroup):
     def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
         return {"server_free": (self.num_servers, 0.0), "job_server": (state.num_slots * self.num_servers, 0.0)}
 
-    def begin_epoch(self, enc: WindowObservation, state: DecisionState, statics: RateTable) -> None:
-        view = state.view
+    def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:
+        enc, view = self.enc, state.view
         assert view is not None  # the encoder calls the groups while the episode runs
         gpus = self._server_gpus
         enc.view_of("server_free")[:] = np.asarray(view.free_servers, dtype=np.float64) / gpus

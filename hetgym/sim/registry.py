@@ -137,6 +137,15 @@ class Knobs:
         """The knob values by name."""
         return {name: getattr(self, name) for name in self.names()}
 
+    @classmethod
+    def given_or_default(cls: type[K], given: Knobs | None, owner: str) -> K:
+        """``given``, or the defaults when it is ``None`` (a component's constructor); another class raises
+        ``TypeError`` naming ``owner`` (``"the score codec"``)."""
+        own = given if given is not None else cls()
+        if not isinstance(own, cls):
+            raise TypeError(f"{owner}'s knobs are a {cls.__name__}, got {type(own).__name__}")
+        return own
+
 
 @dataclass(frozen=True)
 class Alias:

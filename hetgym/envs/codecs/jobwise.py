@@ -96,10 +96,7 @@ class JobwiseCodec(ActionCodec):
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
-        own = knobs if knobs is not None else JobwiseKnobs()
-        if not isinstance(own, JobwiseKnobs):
-            raise TypeError(f"the jobwise codec's knobs are a JobwiseKnobs, got {type(own).__name__}")
-        self.knob_values = own
+        self.knob_values = own = JobwiseKnobs.given_or_default(knobs, "the jobwise codec")
         self.several_types = bool(own.several_types)
         self.label = "jobwise-types" if self.several_types else "jobwise"
         t, c, m = self.num_types, len(self.levels), len(self.modes)

@@ -107,10 +107,7 @@ class ScoreCodec(ActionCodec):
 
     def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
-        own = knobs if knobs is not None else ScoreKnobs()
-        if not isinstance(own, ScoreKnobs):
-            raise TypeError(f"the score codec's knobs are a ScoreKnobs, got {type(own).__name__}")
-        self.knob_values = own
+        self.knob_values = own = ScoreKnobs.given_or_default(knobs, "the score codec")
         self.priority_levels = int(own.priority_levels)
         self.shrink = bool(own.shrink)
         t, c, m = self.num_types, len(self.levels), len(self.modes)
