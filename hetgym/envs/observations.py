@@ -99,7 +99,7 @@ class ObservationEncoder(ABC):
     Attributes:
         name: Registry name (``observation="name"``).
         knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the encoder's own knobs, or
-            ``None`` (the built-in encoders have none).
+            ``None`` (of the built-in encoders, ``window`` has :class:`WindowKnobs`).
         knob_values: The knob values this instance was built with.
     """
 
