@@ -85,7 +85,15 @@ __all__ = [
 ]
 
 
+#: Submodules, reachable as attributes as when this package imported them all.
+_SUBMODULES = frozenset(
+    {"canonical_csv", "columns", "deadlines", "generators", "recurring", "scenario", "schema", "traces", "windows"}
+)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
