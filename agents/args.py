@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from hetgym.limits import RUNS_ENV, max_runs
 from hetgym.sim.errors import HetgymError
 
@@ -44,6 +42,8 @@ def parse_teacher(spec: str) -> tuple[str, dict[str, Any]]:
     name = name.strip()
     if not name:
         raise AgentError(f"teacher {spec!r}: give a policy name, e.g. dancer or dancer:memory=observed")
+    import yaml
+
     knobs: dict[str, Any] = {}
     for item in rest.split(",") if sep else []:
         key, eq, text = item.partition("=")

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from hetgym.cli._common import console, parse_value
 from hetgym.progress import ProgressReport
 
@@ -224,6 +222,8 @@ def _pct(x: Any) -> str:
 
 def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = False) -> None:
     """The figures a run measured, as a table (``smoke``: says that they check the pipeline only)."""
+    from rich.table import Table
+
     res = meta.results
     reference = getattr(meta, "reference", None)
     who = f"teacher: {meta.teacher}" if meta.teacher else "no teacher"
@@ -272,6 +272,8 @@ def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = Fal
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from agents.args import AgentError, parse_seeds
     from agents.common import load_agent, make_env, seed_everything
     from agents.evaluation import CELL_NOTE, TABLE_METRICS, compare_on_seeds, metric_cell

@@ -20,11 +20,14 @@ couple the jobs, are added with the Woodbury identity, so a step costs ``O(M K^3
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from hetgym.sim import portable
+
+if TYPE_CHECKING:  # the solvers load when a policy solves, not when the policies are registered
+    pass
 
 #: Newton steps at most, and the decrement (squared) below which the centre is reached.
 _MAX_STEPS = 100
@@ -40,6 +43,9 @@ def _slacks(
 
 def _interior_point(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, need: np.ndarray) -> np.ndarray | None:
     """A point with every slack positive (max of the smallest slack, rows normalised), or ``None``."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
     m, k = rates.shape
     n = m * k
     cols = np.arange(n)

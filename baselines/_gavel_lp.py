@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import OptimizeWarning, linprog
 
 from hetgym.sim import portable
+
+if TYPE_CHECKING:  # the solvers load when a policy solves, not when the policies are registered
+    import scipy.sparse as sp
 
 LPSolver = Literal["ipm", "simplex"]
 
@@ -31,6 +32,8 @@ class LPError(RuntimeError):
 
 def _base_constraints(scale: np.ndarray, capacity: np.ndarray, num_types: int) -> tuple[sp.csr_matrix, np.ndarray]:
     """``sum_k X[m,k] <= 1`` per job and ``sum_m s_m X[m,k] <= N_k`` per type, over ``X`` flattened row-major."""
+    import scipy.sparse as sp
+
     m = scale.size
     n_var = m * num_types
     cols = np.arange(n_var)
@@ -68,6 +71,8 @@ def _solve(
     scipy 1.17.1 with HiGHS 1.12, highspy 1.16) 2 of the 284 max-min fairness LPs and 172 of the 2,309
     finish-time fairness LPs came out different, by up to 0.012 in a time fraction.
     """
+    from scipy.optimize import OptimizeWarning, linprog
+
     if solver == "ipm":
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
@@ -138,6 +143,8 @@ def solve_max_min_fairness(
         priority_weights: Per-job weights (default 1); a larger weight gets a larger share.
         solver: ``"ipm"`` (default) or ``"simplex"``.
     """
+    import scipy.sparse as sp
+
     rates = np.asarray(rates, dtype=float)
     scale = np.asarray(scale, dtype=float)
     capacity = np.asarray(capacity, dtype=float)
@@ -174,6 +181,8 @@ def solve_max_min_fairness(
 
 def _block_rows(coef: np.ndarray) -> sp.csr_matrix:
     """The (jobs x jobs*types) matrix whose row m holds ``coef[m, :]`` at columns ``m*K .. m*K+K-1``."""
+    import scipy.sparse as sp
+
     m, k = coef.shape
     rows = np.repeat(np.arange(m), k)
     cols = np.arange(m * k)
@@ -189,6 +198,8 @@ def _feasible_with_min_rates(
     solver: LPSolver = "ipm",
 ) -> np.ndarray | None:
     """An ``X`` meeting the base constraints and ``sum_k T X >= min_rates`` per job, or ``None``."""
+    import scipy.sparse as sp
+
     m, k = rates.shape
     if np.any(min_rates > rates.max(axis=1) * (1 + 1e-12)):
         return None  # a job would need more than its full time on its best type
@@ -369,6 +380,8 @@ def solve_min_total_duration(
 def _makespan_lp(
     rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, rem: np.ndarray, solver: LPSolver
 ) -> tuple[np.ndarray, float, int]:
+    import scipy.sparse as sp
+
     m, k = rates.shape
     n_x = m * k
     # Rows scaled by each job's best rate for conditioning: (rem/best) theta - sum_k (T/best) X <= 0.

@@ -11,11 +11,14 @@ import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from hetgym.sim import portable
+
+if TYPE_CHECKING:  # the solvers load when a policy solves, not when the policies are registered
+    pass
 
 # ============================================================================================
 # Instances and the JCT model
@@ -315,6 +318,8 @@ def match_hungarian(gamma: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
 
     Returns the job of every worker (``-1`` for workers left over when ``sum(sizes) < K``).
     """
+    from scipy.optimize import linear_sum_assignment
+
     rows = _slots(sizes)
     r, c = linear_sum_assignment(gamma[rows], maximize=True)
     owner = np.full(gamma.shape[1], -1, dtype=np.int64)

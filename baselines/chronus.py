@@ -49,11 +49,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts
 from baselines._deadline import planning_rate
@@ -61,6 +59,9 @@ from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
+
+if TYPE_CHECKING:  # the solvers load when a policy solves, not when the policies are registered
+    from scipy import sparse
 
 SOLVERS = ("highs", "cbc")
 REJECTED_MODES = ("best_effort", "drop")
@@ -107,6 +108,8 @@ class LeaseProgram:
 
 def solve_program(prog: LeaseProgram, solver: str, time_limit_s: float) -> tuple[np.ndarray, np.ndarray]:
     """``(y, x)``: the guaranteed jobs and their ``(J, K, L)`` leases (greedy packing if the solver finds nothing)."""
+    from scipy import sparse
+
     num_j, num_k = prog.rate.shape
     num_l = prog.length_s.shape[1]
     if num_j == 0:
@@ -177,6 +180,8 @@ def _solve_highs(
     ub: np.ndarray,
     time_limit_s: float,
 ) -> np.ndarray | None:
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     res = milp(
         cost,
         integrality=np.ones(len(cost)),
@@ -196,6 +201,8 @@ def _solve_cbc(
     ub: np.ndarray,
     time_limit_s: float,
 ) -> np.ndarray | None:
+    import pulp
+
     prob = pulp.LpProblem("chronus_leases", pulp.LpMinimize)
     v = [pulp.LpVariable(f"v{i}", int(lb[i]), int(ub[i]), pulp.LpBinary) for i in range(len(cost))]
     prob += pulp.lpSum(float(c) * v[i] for i, c in enumerate(cost) if c)

@@ -27,8 +27,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-
-import pulp
+from typing import TYPE_CHECKING
 
 from baselines._deadline import JobOptions, job_options
 from hetgym.sim.allocation import Allocation, JobAllocation
@@ -38,6 +37,9 @@ from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
+
+if TYPE_CHECKING:  # the solvers load when a policy solves, not when the policies are registered
+    import pulp
 
 SOLVERS = ("cbc", "highs")
 
@@ -202,6 +204,8 @@ def _solve(
     relax: bool,
 ) -> tuple[str, dict[int, dict[int, dict[str, int]]], float]:
     """Build and solve the ILP (or its LP relaxation); return status, schedules of met jobs, objective."""
+    import pulp
+
     cat = "Continuous" if relax else "Binary"
     prob = pulp.LpProblem("offline_deadlines", pulp.LpMaximize)
     x = {s.job_id: pulp.LpVariable(f"x_{s.job_id}", 0, 1, cat) for s in specs}
@@ -258,6 +262,8 @@ def _solve(
 
 
 def _solver(name: str, time_limit_s: float, msg: bool) -> pulp.LpSolver:
+    import pulp
+
     if name == "highs":
         highs = pulp.HiGHS(msg=msg, timeLimit=time_limit_s)
         if not highs.available():

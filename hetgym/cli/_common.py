@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 
 from hetgym.atomic import CLAIM_NAME, atomic_dir
@@ -235,6 +234,8 @@ def run_problems(result: Any, *, time_limit: bool) -> list[tuple[str, bool]]:
 
 def parse_value(text: str) -> Any:
     """A command-line value as YAML (numbers, booleans, lists), else the string."""
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:

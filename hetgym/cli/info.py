@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-
 from hetgym.cli._common import console
 
 
@@ -19,6 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_policies(args: argparse.Namespace) -> int:
     import inspect
+
+    from rich.table import Table
 
     from hetgym.sim.policy import list_policies, policy_class
 
@@ -52,6 +52,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from hetgym.sim.cluster import get_cluster, list_clusters
     from hetgym.sim.throughput import ThroughputModel
     from hetgym.workloads.deadlines import deadline_model_names

@@ -15,11 +15,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-from rich import box
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from hetgym.cli._common import (
     add_output_args,
@@ -31,18 +27,12 @@ from hetgym.cli._common import (
     scenario_from_args,
     writing_out_dir,
 )
-from hetgym.experiments import (
-    HEADLINE_METRICS,
-    TIMING_COLUMNS,
-    Comparison,
-    check_policy_options,
-    compare,
-    default_policies,
-    run_one,
-)
 from hetgym.limits import check_runs
 from hetgym.progress import ProgressReport, format_duration
 from hetgym.sim.errors import HetgymError
+
+if TYPE_CHECKING:  # the commands import the experiments (pandas) and rich's tables when they run
+    from hetgym.experiments import Comparison
 
 #: How to run more than one comparison holds.
 _MANY_RUNS = "give fewer seeds or policies, or run them as a sweep (`hetgym sweep`), which resumes"
@@ -128,6 +118,11 @@ def _load_imports(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    import pandas as pd
+    from rich.table import Table
+
+    from hetgym.experiments import HEADLINE_METRICS, TIMING_COLUMNS, Comparison, check_policy_options, run_one
+
     imports = _load_imports(args)
     if args.out is not None:
         check_out_dir(args.out, force=args.force)
@@ -185,6 +180,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from hetgym.experiments import Comparison, check_policy_options, compare, default_policies
+
     imports = _load_imports(args)
     scenario = scenario_from_args(args)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else default_policies()
@@ -356,6 +355,11 @@ def print_comparison(comparison: Comparison, *, wide: bool = False) -> None:
     Without ``wide``, the columns of :data:`NARROW_METRICS`, which fit in 80 columns; the table wraps
     its cells when the console is narrower still.
     """
+    from rich import box
+    from rich.table import Table
+
+    from hetgym.experiments import HEADLINE_METRICS
+
     agg = comparison.aggregate(timings=wide)
     metrics = [m for m in HEADLINE_METRICS if wide or m[0] in NARROW_METRICS]
     table = Table(

@@ -18,8 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rich.table import Table
-
 from hetgym.cli._common import console, parse_value
 from hetgym.limits import max_runs
 from hetgym.progress import ProgressReport
@@ -271,6 +269,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def print_summary(summary: Any, title: str) -> None:
     """The summary table in the terminal."""
+    from rich.table import Table
+
     from hetgym.sweep.report import SUMMARY_METRICS, format_mean_sd
 
     if summary.empty:
@@ -292,6 +292,8 @@ def print_summary(summary: Any, title: str) -> None:
 
 
 def _print_grid(spec: Any, runs: list[Any], out: Path) -> None:
+    from rich.table import Table
+
     from hetgym.sweep.store import ResultsStore
 
     done = ResultsStore(out).finished()

@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from hetgym.cli._common import console
 
 
@@ -201,6 +199,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from hetgym.workloads.traces import FORMATS
 
     table = Table(title="Trace formats (hetgym trace convert SRC --format NAME)")
@@ -254,6 +254,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _print_report(meta: Mapping[str, Any]) -> None:
+    from rich.table import Table
+
     report = meta.get("report")
     if report:
         table = Table(title=f"conversion report: read {report['read']}, kept {report['kept']}")
@@ -282,6 +284,8 @@ def _h(seconds: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from hetgym.sim.throughput import ThroughputModel
     from hetgym.workloads.schema import read_trace
     from hetgym.workloads.traces import load_trace, summarize

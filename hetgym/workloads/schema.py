@@ -42,10 +42,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from hetgym.atomic import atomic_write
 from hetgym.sim.errors import InvalidJobError
@@ -69,6 +68,9 @@ from hetgym.workloads.columns import (
 from hetgym.workloads.columns import (
     MAX_LINE_CHARS as MAX_LINE_CHARS,
 )
+
+if TYPE_CHECKING:  # pandas loads when a table is made or read, not on import (the CLI's start-up)
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,8 @@ class Workload:
 
 def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
     """Canonical table of ``jobs`` (optional columns only when some job uses them)."""
+    import pandas as pd
+
     # Built column by column: a dict per row would cost ~1 kB per job while the table is made.
     cols: dict[str, list[Any]] = {c: [] for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)}
     features: dict[str, list[Any]] = {}
@@ -183,7 +187,13 @@ def jobs_to_frame(jobs: Iterable[JobSpec]) -> pd.DataFrame:
 
 
 def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value == ""
+    # pandas' NA by its type's name: comparing it with "" would not give a bool, and naming it needs no import
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or type(value).__name__ == "NAType"
+        or value == ""
+    )
 
 
 def frame_to_jobs(
