@@ -87,8 +87,14 @@ __all__ = [
 
 #: Submodules, reachable as attributes as when this package imported them all.
 _SUBMODULES = frozenset(
-    {"canonical_csv", "columns", "deadlines", "generators", "recurring", "scenario", "schema", "traces", "windows"}
+    {"canonical_csv", "columns", "deadlines", "generators", "scenario", "schema", "traces", "windows"}
 )
+
+
+# ``recurring`` names both a submodule and the generator it defines. Importing a submodule binds it as an
+# attribute of this package, which would hide the function from ``from hetgym.workloads import recurring``
+# whenever the submodule happens to be imported first: the function is bound now, the submodule with it.
+from hetgym.workloads.recurring import recurring as recurring  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
