@@ -25,6 +25,22 @@ PRESET_IDS = {"default": "HetCluster-v1", "tiny": "HetCluster-Tiny-v1"}
 DEFAULT_EXPERT = "dancer"
 
 
+#: The packages ``train`` and ``evaluate`` need beyond hetgym's own (the ``rl`` extra).
+RL_PACKAGES = ("torch", "stable_baselines3", "sb3_contrib")
+
+
+def require_rl(command: str) -> None:
+    """Raise a ``ValueError`` naming the install command when the ``rl`` extra's packages are missing."""
+    import importlib.util
+
+    missing = [name for name in RL_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(
+            f"hetgym {command} needs {', '.join(missing)} (the rl extra): python -m pip install -c constraints.txt "
+            "torch==2.13.0 && python -m pip install -c constraints.txt -e '.[rl]'"
+        )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` and ``evaluate`` to the ``hetgym`` command's subcommands."""
     from agents.args import BCArgs, DAggerArgs, PPOArgs
@@ -162,6 +178,7 @@ def parse_env_overrides(items: list[str] | None) -> dict[str, Any]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    require_rl("train")
     from agents.args import BCArgs, DAggerArgs, PPOArgs
     from agents.cli_args import dataclass_from_options
 
@@ -272,6 +289,7 @@ def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = Fal
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    require_rl("evaluate")
     from rich.table import Table
 
     from agents.args import AgentError, parse_seeds

@@ -40,3 +40,16 @@ def test_a_plugin_that_fails_to_import_is_named_and_the_rest_works(
     assert "edf" in capsys.readouterr().out
     sys.modules.pop("broken_plugin", None)
     sys.modules.pop("empty_plugin", None)
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_train_and_evaluate_without_the_rl_extra_name_the_install(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert main([command, "--preset", "tiny", "--smoke"] if command == "train" else [command, "--random"]) == 2
+    err = capsys.readouterr().err
+    assert f"hetgym {command}: error: hetgym {command} needs torch (the rl extra)" in err and "[rl]" in err
