@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -53,17 +54,20 @@ def rule(name: str, env: Any) -> Callable[[dict[str, np.ndarray]], int]:
     return act
 
 
-def play(env_id: str, seed: int, choose: Callable[[Any, dict[str, np.ndarray]], int]) -> tuple[float, Any]:
-    """One episode on workload ``seed``; the DSR and the per-job table."""
+def play(
+    env_id: str, seed: int, make_act: Callable[[Any], Callable[[dict[str, np.ndarray]], int]]
+) -> tuple[float, Any]:
+    """One episode on workload ``seed`` with the policy ``make_act(env)``; the DSR and the per-job table."""
     env = gym.make(env_id, probe=True)
+    act = make_act(env)
     obs, info = env.reset(seed=seed, options={"workload_seed": seed})
     while True:
-        action = choose(env, obs)
+        action = act(obs)
         if not info["action_mask"][action]:
             action = AUTO_ACTION
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
-            return float(info["metrics"]["dsr"]), env.unwrapped.result().jobs
+            return float(info["metrics"]["dsr"]), env.unwrapped.result().jobs  # type: ignore[attr-defined]
 
 
 def rules(env_id: str, seeds: list[int]) -> dict[str, Any]:
@@ -71,7 +75,7 @@ def rules(env_id: str, seeds: list[int]) -> dict[str, Any]:
     for name in RULES:
         per_seed = []
         for seed in seeds:
-            dsr, _ = play(env_id, seed, lambda env, obs, name=name: rule(name, env)(obs))
+            dsr, _ = play(env_id, seed, functools.partial(rule, name))
             per_seed.append(dsr)
         out[name] = {"dsr": float(np.mean(per_seed)), "per_seed": per_seed}
         print(json.dumps({"rule": name, "dsr": out[name]["dsr"]}), flush=True)
@@ -85,12 +89,11 @@ def hindsight(env_id: str, seeds: list[int], rounds: int) -> dict[str, Any]:
         history = []
         for _ in range(rounds + 1):
 
-            def choose(env: Any, obs: dict[str, np.ndarray], rejected: set[int] = rejected) -> int:
-                if env.unwrapped.job_id in rejected:
-                    return REJECT_ACTION
-                return rule("force", env)(obs)
+            def make_act(env: Any, rejected: set[int] = rejected) -> Callable[[dict[str, np.ndarray]], int]:
+                force = rule("force", env)
+                return lambda obs: REJECT_ACTION if env.unwrapped.job_id in rejected else force(obs)
 
-            dsr, jobs = play(env_id, seed, choose)
+            dsr, jobs = play(env_id, seed, make_act)
             history.append(dsr)
             missed = jobs[(jobs["status"] != "rejected") & ~jobs["met_deadline"].astype(bool) & jobs["has_deadline"]]
             if missed.empty:
