@@ -4,13 +4,15 @@ A sweep is described declaratively (:class:`SweepSpec`, usually from YAML; see `
 expanded and validated into :class:`RunSpec` objects with stable ids, and executed by
 :func:`run_sweep` on a process pool (default), in this process, or on Ray. Each finished run lands in
 the results directory at once (:class:`ResultsStore`), so an interrupted sweep resumes where it
-stopped. :func:`write_report` turns the table into the standard figures and a summary.
+stopped. :func:`write_report` turns the table into the standard figures and a summary. :func:`map_runs`
+lends the same process pool to any picklable function (a script's own study tasks), results in order.
 
 Importing this package does not import Ray; only the ``ray`` backend does.
 """
 
 from __future__ import annotations
 
+from hetgym.sweep.pool import MapRunError, map_runs
 from hetgym.sweep.report import summarize, write_report
 from hetgym.sweep.runner import (
     BACKENDS,
@@ -26,6 +28,7 @@ from hetgym.sweep.store import NONDETERMINISTIC_COLUMNS, ResultsStore, load_resu
 __all__ = [
     "BACKENDS",
     "NONDETERMINISTIC_COLUMNS",
+    "MapRunError",
     "ResultsStore",
     "RunSpec",
     "SweepConfigError",
@@ -35,6 +38,7 @@ __all__ = [
     "execute_run",
     "init_ray",
     "load_results",
+    "map_runs",
     "parse_seeds",
     "run_id_of",
     "run_sweep",

@@ -127,6 +127,8 @@ def _child(name: str, data: str, work: str, trace_memory: bool, queue: Any) -> N
 
 
 def _run(name: str, data: Path, work: Path, trace_memory: bool) -> dict[str, Any]:
+    # Deliberately not hetgym.sweep.map_runs: this benchmark measures each task's peak resident memory, which
+    # needs a fresh process per task (a pool worker's ru_maxrss keeps the peak of every task it ran before).
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(name, str(data), str(work), trace_memory, queue))

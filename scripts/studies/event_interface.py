@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import time
-from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ from hetgym.envs.events import AUTO_ACTION
 from hetgym.envs.events.experts import expert_choices
 from hetgym.sim import Simulator, make_policy
 from hetgym.stats import paired_interval, t_interval
+from hetgym.sweep import map_runs
 
 EXPERTS = ("elasticflow", "dancer", "hadare", "edf-admission")
 
@@ -154,11 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     kwargs = {"workload": {"num_jobs": args.num_jobs}} if args.num_jobs else {}
     tasks = [(args.env_id, json.dumps(kwargs), s) for s in parse_seeds(args.seeds)]
-    if args.jobs > 1:
-        with Pool(args.jobs) as pool:
-            rows = pool.map(one_seed, tasks, chunksize=1)
-    else:
-        rows = [one_seed(t) for t in tasks]
+    rows = map_runs(one_seed, tasks, workers=args.jobs)
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
     if args.out:

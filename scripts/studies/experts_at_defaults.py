@@ -21,7 +21,6 @@ Writes ``experts_at_defaults.md`` and ``experts_at_defaults.csv`` (one row per i
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import platform
 import sys
 import time
@@ -37,6 +36,7 @@ from hetgym.atomic import atomic_write
 from hetgym.experts import SEES, ExpertAgent, expert_env_kwargs
 from hetgym.sim import Simulator, make_policy
 from hetgym.sim.policy import list_policies
+from hetgym.sweep import map_runs
 from hetgym.sweep.checks import parse_seeds
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -134,11 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--out {args.out} is a file; give a folder")
     tasks = [(e, pol, s, args.max_steps, args.sees) for e in env_ids for pol in policies for s in seeds]
     t0 = time.perf_counter()
-    if args.workers > 1:
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            rows = pool.map(run_one, tasks, chunksize=1)
-    else:
-        rows = [run_one(t) for t in tasks]
+    rows = map_runs(run_one, tasks, workers=args.workers)
     wall_s = time.perf_counter() - t0
     frame = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,6 @@ completion-time difference to the ``sim`` run and the number of decisions the co
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import platform
 import sys
 import time
@@ -37,6 +36,7 @@ import hetgym  # noqa: F401  (registers the ids)
 from hetgym.atomic import atomic_write
 from hetgym.experts import ExpertAgent, expert_env_kwargs
 from hetgym.sim import Simulator, make_policy
+from hetgym.sweep import map_runs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,11 +116,7 @@ def run_one(task: tuple[str, int, tuple[str, ...], bool]) -> list[dict[str, Any]
 
 def run(policies: list[str], seeds: list[int], codecs: list[str], plain: bool, workers: int = 1) -> pd.DataFrame:
     tasks = [(p, s, tuple(codecs), plain) for p in policies for s in seeds]
-    if workers > 1:
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            parts = pool.map(run_one, tasks, chunksize=1)
-    else:
-        parts = [run_one(t) for t in tasks]
+    parts = map_runs(run_one, tasks, workers=workers)
     return pd.DataFrame([row for part in parts for row in part])
 
 

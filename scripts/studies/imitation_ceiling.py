@@ -219,7 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trajectories", default="common,own", help="'common', 'own' or both (see the docstring)")
     p.add_argument("--driver", default="multidiscrete", help="the codec that drives the common trajectory")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results")
+    p.add_argument("--render", action="store_true", help="run nothing: rewrite the page from --out's CSV")
     args = p.parse_args(argv)
+    if args.render:
+        if not (args.out / "imitation_ceiling.csv").exists():
+            p.error(f"--render: {args.out / 'imitation_ceiling.csv'} does not exist; run the study first")
+        print(render(args.out))
+        return 0
     policies = list(list_policies()) if args.policies == "all" else args.policies.split(",")
     seeds, env_ids, codecs = parse_seeds(args.seeds), args.envs.split(","), args.codecs.split(",")
     trajectories = args.trajectories.split(",")
@@ -233,13 +239,119 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out / "imitation_ceiling.csv", lambda tmp: frame.to_csv(tmp, index=False))
     command = "python scripts/studies/imitation_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    provenance = (
+        f"Produced by `{command.strip()}`: {wall_s:.0f} s wall time, one process, on {platform.machine()} with "
+        f"Python {platform.python_version()}."
+    )
+    text = page(frame, args.seeds, provenance)
+    atomic_write(args.out / "imitation_ceiling.md", lambda tmp: tmp.write_text(text))
+    print(text)
+    return 0
+
+
+def render(out: Path) -> str:
+    """The page rewritten from ``out/imitation_ceiling.csv`` alone (no episode runs)."""
+    frame = pd.read_csv(out / "imitation_ceiling.csv")
+    seeds = sorted(int(s) for s in frame["seed"].unique())
+    contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+    seeds_text = f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 1 else ",".join(map(str, seeds))
+    episodes = frame.drop_duplicates(["env_id", "trajectory", "driver", "policy", "seed"])
+    provenance = (
+        "Measured by `python scripts/studies/imitation_ceiling.py --out docs/results` (its episodes: "
+        f"{episodes['wall_s'].sum():,.0f} s in one process); this page rewritten from the CSV by `--render`."
+    )
+    text = page(frame, seeds_text, provenance)
+    atomic_write(out / "imitation_ceiling.md", lambda tmp: tmp.write_text(text))
+    return text
+
+
+def _totals(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = ["env_id", "trajectory", "codec"]
+    return frame.groupby(keys, sort=False)[["epochs", "exact", "changing_epochs", "changing_exact"]].sum()
+
+
+def answer(frame: pd.DataFrame, codecs: list[str]) -> str:
+    """The page's first lines: which codecs reproduce every decision, and where the others fall short."""
+    sums = frame.groupby(["codec", "policy"], sort=False)[["epochs", "exact"]].sum()
+    full = [c for c in codecs if (sums.loc[c, "exact"] == sums.loc[c, "epochs"]).all()]
+    parts = []
+    if full:
+        parts.append(
+            f"{', '.join(f'`{c}`' for c in full)} reproduce every decision of every policy measured, on every "
+            "environment and both trajectories"
+        )
+    rest = [c for c in codecs if c not in full]
+    if rest:
+        totals = _totals(frame)
+        short = []
+        for c in rest:
+            missed = [
+                p for p in dict.fromkeys(frame["policy"]) if sums.loc[(c, p), "exact"] < sums.loc[(c, p), "epochs"]
+            ]
+            worst = totals.xs(c, level="codec")
+            share = (worst["changing_exact"] / worst["changing_epochs"].where(worst["changing_epochs"] > 0)).min()
+            causes = _merge_causes(frame.loc[frame["codec"] == c, "misses_by_cause"])
+            short.append(
+                f"`{c}` misses decisions of {len(missed)} of {frame['policy'].nunique()} policies "
+                f"({', '.join(missed)}; causes: {causes or '-'}), down to {100 * share:.1f}% of the changing epochs "
+                "of one environment and trajectory"
+            )
+        parts.append("; ".join(short))
+    return "**Answer**: " + "; ".join(parts) + "."
+
+
+def summary_table(frame: pd.DataFrame, codecs: list[str]) -> str:
+    """Per environment and trajectory, per codec: the share reproduced over all epochs / over changing epochs."""
+    totals = _totals(frame)
+    lines = [
+        "| environment | trajectory | " + " | ".join(f"`{c}`" for c in codecs) + " |",
+        "|---|---|" + "---|" * len(codecs),
+    ]
+    for (env_id, trajectory), _ in frame.groupby(["env_id", "trajectory"], sort=False):
+        cells = " | ".join(
+            _cell(totals.loc[(env_id, trajectory, c)]) for c in codecs if (env_id, trajectory, c) in totals.index
+        )
+        lines.append(f"| `{env_id}` | {trajectory} | {cells} |")
+    return "\n".join(lines)
+
+
+def page(frame: pd.DataFrame, seeds: str, provenance: str) -> str:
+    """The results page of ``frame`` (the rows of :func:`run`): the answer and a summary table, then per
+    environment and trajectory the policies that some codec does not reproduce in full."""
+    codecs = list(dict.fromkeys(frame["codec"]))
+    driver = (
+        str(frame.loc[frame["trajectory"] == "common", "driver"].iloc[0])
+        if (frame["trajectory"] == "common").any()
+        else ""
+    )
     sections = []
-    for env_id in env_ids:
-        for trajectory, part in frame[frame["env_id"] == env_id].groupby("trajectory", sort=False):
-            title = "each codec on its own trajectory" if trajectory == "own" else f"common trajectory ({args.driver})"
-            sections.append(f"### `{env_id}`: {title}\n\n{table(part, codecs)}")
+    for (env_id, trajectory), part in frame.groupby(["env_id", "trajectory"], sort=False):
+        title = "each codec on its own trajectory" if trajectory == "own" else f"common trajectory ({driver})"
+        per_codec = part.groupby(["policy", "codec"], sort=False)[["epochs", "exact"]].sum()
+        missed = [
+            p for p in dict.fromkeys(part["policy"]) if (per_codec.loc[p, "exact"] < per_codec.loc[p, "epochs"]).any()
+        ]
+        total = part["policy"].nunique()
+        note = f"The other {total - len(missed)} of {total} policies: 100.0% / 100.0% with every codec."
+        body = (
+            table(part[part["policy"].isin(missed)], codecs).replace("| **all** |", "| **these policies** |")
+            if missed
+            else "Every policy: 100.0% / 100.0% with every codec."
+        )
+        sections.append(f"### `{env_id}`: {title}\n\n{body}\n\n{note if missed else ''}".rstrip())
     tables = "\n\n".join(sections)
-    text = f"""# The imitation ceiling of each action codec
+    return f"""# The imitation ceiling of each action codec
+
+{answer(frame, codecs)}
+
+{summary_table(frame, codecs)}
+
+Cells: the share of the expert's decisions each codec reproduces exactly, over all decision epochs / over the
+epochs at which the expert changed something (a job's GPUs or mode, or a rejection; at the other epochs it keeps
+every allocation), epochs summed over every policy and seed. Per environment, trajectory, policy, seed and codec
+(with the episode's DSR and stop reason): [imitation_ceiling.csv](imitation_ceiling.csv). {provenance}
+
+## What is measured
 
 The share of an expert's decisions (its allocation at a decision epoch) that each action codec reproduces
 exactly: the codec's inverse map `encode(state, target)` gives actions whose commit leaves the simulator
@@ -247,9 +359,9 @@ exactly as the expert's allocation would (`hetgym.envs.exactness`). A learner th
 through that codec can match it at most at these epochs.
 
 Every registered policy runs under its own physics (`policy_compat`: its round, placer and execution
-modes, every count level, a window holding every job), workload seeds {args.seeds}, two ways:
+modes, every count level, a window holding every job), workload seeds {seeds}, two ways:
 
-* **common trajectory**: one episode per policy and seed, driven by the `{args.driver}` codec's commits
+* **common trajectory**: one episode per policy and seed, driven by the `{driver}` codec's commits
   (where its column reads 100%, every decision was expressed and the episode is the expert's own run); at
   every epoch, before any action, every codec is asked for the expert's allocation on the same decision
   state, so all codecs are scored on the same epochs.
@@ -257,21 +369,14 @@ modes, every count level, a window holding every job), workload seeds {args.seed
   (`ExpertAgent` / `labelled_env`, as when collecting demonstrations): when the codec cannot express a
   decision, the env runs what it could express and the episode goes its own way.
 
-Cells: share reproduced over all epochs / over the epochs at which the expert changed something (a job's
-GPUs or mode, or a rejection; at the other epochs it keeps every allocation). Epochs are summed over the
-seeds. The last column counts the epochs each codec missed by main cause (`multi-type`: the expert puts a
-job on several GPU types, which `jobwise` and `score` cannot start and `jobwise-types` can; `placement`: an
-explicit server placement other than keeping a job where it is).
+The last column of the tables below counts the epochs each codec missed by main cause (`multi-type`: the
+expert puts a job on several GPU types, which `jobwise` and `score` cannot start and `jobwise-types` can;
+`placement`: an explicit server placement other than keeping a job where it is).
+
+## The policies some codec does not reproduce in full
 
 {tables}
-
-Per environment, trajectory, policy, seed and codec (with the episode's DSR and stop reason):
-[imitation_ceiling.csv](imitation_ceiling.csv). Produced by `{command.strip()}`: {wall_s:.0f} s wall
-time, one process, on {platform.machine()} with Python {platform.python_version()}.
 """
-    atomic_write(args.out / "imitation_ceiling.md", lambda tmp: tmp.write_text(text))
-    print(text)
-    return 0
 
 
 if __name__ == "__main__":

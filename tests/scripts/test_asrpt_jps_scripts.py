@@ -19,7 +19,7 @@ def test_reproduce_quick_writes_every_table_and_figure(tmp_path: Path) -> None:
     for name in ("asrpt_jct.png", "jps_gap.png", "jps_runtime.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     runs = pd.read_csv(tmp_path / "asrpt_runs.csv")
-    assert set(runs["policy"]) == set(script.asrpt_policies())
+    assert set(runs["policy"]) == set(script.ASRPT_LABELS)
     assert (runs["num_completed"] > 0).all()
     gaps = pd.read_csv(tmp_path / "jps_gap.csv")
     assert (gaps["ratio_to_optimum"] >= 1.0 - 1e-9).all()  # nothing beats the exact optimum

@@ -58,4 +58,11 @@ def test_imitation_ceiling_scores_every_codec_on_the_same_epochs(tmp_path: Path)
     own = frame[frame["trajectory"] == "own"]
     assert set(own["codec"]) == {"multidiscrete", "jobwise", "jobwise-types", "score"}
     text = (tmp_path / "imitation_ceiling.md").read_text()
-    assert "| srtf |" in text and "common trajectory (multidiscrete)" in text and "own trajectory" in text
+    assert text.splitlines()[2].startswith("**Answer**: `multidiscrete`, `jobwise-types` reproduce every decision")
+    assert "| hadare |" in text and "| srtf |" not in text and "The other 1 of 2 policies" in text
+    assert "common trajectory (multidiscrete)" in text and "own trajectory" in text
+    # --render rewrites the page from the CSV alone: the same tables, another provenance line.
+    assert script.main(["--render", "--out", str(tmp_path)]) == 0
+    again = (tmp_path / "imitation_ceiling.md").read_text()
+    assert again.split("## What is measured")[1] == text.split("## What is measured")[1]
+    assert again.splitlines()[:10] == text.splitlines()[:10]
