@@ -2,7 +2,7 @@
 
 ``reproduce_papers.py`` runs every paper in its own setting and writes ``docs/results/papers.md``; the study of
 each paper (its tasks, claims, figure and description) lives in that paper's script (``reproduce_dancer.py``,
-``reproduce_hadar.py`` for Hadar and HadarE, ``reproduce_asrpt_jps.py`` for A-SRPT and JPS), which imports this
+``reproduce_hadar.py`` for Hadar and HadarE, ``reproduce_asrpt.py``, ``reproduce_jps.py``), which imports this
 module from the folder it runs in. Here: the run sizes (:class:`Settings`), the unit of work (:class:`Task`), a
 claim row and its verdicts, number formats, and the CSV and figure writers (temporary name, then rename).
 """
@@ -218,6 +218,14 @@ def save_figure(fig: Any, path: Path) -> None:
             lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None}),
             keep_suffix=True,
         )
+    finally:
+        pyplot().close(fig)
+
+
+def save_plot(fig: Any, path: Path) -> None:
+    """Save a script's own figure as it is (no title added, 120 dpi) under a temporary name, then rename it."""
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"), keep_suffix=True)
     finally:
         pyplot().close(fig)
 

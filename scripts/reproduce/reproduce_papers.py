@@ -14,9 +14,9 @@ Five studies; each one's code lives in its paper's script, and its setting is sp
   on a heterogeneous version of it.
 * **Hadar** and **HadarE** (``reproduce_hadar.py``): Hadar against YARN-CS and Gavel on a static Gavel-Philly
   batch, with and without the 30 s restart penalty; HadarE with a handful of Gavel models on six mixed nodes.
-* **A-SRPT** and **JPS** (``reproduce_asrpt_jps.py``): A-SRPT on recurring mixed-parallel jobs on 16 x 8 A100
-  with 25 Gb/s NICs; JPS on instances drawn from the measured V100/P100/K80 throughputs, against the exact
-  optimum.
+* **A-SRPT** (``reproduce_asrpt.py``) on recurring mixed-parallel jobs on 16 x 8 A100 with 25 Gb/s NICs.
+* **JPS** (``reproduce_jps.py``) on instances drawn from the measured V100/P100/K80 throughputs, against the
+  exact optimum.
 
 This script only gathers the studies' tasks, runs them on one process pool (:func:`hetgym.sweep.map_runs`) and
 writes the page. A baseline not registered in this installation is reported as "not available". Output: the
@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import reproduce_asrpt_jps
+import reproduce_asrpt
 import reproduce_dancer
 import reproduce_hadar
+import reproduce_jps
 from paper_claims import Settings, Task, fmt, run_task, settings_for, write_csv
 
 from hetgym.atomic import atomic_write
@@ -57,13 +58,14 @@ SCRIPTS: dict[str, str] = {
     "dancer": "reproduce_dancer.py",
     "hadar": "reproduce_hadar.py",
     "hadare": "reproduce_hadar.py",
-    "asrpt": "reproduce_asrpt_jps.py",
-    "jps": "reproduce_asrpt_jps.py",
+    "asrpt": "reproduce_asrpt.py",
+    "jps": "reproduce_jps.py",
 }
 PAPERS: dict[str, tuple[str, str]] = {
     **reproduce_dancer.PAPERS,
     **reproduce_hadar.PAPERS,
-    **reproduce_asrpt_jps.PAPERS,
+    **reproduce_asrpt.PAPERS,
+    **reproduce_jps.PAPERS,
 }
 #: The figures the page leads with: (study, pattern of the claim), in this order.
 HEADLINES: tuple[tuple[str, str], ...] = (
@@ -87,7 +89,10 @@ def build_tasks(settings: Settings, studies: Sequence[str], source: str) -> list
     if "dancer" in studies:
         tasks += reproduce_dancer.paper_tasks(settings, source)
     tasks += reproduce_hadar.paper_tasks(settings, studies)
-    tasks += reproduce_asrpt_jps.paper_tasks(settings, studies)
+    if "asrpt" in studies:
+        tasks += reproduce_asrpt.paper_tasks(settings)
+    if "jps" in studies:
+        tasks += reproduce_jps.paper_tasks(settings)
     return tasks
 
 
@@ -268,9 +273,12 @@ def report(out: Path, page: Path, settings: Settings, meta: Mapping[str, Any], p
         elif study in ("hadar", "hadare"):
             c, table = reproduce_hadar.paper_report(study, frame, out, plots)
             ours[study] = reproduce_hadar.ours_text(settings, study)
+        elif study == "asrpt":
+            c, table = reproduce_asrpt.paper_report(frame, out, plots)
+            ours[study] = reproduce_asrpt.ours_text(settings)
         else:
-            c, table = reproduce_asrpt_jps.paper_report(study, frame, out, plots)
-            ours[study] = reproduce_asrpt_jps.ours_text(settings, study)
+            c, table = reproduce_jps.paper_report(frame, out, plots)
+            ours[study] = reproduce_jps.ours_text(settings)
         claims += c
         tables[study] = table
     claim_frame = pd.DataFrame(claims)

@@ -47,8 +47,8 @@ def dancer(mod: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def asrpt_jps(mod: Any) -> Any:
-    return mod.reproduce_asrpt_jps
+def asrpt(mod: Any) -> Any:
+    return mod.reproduce_asrpt
 
 
 def _write_trace(folder: Path) -> Path:
@@ -140,8 +140,8 @@ def test_tiny_run_writes_the_page_csvs_and_correct_intervals(
     assert set(jps["method"]) >= {"JPS beta=1", "JPS beta=0", "optimum"}
 
 
-def test_single_machine_srpt_by_hand(asrpt_jps: Any) -> None:
-    mod = asrpt_jps
+def test_single_machine_srpt_by_hand(asrpt: Any) -> None:
+    mod = asrpt
     # Work 10 from t=0, work 1 from t=1, speed 1: the short job runs at once (flow 1), the long one ends at 11.
     assert mod.single_machine_srpt_mean_s([0.0, 1.0], [10.0, 1.0], 1.0) == pytest.approx(6.0)
     # Both at t=0, speed 2: works 4 and 20 end at 2 and 12.
