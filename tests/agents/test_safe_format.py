@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from robustness_corpus import MARKER, crafted_sb3_zip
+from robustness_api import MARKER, crafted_sb3_zip
 
 import hetgym  # noqa: F401  (registers the ids)
 from agents.bc import new_model
