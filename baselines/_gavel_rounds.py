@@ -32,6 +32,8 @@ GAVEL_MIN_RESET_INTERVAL_S = 1920.0
 GAVEL_MAX_FAILED_ATTEMPTS = 5
 #: Gavel's priority for a job with an allocation that has received no time yet (``X * 1e9``).
 _UNSERVED_PRIORITY = 1e9
+#: Rows of the per-job matrices at the start (doubled when full).
+_FIRST_ROWS = 64
 
 
 class GavelRounds(Policy):
@@ -61,6 +63,19 @@ class GavelRounds(Policy):
         self._scale: dict[int, int] = {}  # each active job's requested GPUs (Gavel's scale factor)
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
+        # Per-job state as rows of preallocated matrices (job -> row in ``_row``, rows of departed jobs
+        # reused), so that a round gathers its candidates' rows by fancy indexing: time received since
+        # the last reset, deficit, allocation, rates and scale factor. ``_job_time`` and ``_deficit``
+        # map each active job (in submission order) to its row, a view into these matrices.
+        self._row: dict[int, int] = {}
+        self._free_rows: list[int] = []
+        self._next_row = 0
+        k = len(self._types)
+        self._time_m = np.zeros((_FIRST_ROWS, k))
+        self._deficit_m = np.zeros((_FIRST_ROWS, k))
+        self._alloc_m = np.zeros((_FIRST_ROWS, k))
+        self._rates_m = np.zeros((_FIRST_ROWS, k))
+        self._scale_v = np.zeros(_FIRST_ROWS, dtype=np.int64)
         self._job_time: dict[int, np.ndarray] = {}
         self._type_time = np.zeros(len(self._types))
         self._deficit: dict[int, np.ndarray] = {}
@@ -107,6 +122,38 @@ class GavelRounds(Policy):
         self._scale.pop(job_id, None)
         for store in (self._job_time, self._deficit, self._alloc, self._rates):
             store.pop(job_id, None)
+        row = self._row.pop(job_id, None)
+        if row is not None:
+            self._free_rows.append(row)
+
+    def _new_row(self, job_id: int) -> int:
+        """A row of the per-job matrices for ``job_id`` (a departed job's, or the next one, growing them)."""
+        if self._free_rows:
+            row = self._free_rows.pop()
+        else:
+            row = self._next_row
+            self._next_row += 1
+            if row == len(self._scale_v):
+                self._grow()
+        self._row[job_id] = row
+        return row
+
+    def _grow(self) -> None:
+        """Double the per-job matrices, pointing the per-job views at the new ones."""
+        n = 2 * len(self._scale_v)
+        for name in ("_time_m", "_deficit_m", "_alloc_m", "_rates_m", "_scale_v"):
+            old = getattr(self, name)
+            new = np.zeros((n, *old.shape[1:]), dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+        for jid, row in self._row.items():
+            if jid in self._job_time:
+                self._job_time[jid] = self._time_m[row]
+                self._deficit[jid] = self._deficit_m[row]
+
+    def _rows_of(self, job_ids: Sequence[int]) -> np.ndarray:
+        """The rows of ``job_ids``, in their order."""
+        return np.fromiter(map(self._row.__getitem__, job_ids), dtype=np.intp, count=len(job_ids))
 
     # ----------------------------------------------------------------------------------------
     def _sync_jobs(self, view: ClusterView) -> None:
@@ -131,11 +178,16 @@ class GavelRounds(Policy):
             self._forget_job(jid)
         half = self.round_s_in_force(view) / 2.0
         for job in new:
-            self._scale[job.job_id] = job.num_gpus
-            self._job_time[job.job_id] = np.full(len(self._types), half)
+            jid = job.job_id
+            row = self._new_row(jid)
+            self._scale[jid] = self._scale_v[row] = job.num_gpus
+            times = self._job_time[jid] = self._time_m[row]
+            times[:] = half
             self._type_time += half
-            self._deficit[job.job_id] = np.zeros(len(self._types))
-            self._job_rates(view, job)
+            deficit = self._deficit[jid] = self._deficit_m[row]
+            deficit[:] = 0.0
+            self._alloc_m[row] = 0.0
+            self._rates_m[row] = self._job_rates(view, job)
 
     def _account(self, view: ClusterView) -> None:
         """Add the time each running job held GPUs since the previous epoch to its counters."""
@@ -198,27 +250,30 @@ class GavelRounds(Policy):
         now = view.now_s
         half = self.round_s_in_force(view) / 2.0
         elapsed = 0.0 if self._last_reset_s is None else now - self._last_reset_s
-        for jid, times in self._job_time.items():
-            x = self._alloc.get(jid)
-            should = x * elapsed if x is not None else 0.0
-            self._deficit[jid] += should - (times - half)
-            times[:] = half
+        rows = self._rows_of(list(self._job_time))
+        times = self._time_m[rows]
+        # A job without an allocation has a zero row: its deficit changes by ``0 - (times - half)``.
+        self._deficit_m[rows] += self._alloc_m[rows] * elapsed - (times - half)
+        self._time_m[rows] = half
         self._type_time[:] = half * len(self._job_time)
         self._last_reset_s = now
         self._need_update = False
         self._alloc = self._compute_allocation(view)
+        self._alloc_m[:] = 0.0
+        for jid, x in self._alloc.items():
+            self._alloc_m[self._row[jid]] = x
         self.num_recomputes += 1
 
     # ----------------------------------------------------------------------------------------
     def priority_matrix(self, job_ids: Sequence[int]) -> np.ndarray:
         """Gavel's priorities ``X / fraction`` (``X * 1e9`` before any service) for ``job_ids`` x types."""
-        k = len(self._types)
-        zeros = np.zeros(k)
-        if not job_ids:
-            return np.zeros((0, k))
-        times = np.vstack([self._job_time[j] for j in job_ids])
-        x = np.vstack([self._alloc.get(j, zeros) for j in job_ids])
-        rates = np.vstack([self._rates.get(j, zeros) for j in job_ids])
+        return self._priority_rows(self._rows_of(job_ids))
+
+    def _priority_rows(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`priority_matrix` of the jobs at ``rows`` of the per-job matrices."""
+        times = self._time_m[rows]
+        x = self._alloc_m[rows]
+        rates = self._rates_m[rows]
         type_time = self._type_time
         fraction = np.divide(times, type_time, out=np.zeros_like(times), where=type_time > 0)
         prio = np.divide(x, fraction, out=x * _UNSERVED_PRIORITY, where=fraction > 0)
@@ -299,20 +354,20 @@ class GavelRounds(Policy):
         order) and the builder's free GPUs. Only the jobs scheduled have their views built."""
         if not candidates:
             return
-        scale_list = [self._scale[j] for j in candidates]
-        prio = self.priority_matrix(candidates)
-        deficit = np.vstack([self._deficit[j] for j in candidates])
-        zeros = np.zeros(len(self._types))
-        alloc = np.vstack([self._alloc.get(j, zeros) for j in candidates])
-        rates = np.vstack([self._rates[j] for j in candidates])
+        rows = self._rows_of(candidates)
+        scale_list = self._scale_v[rows].tolist()
+        prio = self._priority_rows(rows)
+        deficit = self._deficit_m[rows]
+        alloc = self._alloc_m[rows]
+        rates = self._rates_m[rows]
         n_types = len(self._types)
         order = self._type_order(view)
         # Entries as flat indices c * n_types + k, in Gavel's order.
         if self.global_queue:
             cols = np.repeat(np.array(order), len(candidates))
-            rows = np.tile(np.arange(len(candidates)), len(order))
-            idx = np.lexsort((-alloc[rows, cols], -deficit[rows, cols], -prio[rows, cols]))
-            flat = rows[idx] * n_types + cols[idx]
+            at = np.tile(np.arange(len(candidates)), len(order))
+            idx = np.lexsort((-alloc[at, cols], -deficit[at, cols], -prio[at, cols]))
+            flat = at[idx] * n_types + cols[idx]
         else:
             parts = [np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k])) * n_types + k for k in order]
             flat = np.concatenate(parts)
@@ -324,20 +379,25 @@ class GavelRounds(Policy):
             usable &= prio.ravel()[flat] > 0
         flat = flat[usable]
         free = [builder.free[t] for t in self._types]
-        scheduled = np.zeros(len(candidates), dtype=bool)
+        # Once fewer GPUs are free than any candidate needs, no later entry can be placed.
+        left, least = sum(free), min(scale_list)
+        scheduled = [False] * len(candidates)
         running = view.running_allocations
         # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
         # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
-        idle = [self._compat and j not in self._alloc for j in candidates]
+        compat, alloc_of = self._compat, self._alloc
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
+            if left < least:
+                break
             need = scale_list[c]
             if scheduled[c] or need > free[k]:
                 continue
             free[k] -= need
             scheduled[c] = True
-            if idle[c]:
-                continue
+            left -= need
             jid = candidates[c]
+            if compat and jid not in alloc_of:
+                continue
             job = view.job(jid) if self._compat else None  # only compat mode reads the job's progress
             if job is not None and self._fails(job):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
