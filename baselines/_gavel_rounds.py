@@ -386,6 +386,8 @@ class GavelRounds(Policy):
         # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
         # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
         compat, alloc_of = self._compat, self._alloc
+        may_fail = bool(compat and self.gavel_failures)
+        types, job_allocs = self._types, self._job_allocs
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             if left < least:
                 break
@@ -398,8 +400,8 @@ class GavelRounds(Policy):
             jid = candidates[c]
             if compat and jid not in alloc_of:
                 continue
-            job = view.job(jid) if self._compat else None  # only compat mode reads the job's progress
-            if job is not None and self._fails(job):
+            job = view.job(jid) if compat else None  # only compat mode reads the job's progress
+            if may_fail and need > 1 and job is not None and self._fails(job):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
                 self._pass_failures += 1
                 self._need_update = True
@@ -407,7 +409,7 @@ class GavelRounds(Policy):
                     builder.reject(jid)
                     self.failed_jobs.append(jid)
                 continue
-            ja = self._job_allocation(self._types[k], need)
+            ja = job_allocs.get((types[k], need)) or self._job_allocation(types[k], need)
             current = running.get(jid)
             if current is not None and current.same_resources(ja) and builder.assigned(jid) is None:
                 builder.take(jid, current)  # what it holds, servers included: no change
