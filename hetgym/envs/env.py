@@ -12,7 +12,7 @@ import numpy as np
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
-from hetgym.envs.intervals import add_ended, add_interval, add_lost_deadlines, add_quiet_ticks, charge_unfinished
+from hetgym.envs.intervals import add_deadlines, add_ended, add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
@@ -228,7 +228,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._history: list[Segment] = []
         self._ended_at: dict[int, float] = {}
         self._ended_cursor = 0
-        self._penalised: set[int] = set()
+        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
 
@@ -431,7 +431,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._history = []
         self._ended_at = {}
         self._ended_cursor = 0
-        self._penalised = set()
+        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
         view = self.sim.reset()
@@ -481,11 +481,12 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
             assert standing is not None  # every mode is configured (_quiet_request)
             jobs = standing
         add_interval(comps, view, t0, t1, jobs, allocation.reject, ended_at if ended else None, self.total_gpus)
-        missed_before = comps.missed
-        add_ended(comps, ended, self._spec_by_id, self._penalised)
-        if next_view is not None:
-            add_lost_deadlines(comps, next_view, self._penalised)
-        self._changed = bool(ended) or comps.missed > missed_before
+        add_ended(comps, ended)
+        # Deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
+        outcomes = self.sim.deadline_log(self._deadline_cursor)
+        self._deadline_cursor += len(outcomes)
+        add_deadlines(comps, outcomes)
+        self._changed = bool(ended) or not all(o.met for o in outcomes)
         if self.render_mode == "rgb_array":
             # The allocation history is the picture's content, kept only when it is drawn: it grows with
             # the episode, and everything else an env holds stays bounded by the workload.

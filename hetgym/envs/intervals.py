@@ -3,7 +3,7 @@
 A commit applies an allocation at an epoch at ``t0`` and the simulator runs to the next epoch at ``t1``
 (:class:`~hetgym.envs.rewards.RewardComponents`): every job active at ``t0`` and not rejected counts
 until it ended or ``t1``, every allocated GPU is busy until its job ended or ``t1``, jobs that ended are
-counted by how, and a deadline job still active at ``t1`` whose deadline has passed is lost there.
+counted by how, and the deadlines the simulator saw met or lost in the interval are counted.
 
 Under ``decisions="on-change"`` one agent step also covers the quiet round ticks after its commit, each
 an epoch whose decision keeps every allocation. The simulator passes over them in the commit's step
@@ -11,8 +11,12 @@ an epoch whose decision keeps every allocation. The simulator passes over them i
 replay did, in the same order: the commit's allocation up to the first tick, the same allocation
 standing between ticks (whole seconds apart, so its sum does not depend on the order of the jobs),
 and the environment measures the last interval, from the last tick to ``t1``, with the allocation
-standing at that tick in the window's order there. :func:`deadline_horizon_s` bounds the ticks passed
-over to those at which no deadline is lost, since a lost deadline is news to the agent.
+standing at that tick in the window's order there. The simulator passes over no tick at which a
+deadline is lost (``QuietTicks(deadlines=True)``), since a lost deadline is news to the agent.
+
+Deadlines met and lost are not decided here: the simulator records each deadline job's outcome
+(:mod:`hetgym.sim.deadlines`, with the metrics' tolerance) and :func:`add_deadlines` counts those of the
+interval.
 
 :func:`charge_unfinished` adds, on the last step of a run stopped with jobs unfinished, the least time they
 still needed.
@@ -20,7 +24,6 @@ still needed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -28,10 +31,9 @@ import pandas as pd
 
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.allocation import JobAllocation
-from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.view import ClusterView, JobView
-
-DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
+from hetgym.sim.deadlines import DeadlineOutcome
+from hetgym.sim.job import JobStatus
+from hetgym.sim.view import ClusterView
 
 
 def add_interval(
@@ -108,55 +110,22 @@ def add_quiet_ticks(
         comps.idle_gpu_s += max(0.0, total_gpus * dt - busy)
 
 
-def add_ended(
-    comps: RewardComponents,
-    ended: Iterable[tuple[int, float, JobStatus]],
-    specs: Mapping[int, JobSpec],
-    penalised: set[int],
-) -> None:
-    """Count the jobs that ended (completed, by their deadline or not; rejected; left unfinished)."""
-    for jid, t, status in ended:
-        spec = specs[jid]
+def add_ended(comps: RewardComponents, ended: Iterable[tuple[int, float, JobStatus]]) -> None:
+    """Count the jobs that ended by how (completed; rejected; left unfinished counts in neither)."""
+    for _, _, status in ended:
         if status == JobStatus.COMPLETED:
             comps.completed += 1
-            if spec.has_deadline and jid not in penalised:
-                if t <= spec.deadline_s + DEADLINE_TOL_S:
-                    comps.met += 1
-                else:
-                    comps.missed += 1
-                    penalised.add(jid)
+        elif status == JobStatus.REJECTED:
+            comps.rejected += 1
+
+
+def add_deadlines(comps: RewardComponents, outcomes: Iterable[DeadlineOutcome]) -> None:
+    """Count the deadlines met and lost, from the simulator's deadline log (:mod:`hetgym.sim.deadlines`)."""
+    for outcome in outcomes:
+        if outcome.met:
+            comps.met += 1
         else:
-            if status == JobStatus.REJECTED:
-                comps.rejected += 1
-            if spec.has_deadline and jid not in penalised:
-                comps.missed += 1
-                penalised.add(jid)
-
-
-def add_lost_deadlines(comps: RewardComponents, next_view: ClusterView, penalised: set[int]) -> None:
-    """Count the deadline jobs still active at ``next_view`` whose deadline has passed there (once each)."""
-    t1 = next_view.now_s
-    for job in (*next_view.running, *next_view.waiting):  # next_view.jobs in another order
-        # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
-        if job.deadline_s < t1 and t1 > job.deadline_s + DEADLINE_TOL_S:
-            spec = job.spec
-            if not spec.has_deadline or job.job_id in penalised:
-                continue
             comps.missed += 1
-            penalised.add(job.job_id)
-
-
-def deadline_horizon_s(jobs: Iterable[JobView], penalised: set[int]) -> float:
-    """The last time at which none of ``jobs`` has lost its deadline yet (as :func:`add_lost_deadlines` sees it).
-
-    A job is lost at ``t`` exactly when ``t > deadline + tol`` (which implies ``t > deadline``).
-    """
-    horizon = math.inf
-    for job in jobs:
-        limit = job.deadline_s + DEADLINE_TOL_S
-        if limit < horizon and job.spec.has_deadline and job.job_id not in penalised:
-            horizon = limit
-    return horizon
 
 
 def charge_unfinished(comps: RewardComponents, frame: pd.DataFrame) -> None:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hetgym.envs.intervals import deadline_horizon_s
 from hetgym.envs.state import DecisionState, WindowOrder, sort_jobs
-from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.allocation import Allocation, AllocationDelta, JobAllocation
 from hetgym.sim.fastforward import QuietTicks
 from hetgym.sim.view import ClusterView, JobView
 
@@ -29,7 +28,7 @@ class QuietEpochs:
     """The quiet epochs of ``decisions="on-change"`` (a base of :class:`~hetgym.envs.env.HetClusterEnv`).
 
     The environment sets the state read here (``config``, ``state``, ``sim``, ``render_mode``,
-    ``_statics``, ``_window_order``, ``_requested``, ``_changed``, ``_penalised``, ``_done``).
+    ``_statics``, ``_window_order``, ``_requested``, ``_changed``, ``_done``).
     """
 
     config: HetClusterConfig
@@ -40,7 +39,6 @@ class QuietEpochs:
     _window_order: WindowOrder
     _requested: bool
     _changed: bool
-    _penalised: set[int]
     _done: bool
 
     def _standing_allocation(self, view: ClusterView) -> Allocation:
@@ -56,7 +54,7 @@ class QuietEpochs:
         if jobs is None:
             self.state.load(view, self._statics, self._window_order)
             return self.state.allocation()
-        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
+        return Allocation._built(jobs, frozenset(), AllocationDelta(view.active.token, ()))
 
     def _standing_jobs(self, running: tuple[JobView, ...], now_s: float) -> dict[int, JobAllocation] | None:
         """The running jobs' allocations in the window's order at ``now_s`` (``None``: a mode not configured)."""
@@ -78,7 +76,7 @@ class QuietEpochs:
 
         Not when the agent asked for the next epoch, nor when the commit rejects a job (news at the next
         epoch) or leaves a job in a mode the draft would change (the next commit would not stand), nor
-        while the allocation history is drawn; only up to the first lost deadline.
+        while the allocation history is drawn; only up to the first lost deadline (the simulator's horizon).
         """
         assert self.sim is not None
         if (
@@ -93,10 +91,7 @@ class QuietEpochs:
         for ja in allocation.jobs.values():
             if ja.mode not in modes:
                 return None
-        penalised = self._penalised
-        # Only worked out when a tick comes before the next event (a commit at an arrival is often followed
-        # by another arrival or a completion).
-        return QuietTicks(views=True, horizon=lambda: deadline_horizon_s((*view.running, *view.waiting), penalised))
+        return QuietTicks(views=True, deadlines=True)
 
     def _quiet_epoch(self, view: ClusterView) -> bool:
         """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""
