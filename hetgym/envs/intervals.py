@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 
 from hetgym.envs.rewards import RewardComponents
-from hetgym.sim.allocation import JobAllocation
 from hetgym.sim.deadlines import DeadlineOutcome
 from hetgym.sim.job import JobStatus
 from hetgym.sim.view import ClusterView
@@ -41,12 +40,15 @@ def add_interval(
     view: ClusterView,
     t0: float,
     t1: float,
-    jobs: Mapping[int, JobAllocation],
+    held: Sequence[tuple[int, int]],
     rejected: frozenset[int],
     ended_at: Mapping[int, float] | None,
     total_gpus: int,
 ) -> None:
-    """Add ``[t0, t1]`` under the allocation ``jobs`` to ``comps``: time, job-seconds, busy and idle GPU-seconds.
+    """Add ``[t0, t1]`` under an allocation to ``comps``: time, job-seconds, busy and idle GPU-seconds.
+
+    ``held`` is ``(job_id, GPUs)`` of each job holding GPUs under the allocation, in its order (the sums
+    run in that order).
 
     ``view`` holds the jobs active over the interval (in its order); ``ended_at`` the end times of jobs
     that ended, ``None`` when none ended in the interval.
@@ -58,17 +60,16 @@ def add_interval(
         for job in view.jobs:
             if job.job_id not in rejected:
                 job_s += min(ended_at.get(job.job_id, t1), t1) - t0
-        for jid, ja in jobs.items():
-            busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
+        for jid, n in held:
+            busy += n * (min(ended_at.get(jid, t1), t1) - t0)
     else:
         # No job ended in the interval (and none active at t0 had ended before): every term is dt,
         # summed in the same order, so the totals are the same to the bit.
         active = len(view.running) + len(view.waiting)  # len(view.jobs), without merging the two
         for _ in range(active - len(rejected)):  # the rejected are among the view's jobs
             job_s += dt
-        for ja in jobs.values():
-            counts = ja.counts
-            busy += (counts[0][1] if len(counts) == 1 else ja.total_gpus) * dt
+        for _, n in held:
+            busy += n * dt
     # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
     comps.dt_s += dt
     comps.job_s += job_s
@@ -80,22 +81,22 @@ def add_quiet_ticks(
     comps: RewardComponents,
     view: ClusterView,
     t0: float,
-    jobs: Mapping[int, JobAllocation],
+    held: Sequence[tuple[int, int]],
     times_s: Sequence[float],
     total_gpus: int,
 ) -> None:
     """Add the intervals from ``t0`` to the last of the ticks ``times_s`` passed over after a commit.
 
-    The first runs under the commit's allocation ``jobs``, the others under the same allocation
-    standing; no job ended and nothing was rejected in any of them (else the ticks were news).
+    The first runs under the commit's allocation (``held``: as :func:`add_interval`'s), the others under
+    the same allocation standing; no job ended and nothing was rejected in any of them (else the ticks were news).
     """
-    add_interval(comps, view, t0, times_s[0], jobs, frozenset(), None, total_gpus)
+    add_interval(comps, view, t0, times_s[0], held, frozenset(), None, total_gpus)
     if len(times_s) < 2:
         return
     active = len(view.running) + len(view.waiting)
     gpus = 0
-    for ja in jobs.values():
-        gpus += ja.total_gpus
+    for _, n in held:
+        gpus += n
     previous = times_s[0]
     for t in times_s[1:]:
         dt = t - previous

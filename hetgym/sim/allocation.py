@@ -107,6 +107,16 @@ class JobAllocation:
         object.__setattr__(out, "mode", mode)
         return out
 
+    @classmethod
+    def _of_counts(cls, counts: tuple[tuple[str, int], ...], mode: ExecutionMode) -> JobAllocation:
+        """The allocation of checked ``counts`` (sorted by type, positive ints) and ``mode``, no servers
+        (simulator-internal: the same value as the constructor's)."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "counts", counts)
+        object.__setattr__(out, "servers", None)
+        object.__setattr__(out, "mode", mode)
+        return out
+
     @property
     def total_gpus(self) -> int:
         """GPUs over all types."""

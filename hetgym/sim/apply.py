@@ -103,6 +103,19 @@ class Placements:
         self.drop_alloc(jid)
         self.waiting_views.pop(jid, None)
 
+    def reject(self, job: JobRecord, now: float) -> None:
+        """A job is rejected at ``now`` (the engine has taken it off the active jobs): it ends, its GPUs freed."""
+        self.remove(job)
+        job.flush(now)
+        if job.status == JobStatus.RUNNING:
+            job.last_run_s = now - job.run_start_s
+        job.status = JobStatus.REJECTED
+        job.finish_s = now
+        job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+        job.version += 1
+        job.view = None
+        self.changed.append(job.spec.job_id)
+
     def _set_alloc(self, jid: int, ja: JobAllocation) -> None:
         """Record a running job's new allocation (it is already in ``_allocs`` or is added after)."""
         old = self.allocs.get(jid)

@@ -45,6 +45,7 @@ from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, c
 from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
+from hetgym.sim.counts import CountsDelta, resolve_counts
 from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
 from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
 from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks
@@ -239,11 +240,7 @@ class Simulator(FastForwardMixin):
         Returns:
             The next view, or ``None`` when the simulation has ended.
         """
-        if not self._started or self._done:
-            raise HetgymError("call reset() before step(), and do not step a finished simulation")
-        self._seal_snapshots()
-        placements = self._placements
-        placements.changed = []
+        placements = self._begin_step()
         delta = allocation.delta if isinstance(allocation, Allocation) else None
         touched = None
         if delta is not None and delta.epoch is self._epoch_token:
@@ -255,9 +252,37 @@ class Simulator(FastForwardMixin):
         else:
             check_allocation(allocation, self.cluster, self._active, self._now)
         self._apply(allocation.reject, allocation.jobs, touched)
+        return self._end_step(quiet)
+
+    def step_counts(self, delta: CountsDelta, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+        """:meth:`step` with the decision as arrays: the rows of the jobs it changes (:class:`CountsDelta`),
+        checked once and applied as a delta (every other job keeps its allocation, unlooked at).
+
+        Raises:
+            InvalidAllocationError: A row is invalid, or the delta is not of this epoch; nothing was applied.
+        """
+        placements = self._begin_step()
+        if delta.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the CountsDelta is not of this epoch (its epoch is not view.active.token)")
+        reject, new, touched = resolve_counts(delta, self.cluster, self._active, placements.totals)
+        if self._placer.replaces_all:  # a placer that re-packs everything needs the whole decision
+            new = {**{j: a for j, a in placements.allocs.items() if j not in touched and j not in reject}, **new}
+        self._apply(reject, new, touched)
+        return self._end_step(quiet)
+
+    def _begin_step(self) -> Placements:
+        if not self._started or self._done:
+            raise HetgymError("call reset() before step(), and do not step a finished simulation")
+        self._seal_snapshots()
+        placements = self._placements
+        placements.changed = []
+        return placements
+
+    def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
+        """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds and not placements.running:
+        if self._gavel_rounds and not self._placements.running:
             # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
             self._next_tick_s = math.inf
         if quiet is not None and self.fast_forward:
@@ -310,16 +335,7 @@ class Simulator(FastForwardMixin):
         placements = self._placements
         for jid in sorted(reject):
             job = self._active.pop(jid)
-            placements.remove(job)
-            job.flush(now)
-            if job.status == JobStatus.RUNNING:
-                job.last_run_s = now - job.run_start_s
-            job.status = JobStatus.REJECTED
-            job.finish_s = now
-            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
-            job.version += 1
-            job.view = None
-            placements.changed.append(jid)
+            placements.reject(job, now)
             self._ended += 1
             self._ended_log.append((jid, now, JobStatus.REJECTED))
             self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
