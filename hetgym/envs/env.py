@@ -218,7 +218,6 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
         self.episode_id = 0
-        self._spec_by_id: dict[int, JobSpec] = {}
         self._mask = self.codec.mask(self.state)
         self._done = True
         self._started = False
@@ -409,7 +408,6 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
             jobs = self.config.draw_jobs(seed)
             self.workload_seed = seed
         self.jobs = jobs
-        self._spec_by_id = {j.job_id: j for j in jobs}
         self.sim = Simulator(
             self.cluster, jobs, config=self.sim_config, throughput=self.throughput, fast_forward=self.fast_forward
         )

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from hetgym.envs.state import Commit, DecisionState, WindowOrder, sort_jobs
 from hetgym.sim.allocation import JobAllocation
-from hetgym.sim.counts import CountsDelta
 from hetgym.sim.fastforward import QuietTicks
 from hetgym.sim.view import ClusterView, JobView
 
@@ -55,10 +54,8 @@ class QuietEpochs:
         if jobs is None:
             self.state.load(view, self._statics, self._window_order)
             return self.state.commit()
-        no_ids, no_counts, no_flags = self.state._no_rows
-        delta = CountsDelta(view.active.token, no_ids, no_counts, (), no_flags)
         held = [(jid, ja.total_gpus) for jid, ja in jobs.items()]
-        return Commit(delta, held, frozenset(), True, lambda: jobs)
+        return Commit(self.state.no_rows(view.active.token), held, frozenset(), True, lambda: jobs)
 
     def _standing_jobs(self, running: tuple[JobView, ...], now_s: float) -> dict[int, JobAllocation] | None:
         """The running jobs' allocations in the window's order at ``now_s`` (``None``: a mode not configured)."""

@@ -2,9 +2,11 @@
 
 At every decision epoch the environment picks up to K active jobs for the window (the observation's
 slots and the action space's targets) and starts a *draft*: every job's current GPU counts, execution
-mode, and no rejections. Actions edit the draft; committing turns it into the
-:class:`~hetgym.sim.Allocation` the simulator applies. Jobs outside the window keep their current
-allocation (they remain visible to the agent as aggregates only).
+mode, and no rejections. Actions edit the draft; committing hands the simulator the rows of the draft
+that change, as arrays (:meth:`DecisionState.commit`, a :class:`~hetgym.sim.counts.CountsDelta`), which it
+checks once and applies as a delta. Jobs outside the window keep their current allocation (they remain
+visible to the agent as aggregates only). :meth:`DecisionState.allocation` gives the same decision as a
+complete :class:`~hetgym.sim.Allocation` (what experts' targets are compared with).
 
 Window order (``window_order``, a name in the registry :data:`WINDOW_ORDERS`), most urgent first:
 
@@ -220,6 +222,11 @@ class DecisionState:
         self.outside_modes_ok = True
         self._no_rows = (np.zeros(0, dtype=np.int64), np.zeros((0, t), dtype=np.int64), np.zeros(0, dtype=bool))
 
+    def no_rows(self, epoch: object) -> CountsDelta:
+        """The delta that changes no job at the epoch ``epoch`` (``view.active.token``)."""
+        ids, counts, flags = self._no_rows
+        return CountsDelta(epoch, ids, counts, (), flags)
+
     # ----------------------------------------------------------------------------------------
     def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str | WindowOrder) -> None:
         """Start the decision of a new epoch (``view=None``: the episode has ended).
@@ -349,7 +356,7 @@ class DecisionState:
 
     # ----------------------------------------------------------------------------------------
     def allocation(self) -> Allocation:
-        """The draft as the complete :class:`Allocation` the simulator applies on commit.
+        """The draft as the complete :class:`Allocation` a commit applies (:meth:`commit` hands it over as arrays).
 
         A window job whose counts and mode are unchanged keeps its current :class:`JobAllocation`
         (servers included), as does every job outside the window.
@@ -409,14 +416,15 @@ class DecisionState:
             flags.append(bool(rejected[slot]))
         held.extend(self.outside_jobs)
         if ids:
-            arrays = (
+            delta = CountsDelta(
+                view.active.token,
                 np.array(ids, dtype=np.int64),
                 np.array(counts, dtype=np.int64),
+                tuple(row_modes),
                 np.array(flags, dtype=bool),
             )
         else:
-            arrays = self._no_rows
-        delta = CountsDelta(view.active.token, arrays[0], arrays[1], tuple(row_modes), arrays[2])
+            delta = self.no_rows(view.active.token)
         return Commit(
             delta, held, frozenset(reject), not reject and self.outside_modes_ok, lambda: self.allocation().jobs
         )

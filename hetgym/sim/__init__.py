@@ -21,6 +21,8 @@ from hetgym.sim.allocation import (
 from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
+from hetgym.sim.counts import CountsDelta
+from hetgym.sim.deadlines import DeadlineOutcome
 from hetgym.sim.engine import SimulationResult, Simulator, run_policy
 from hetgym.sim.errors import (
     ConfigError,
@@ -55,6 +57,8 @@ __all__ = [
     "ClusterView",
     "CommModel",
     "ConfigError",
+    "CountsDelta",
+    "DeadlineOutcome",
     "ExecutionMode",
     "HetgymError",
     "InvalidAllocationError",
