@@ -12,7 +12,7 @@ import numpy as np
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
-from hetgym.envs.intervals import add_ended, add_interval, add_lost_deadlines, add_quiet_ticks, charge_unfinished
+from hetgym.envs.intervals import add_deadlines, add_ended, add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
@@ -20,7 +20,7 @@ from hetgym.envs.render import Segment, render_ansi, render_rgb
 from hetgym.envs.reset_options import check_reset_options
 from hetgym.envs.rewards import REWARDS, RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
-from hetgym.envs.state import WINDOW_ORDERS, DecisionState
+from hetgym.envs.state import WINDOW_ORDERS, Commit, DecisionState
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -218,7 +218,6 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self.jobs: tuple[JobSpec, ...] = ()
         self.workload_seed: int | None = None
         self.episode_id = 0
-        self._spec_by_id: dict[int, JobSpec] = {}
         self._mask = self.codec.mask(self.state)
         self._done = True
         self._started = False
@@ -228,7 +227,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._history: list[Segment] = []
         self._ended_at: dict[int, float] = {}
         self._ended_cursor = 0
-        self._penalised: set[int] = set()
+        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
 
@@ -286,14 +285,14 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         reference_reward = 0.0
         if outcome.commit:
             t0 = self._now_s
-            view = self._commit(comps, self.state.view, self.state.allocation())
+            view = self._commit(comps, self.state.view, self.state.commit())
             if self._requested:
                 self._requested = False  # the agent asked to see the next epoch (request_decision)
             else:
                 while view is not None and self._quiet_epoch(view):
                     # The allocation stands: nothing changed since the agent decided. Such an epoch is never
                     # shown, so its window, observation and mask are not built.
-                    view = self._commit(comps, view, self._standing_allocation(view))
+                    view = self._commit(comps, view, self._standing_commit(view))
             self._load(view)
             self._present()
             if self._reference is not None:
@@ -409,7 +408,6 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
             jobs = self.config.draw_jobs(seed)
             self.workload_seed = seed
         self.jobs = jobs
-        self._spec_by_id = {j.job_id: j for j in jobs}
         self.sim = Simulator(
             self.cluster, jobs, config=self.sim_config, throughput=self.throughput, fast_forward=self.fast_forward
         )
@@ -431,7 +429,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._history = []
         self._ended_at = {}
         self._ended_cursor = 0
-        self._penalised = set()
+        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
         view = self.sim.reset()
@@ -454,8 +452,9 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
         self._mask = self.codec.mask(self.state)
 
-    def _commit(self, comps: RewardComponents, view: ClusterView | None, allocation: Allocation) -> ClusterView | None:
-        """Apply ``allocation`` at ``view``'s epoch, account the interval in ``comps``; the next epoch's view.
+    def _commit(self, comps: RewardComponents, view: ClusterView | None, commit: Commit) -> ClusterView | None:
+        """Apply ``commit`` at ``view``'s epoch (its rows, as arrays: ``Simulator.step_counts``), account the
+        interval in ``comps``; the next epoch's view.
 
         With the quiet ticks after it passed over in the same step, their intervals are accounted too
         (:mod:`hetgym.envs.intervals`).
@@ -463,8 +462,8 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         state = self.state
         assert view is not None and self.sim is not None
         t0 = view.now_s
-        quiet = self._quiet_request(view, allocation)
-        next_view = self.sim.step(allocation, quiet=quiet)
+        quiet = self._quiet_request(commit)
+        next_view = self.sim.step_counts(commit.delta, quiet=quiet)
         t1 = next_view.now_s if next_view is not None else self.sim.now_s
         ended = self.sim.ended_log(self._ended_cursor)
         self._ended_cursor += len(ended)
@@ -472,25 +471,26 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         for jid, t, _ in ended:
             ended_at[jid] = t
         # Interval accounting: every job active at t0 and not rejected stays until min(end, t1).
-        jobs = allocation.jobs
+        held = commit.held
         if quiet is not None and quiet.times_s:
-            add_quiet_ticks(comps, view, t0, jobs, quiet.times_s, self.total_gpus)
+            add_quiet_ticks(comps, view, t0, held, quiet.times_s, self.total_gpus)
             # The last interval, from the last tick passed over, under the allocation standing there.
             t0 = quiet.times_s[-1]
             standing = self._standing_jobs(quiet.running, t0)
             assert standing is not None  # every mode is configured (_quiet_request)
-            jobs = standing
-        add_interval(comps, view, t0, t1, jobs, allocation.reject, ended_at if ended else None, self.total_gpus)
-        missed_before = comps.missed
-        add_ended(comps, ended, self._spec_by_id, self._penalised)
-        if next_view is not None:
-            add_lost_deadlines(comps, next_view, self._penalised)
-        self._changed = bool(ended) or comps.missed > missed_before
+            held = [(jid, ja.total_gpus) for jid, ja in standing.items()]
+        add_interval(comps, view, t0, t1, held, commit.reject, ended_at if ended else None, self.total_gpus)
+        add_ended(comps, ended)
+        # Deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
+        outcomes = self.sim.deadline_log(self._deadline_cursor)
+        self._deadline_cursor += len(outcomes)
+        add_deadlines(comps, outcomes)
+        self._changed = bool(ended) or not all(o.met for o in outcomes)
         if self.render_mode == "rgb_array":
             # The allocation history is the picture's content, kept only when it is drawn: it grows with
             # the episode, and everything else an env holds stays bounded by the workload.
             type_index = state.type_index
-            rows = sorted((jid, type_index[t], n) for jid, ja in allocation.jobs.items() for t, n in ja.counts)
+            rows = sorted((jid, type_index[t], n) for jid, ja in commit.jobs().items() for t, n in ja.counts)
             segment = tuple(rows)
             if not self._history or self._history[-1][1] != segment:
                 self._history.append((t0, segment))

@@ -3,7 +3,7 @@
 A commit applies an allocation at an epoch at ``t0`` and the simulator runs to the next epoch at ``t1``
 (:class:`~hetgym.envs.rewards.RewardComponents`): every job active at ``t0`` and not rejected counts
 until it ended or ``t1``, every allocated GPU is busy until its job ended or ``t1``, jobs that ended are
-counted by how, and a deadline job still active at ``t1`` whose deadline has passed is lost there.
+counted by how, and the deadlines the simulator saw met or lost in the interval are counted.
 
 Under ``decisions="on-change"`` one agent step also covers the quiet round ticks after its commit, each
 an epoch whose decision keeps every allocation. The simulator passes over them in the commit's step
@@ -11,8 +11,12 @@ an epoch whose decision keeps every allocation. The simulator passes over them i
 replay did, in the same order: the commit's allocation up to the first tick, the same allocation
 standing between ticks (whole seconds apart, so its sum does not depend on the order of the jobs),
 and the environment measures the last interval, from the last tick to ``t1``, with the allocation
-standing at that tick in the window's order there. :func:`deadline_horizon_s` bounds the ticks passed
-over to those at which no deadline is lost, since a lost deadline is news to the agent.
+standing at that tick in the window's order there. The simulator passes over no tick at which a
+deadline is lost (``QuietTicks(deadlines=True)``), since a lost deadline is news to the agent.
+
+Deadlines met and lost are not decided here: the simulator records each deadline job's outcome
+(:mod:`hetgym.sim.deadlines`, with the metrics' tolerance) and :func:`add_deadlines` counts those of the
+interval.
 
 :func:`charge_unfinished` adds, on the last step of a run stopped with jobs unfinished, the least time they
 still needed.
@@ -20,18 +24,15 @@ still needed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from hetgym.envs.rewards import RewardComponents
-from hetgym.sim.allocation import JobAllocation
-from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.view import ClusterView, JobView
-
-DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
+from hetgym.sim.deadlines import DeadlineOutcome
+from hetgym.sim.job import JobStatus
+from hetgym.sim.view import ClusterView
 
 
 def add_interval(
@@ -39,12 +40,15 @@ def add_interval(
     view: ClusterView,
     t0: float,
     t1: float,
-    jobs: Mapping[int, JobAllocation],
+    held: Sequence[tuple[int, int]],
     rejected: frozenset[int],
     ended_at: Mapping[int, float] | None,
     total_gpus: int,
 ) -> None:
-    """Add ``[t0, t1]`` under the allocation ``jobs`` to ``comps``: time, job-seconds, busy and idle GPU-seconds.
+    """Add ``[t0, t1]`` under an allocation to ``comps``: time, job-seconds, busy and idle GPU-seconds.
+
+    ``held`` is ``(job_id, GPUs)`` of each job holding GPUs under the allocation, in its order (the sums
+    run in that order).
 
     ``view`` holds the jobs active over the interval (in its order); ``ended_at`` the end times of jobs
     that ended, ``None`` when none ended in the interval.
@@ -56,17 +60,16 @@ def add_interval(
         for job in view.jobs:
             if job.job_id not in rejected:
                 job_s += min(ended_at.get(job.job_id, t1), t1) - t0
-        for jid, ja in jobs.items():
-            busy += ja.total_gpus * (min(ended_at.get(jid, t1), t1) - t0)
+        for jid, n in held:
+            busy += n * (min(ended_at.get(jid, t1), t1) - t0)
     else:
         # No job ended in the interval (and none active at t0 had ended before): every term is dt,
         # summed in the same order, so the totals are the same to the bit.
         active = len(view.running) + len(view.waiting)  # len(view.jobs), without merging the two
         for _ in range(active - len(rejected)):  # the rejected are among the view's jobs
             job_s += dt
-        for ja in jobs.values():
-            counts = ja.counts
-            busy += (counts[0][1] if len(counts) == 1 else ja.total_gpus) * dt
+        for _, n in held:
+            busy += n * dt
     # Accumulated: under decisions="on-change" one step may cover several quiet epochs.
     comps.dt_s += dt
     comps.job_s += job_s
@@ -78,22 +81,22 @@ def add_quiet_ticks(
     comps: RewardComponents,
     view: ClusterView,
     t0: float,
-    jobs: Mapping[int, JobAllocation],
+    held: Sequence[tuple[int, int]],
     times_s: Sequence[float],
     total_gpus: int,
 ) -> None:
     """Add the intervals from ``t0`` to the last of the ticks ``times_s`` passed over after a commit.
 
-    The first runs under the commit's allocation ``jobs``, the others under the same allocation
-    standing; no job ended and nothing was rejected in any of them (else the ticks were news).
+    The first runs under the commit's allocation (``held``: as :func:`add_interval`'s), the others under
+    the same allocation standing; no job ended and nothing was rejected in any of them (else the ticks were news).
     """
-    add_interval(comps, view, t0, times_s[0], jobs, frozenset(), None, total_gpus)
+    add_interval(comps, view, t0, times_s[0], held, frozenset(), None, total_gpus)
     if len(times_s) < 2:
         return
     active = len(view.running) + len(view.waiting)
     gpus = 0
-    for ja in jobs.values():
-        gpus += ja.total_gpus
+    for _, n in held:
+        gpus += n
     previous = times_s[0]
     for t in times_s[1:]:
         dt = t - previous
@@ -108,55 +111,22 @@ def add_quiet_ticks(
         comps.idle_gpu_s += max(0.0, total_gpus * dt - busy)
 
 
-def add_ended(
-    comps: RewardComponents,
-    ended: Iterable[tuple[int, float, JobStatus]],
-    specs: Mapping[int, JobSpec],
-    penalised: set[int],
-) -> None:
-    """Count the jobs that ended (completed, by their deadline or not; rejected; left unfinished)."""
-    for jid, t, status in ended:
-        spec = specs[jid]
+def add_ended(comps: RewardComponents, ended: Iterable[tuple[int, float, JobStatus]]) -> None:
+    """Count the jobs that ended by how (completed; rejected; left unfinished counts in neither)."""
+    for _, _, status in ended:
         if status == JobStatus.COMPLETED:
             comps.completed += 1
-            if spec.has_deadline and jid not in penalised:
-                if t <= spec.deadline_s + DEADLINE_TOL_S:
-                    comps.met += 1
-                else:
-                    comps.missed += 1
-                    penalised.add(jid)
+        elif status == JobStatus.REJECTED:
+            comps.rejected += 1
+
+
+def add_deadlines(comps: RewardComponents, outcomes: Iterable[DeadlineOutcome]) -> None:
+    """Count the deadlines met and lost, from the simulator's deadline log (:mod:`hetgym.sim.deadlines`)."""
+    for outcome in outcomes:
+        if outcome.met:
+            comps.met += 1
         else:
-            if status == JobStatus.REJECTED:
-                comps.rejected += 1
-            if spec.has_deadline and jid not in penalised:
-                comps.missed += 1
-                penalised.add(jid)
-
-
-def add_lost_deadlines(comps: RewardComponents, next_view: ClusterView, penalised: set[int]) -> None:
-    """Count the deadline jobs still active at ``next_view`` whose deadline has passed there (once each)."""
-    t1 = next_view.now_s
-    for job in (*next_view.running, *next_view.waiting):  # next_view.jobs in another order
-        # Plain comparisons first (false for most jobs; ``deadline < t1`` is implied by the second).
-        if job.deadline_s < t1 and t1 > job.deadline_s + DEADLINE_TOL_S:
-            spec = job.spec
-            if not spec.has_deadline or job.job_id in penalised:
-                continue
             comps.missed += 1
-            penalised.add(job.job_id)
-
-
-def deadline_horizon_s(jobs: Iterable[JobView], penalised: set[int]) -> float:
-    """The last time at which none of ``jobs`` has lost its deadline yet (as :func:`add_lost_deadlines` sees it).
-
-    A job is lost at ``t`` exactly when ``t > deadline + tol`` (which implies ``t > deadline``).
-    """
-    horizon = math.inf
-    for job in jobs:
-        limit = job.deadline_s + DEADLINE_TOL_S
-        if limit < horizon and job.spec.has_deadline and job.job_id not in penalised:
-            horizon = limit
-    return horizon
 
 
 def charge_unfinished(comps: RewardComponents, frame: pd.DataFrame) -> None:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hetgym.envs.intervals import deadline_horizon_s
-from hetgym.envs.state import DecisionState, WindowOrder, sort_jobs
-from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.envs.state import Commit, DecisionState, WindowOrder, sort_jobs
+from hetgym.sim.allocation import JobAllocation
 from hetgym.sim.fastforward import QuietTicks
 from hetgym.sim.view import ClusterView, JobView
 
@@ -29,7 +28,7 @@ class QuietEpochs:
     """The quiet epochs of ``decisions="on-change"`` (a base of :class:`~hetgym.envs.env.HetClusterEnv`).
 
     The environment sets the state read here (``config``, ``state``, ``sim``, ``render_mode``,
-    ``_statics``, ``_window_order``, ``_requested``, ``_changed``, ``_penalised``, ``_done``).
+    ``_statics``, ``_window_order``, ``_requested``, ``_changed``, ``_done``).
     """
 
     config: HetClusterConfig
@@ -40,23 +39,23 @@ class QuietEpochs:
     _window_order: WindowOrder
     _requested: bool
     _changed: bool
-    _penalised: set[int]
     _done: bool
 
-    def _standing_allocation(self, view: ClusterView) -> Allocation:
+    def _standing_commit(self, view: ClusterView) -> Commit:
         """What committing ``view``'s epoch with an untouched draft gives: every job keeps its allocation.
 
-        The same entries, in the same order (the window's), as :meth:`DecisionState.allocation` after
+        The same jobs, in the same order (the window's), as :meth:`DecisionState.commit` after
         :meth:`DecisionState.load`, without filling the window's arrays (only the jobs holding GPUs are
-        sorted: the window order's keys are unique, so they keep their relative order); marked as changing
-        no job, so the simulator checks and applies nothing. A job whose mode is not one of the configured
-        modes would be given the first one by the draft when in the window: then the draft is built as usual.
+        sorted: the window order's keys are unique, so they keep their relative order); no row, so the
+        simulator checks and applies nothing. A job whose mode is not one of the configured modes would be
+        given the first one by the draft when in the window: then the draft is built as usual.
         """
         jobs = self._standing_jobs(view.running, view.now_s)
         if jobs is None:
             self.state.load(view, self._statics, self._window_order)
-            return self.state.allocation()
-        return Allocation._built(jobs, frozenset(), (view.active.token, ()))
+            return self.state.commit()
+        held = [(jid, ja.total_gpus) for jid, ja in jobs.items()]
+        return Commit(self.state.no_rows(view.active.token), held, frozenset(), True, lambda: jobs)
 
     def _standing_jobs(self, running: tuple[JobView, ...], now_s: float) -> dict[int, JobAllocation] | None:
         """The running jobs' allocations in the window's order at ``now_s`` (``None``: a mode not configured)."""
@@ -73,30 +72,23 @@ class QuietEpochs:
         ordered, _ = sort_jobs(holding, now_s, self._statics, self._window_order)
         return {job.job_id: held[job.job_id] for job in ordered}
 
-    def _quiet_request(self, view: ClusterView, allocation: Allocation) -> QuietTicks | None:
+    def _quiet_request(self, commit: Commit) -> QuietTicks | None:
         """Under ``decisions="on-change"``: ask the commit's step to pass over the quiet ticks that follow.
 
         Not when the agent asked for the next epoch, nor when the commit rejects a job (news at the next
         epoch) or leaves a job in a mode the draft would change (the next commit would not stand), nor
-        while the allocation history is drawn; only up to the first lost deadline.
+        while the allocation history is drawn; only up to the first lost deadline (the simulator's horizon).
         """
         assert self.sim is not None
         if (
             self.config.decisions != "on-change"
             or self._requested
-            or allocation.reject
+            or not commit.standing
             or not self.sim.fast_forward
             or self.render_mode == "rgb_array"
         ):
             return None
-        modes = self.state.mode_index
-        for ja in allocation.jobs.values():
-            if ja.mode not in modes:
-                return None
-        penalised = self._penalised
-        # Only worked out when a tick comes before the next event (a commit at an arrival is often followed
-        # by another arrival or a completion).
-        return QuietTicks(views=True, horizon=lambda: deadline_horizon_s((*view.running, *view.waiting), penalised))
+        return QuietTicks(views=True, deadlines=True)
 
     def _quiet_epoch(self, view: ClusterView) -> bool:
         """Under ``decisions="on-change"``: the new epoch is a round tick after which nothing changed."""

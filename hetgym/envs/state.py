@@ -2,9 +2,11 @@
 
 At every decision epoch the environment picks up to K active jobs for the window (the observation's
 slots and the action space's targets) and starts a *draft*: every job's current GPU counts, execution
-mode, and no rejections. Actions edit the draft; committing turns it into the
-:class:`~hetgym.sim.Allocation` the simulator applies. Jobs outside the window keep their current
-allocation (they remain visible to the agent as aggregates only).
+mode, and no rejections. Actions edit the draft; committing hands the simulator the rows of the draft
+that change, as arrays (:meth:`DecisionState.commit`, a :class:`~hetgym.sim.counts.CountsDelta`), which it
+checks once and applies as a delta. Jobs outside the window keep their current allocation (they remain
+visible to the agent as aggregates only). :meth:`DecisionState.allocation` gives the same decision as a
+complete :class:`~hetgym.sim.Allocation` (what experts' targets are compared with).
 
 Window order (``window_order``, a name in the registry :data:`WINDOW_ORDERS`), most urgent first:
 
@@ -21,12 +23,14 @@ Ties go by submission time, then job id, so the window is deterministic. Add an 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
+from hetgym.sim.counts import CountsDelta
 from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import Registry
 from hetgym.sim.throughput import ExecutionMode
@@ -36,6 +40,29 @@ from hetgym.sim.view import ClusterView, JobView
 JobStatics = JobRates
 #: The per-run cache of :data:`JobStatics`: the simulator's shared :class:`~hetgym.sim.rates.RateTable`.
 JobStaticsCache = RateTable
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """What committing an epoch hands the simulator, and what the environment measures the interval with.
+
+    Attributes:
+        delta: The rows of the jobs the commit changes (:class:`~hetgym.sim.counts.CountsDelta`), for
+            :meth:`Simulator.step_counts <hetgym.sim.engine.Simulator.step_counts>`.
+        held: ``(job_id, GPUs)`` of every job holding GPUs after the commit, in the allocation's order (the
+            window's, then the jobs outside it): the order the interval's busy GPU-seconds are summed in.
+        reject: The jobs the commit rejects.
+        standing: No job is rejected and every job holding GPUs has one of the configured modes, so the
+            same allocation may stand at the quiet ticks that follow.
+        jobs: Gives the complete allocation ``{job_id: JobAllocation}`` (built only when asked, before the
+            state loads the next epoch).
+    """
+
+    delta: CountsDelta
+    held: list[tuple[int, int]]
+    reject: frozenset[int]
+    standing: bool
+    jobs: Callable[[], Mapping[int, JobAllocation]]
 
 
 def slack_s(job: JobView, best_rate: float, now_s: float) -> float:
@@ -189,6 +216,16 @@ class DecisionState:
         self.version_of_load = 0
         self._alloc: Allocation | None = None
         self._alloc_key: tuple[object, ...] = ()
+        #: ``(job_id, GPUs)`` of the jobs outside the window holding GPUs, in window order.
+        self.outside_jobs: list[tuple[int, int]] = []
+        #: Whether every job outside the window holding GPUs has one of the configured modes.
+        self.outside_modes_ok = True
+        self._no_rows = (np.zeros(0, dtype=np.int64), np.zeros((0, t), dtype=np.int64), np.zeros(0, dtype=bool))
+
+    def no_rows(self, epoch: object) -> CountsDelta:
+        """The delta that changes no job at the epoch ``epoch`` (``view.active.token``)."""
+        ids, counts, flags = self._no_rows
+        return CountsDelta(epoch, ids, counts, (), flags)
 
     # ----------------------------------------------------------------------------------------
     def load(self, view: ClusterView | None, statics: JobStaticsCache, order: str | WindowOrder) -> None:
@@ -214,6 +251,7 @@ class DecisionState:
         self.bounded = False
         if view is None:
             self.jobs, self.slacks_s, self.outside = [], [], []
+            self.outside_jobs, self.outside_modes_ok = [], True
             self.draft[:] = 0
             self.draft_mode[:] = 0
             self.free[:] = self.capacity
@@ -240,11 +278,22 @@ class DecisionState:
                 for t, c in ja.counts:
                     current[slot, type_index[t]] = c
                 self.current_mode[slot] = self.mode_index.get(ja.mode, -1)
+        outside_jobs: list[tuple[int, int]] = []
+        modes_ok = True
+        mode_index = self.mode_index
         for job in self.outside:
             ja = job.allocation
             if ja is not None:
+                total = 0
                 for t, c in ja.counts:
                     self.outside_held[type_index[t]] += c
+                    total += c
+                if total:
+                    outside_jobs.append((job.job_id, total))
+                    if ja.mode not in mode_index:
+                        modes_ok = False
+        self.outside_jobs = outside_jobs
+        self.outside_modes_ok = modes_ok
         self.draft[:] = self.current
         self.draft_mode[:] = np.maximum(self.current_mode, 0)
         self.free[:] = self.capacity - self.outside_held - self.current.sum(axis=0)
@@ -307,7 +356,7 @@ class DecisionState:
 
     # ----------------------------------------------------------------------------------------
     def allocation(self) -> Allocation:
-        """The draft as the complete :class:`Allocation` the simulator applies on commit.
+        """The draft as the complete :class:`Allocation` a commit applies (:meth:`commit` hands it over as arrays).
 
         A window job whose counts and mode are unchanged keeps its current :class:`JobAllocation`
         (servers included), as does every job outside the window.
@@ -325,6 +374,60 @@ class DecisionState:
         out = self._build_allocation(draft, draft_mode, rejected)
         self._alloc, self._alloc_key = out, key
         return out
+
+    def commit(self) -> Commit:
+        """The draft as the :class:`Commit` the environment hands the simulator: the rows of the window jobs
+        whose GPUs change (as :meth:`allocation` would change them), every other job keeping its allocation."""
+        view = self.view
+        assert view is not None
+        modes = self.modes
+        rows = self.draft.tolist()
+        current = self.current.tolist()
+        mode_idx = self.draft_mode.tolist()
+        rejected = self.rejected.tolist()
+        zeros = [0] * len(self.types)
+        ids: list[int] = []
+        counts: list[list[int]] = []
+        row_modes: list[ExecutionMode] = []
+        flags: list[bool] = []
+        held: list[tuple[int, int]] = []
+        reject: list[int] = []
+        for slot, job in enumerate(self.jobs):
+            jid = job.job_id
+            ja = job.allocation
+            mode = modes[mode_idx[slot]]
+            if rejected[slot]:
+                reject.append(jid)
+                row = zeros
+            else:
+                row = rows[slot]
+                if any(row):
+                    if ja is not None and ja.mode == mode and row == current[slot]:
+                        held.append((jid, ja.total_gpus))  # kept as it is
+                        continue
+                    row = self._within_bounds(slot, row, mode)
+                if any(row):
+                    held.append((jid, sum(row)))
+                elif ja is None:
+                    continue  # waiting, and still waiting
+            ids.append(jid)
+            counts.append(row)
+            row_modes.append(mode)
+            flags.append(bool(rejected[slot]))
+        held.extend(self.outside_jobs)
+        if ids:
+            delta = CountsDelta(
+                view.active.token,
+                np.array(ids, dtype=np.int64),
+                np.array(counts, dtype=np.int64),
+                tuple(row_modes),
+                np.array(flags, dtype=bool),
+            )
+        else:
+            delta = self.no_rows(view.active.token)
+        return Commit(
+            delta, held, frozenset(reject), not reject and self.outside_modes_ok, lambda: self.allocation().jobs
+        )
 
     def slot_caps(self) -> np.ndarray:
         """The most GPUs each slot may hold in all under its draft mode, int64 ``(K,)``: its job's

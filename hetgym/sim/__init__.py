@@ -11,10 +11,18 @@ Build a :class:`ClusterSpec` (or take a preset with :func:`get_cluster`), a list
 from __future__ import annotations
 
 import hetgym.sim.pickling  # noqa: F401  (lets read-only mappings pickle)
-from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation, validate_allocation
+from hetgym.sim.allocation import (
+    Allocation,
+    AllocationBuilder,
+    AllocationDelta,
+    JobAllocation,
+    validate_allocation,
+)
 from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
+from hetgym.sim.counts import CountsDelta
+from hetgym.sim.deadlines import DeadlineOutcome
 from hetgym.sim.engine import SimulationResult, Simulator, run_policy
 from hetgym.sim.errors import (
     ConfigError,
@@ -43,11 +51,14 @@ __all__ = [
     "SIA_RESTART_PENALTY_S",
     "Allocation",
     "AllocationBuilder",
+    "AllocationDelta",
     "ClusterSpec",
     "ClusterState",
     "ClusterView",
     "CommModel",
     "ConfigError",
+    "CountsDelta",
+    "DeadlineOutcome",
     "ExecutionMode",
     "HetgymError",
     "InvalidAllocationError",

@@ -107,6 +107,16 @@ class JobAllocation:
         object.__setattr__(out, "mode", mode)
         return out
 
+    @classmethod
+    def _of_counts(cls, counts: tuple[tuple[str, int], ...], mode: ExecutionMode) -> JobAllocation:
+        """The allocation of checked ``counts`` (sorted by type, positive ints) and ``mode``, no servers
+        (simulator-internal: the same value as the constructor's)."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "counts", counts)
+        object.__setattr__(out, "servers", None)
+        object.__setattr__(out, "mode", mode)
+        return out
+
     @property
     def total_gpus(self) -> int:
         """GPUs over all types."""
@@ -137,19 +147,41 @@ class JobAllocation:
 
 
 @dataclass(frozen=True, slots=True)
+class AllocationDelta:
+    """What an :class:`Allocation` changes against the running allocations of the epoch it was built at.
+
+    An allocation carrying one equals the epoch's running allocations (``view.active.allocations``)
+    except for the jobs in ``touched``, and the simulator checks and applies only those jobs (an epoch
+    costs what changes, not the number of active jobs). :class:`AllocationBuilder`'s ``keeping_running``
+    and ``replacing`` builders attach one; a policy building an :class:`Allocation` by hand may too.
+
+    Attributes:
+        epoch: The epoch's identity, ``view.active.token``. A delta of another epoch is ignored: the
+            allocation is then checked and applied in full.
+        touched: The only jobs whose GPUs (counts, mode or servers) may differ from their current ones,
+            rejected jobs included, in the order of their last assignment. The simulator trusts it: a
+            job left out keeps its current allocation whatever ``jobs`` says.
+    """
+
+    epoch: object
+    touched: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """A policy's decision at one epoch: GPUs per job, plus jobs rejected.
 
     Attributes:
         jobs: ``{job_id: JobAllocation}``; active jobs not named hold no GPUs afterwards.
         reject: Jobs refused for good (they count as deadline misses).
+        delta: Optionally, which jobs this decision changes against the epoch's running allocations
+            (:class:`AllocationDelta`), so that the simulator checks and applies only those. Not part of
+            the value (ignored by ``==``).
     """
 
     jobs: Mapping[int, JobAllocation] = field(default_factory=lambda: MappingProxyType({}))
     reject: frozenset[int] = frozenset()
-    # Set by AllocationBuilder.keeping_running: the epoch's running allocations it started from and
-    # the ids it changed since, so the engine checks and applies only those (not part of the value).
-    _delta: tuple[object, tuple[int, ...]] | None = field(default=None, init=False, repr=False, compare=False)
+    delta: AllocationDelta | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         jobs = {int(k): v for k, v in self.jobs.items()}
@@ -161,16 +193,18 @@ class Allocation:
                 )
         object.__setattr__(self, "jobs", MappingProxyType(jobs))
         object.__setattr__(self, "reject", frozenset(int(j) for j in self.reject))
+        if self.delta is not None and not isinstance(self.delta, AllocationDelta):
+            raise InvalidAllocationError(f"delta must be an AllocationDelta or None, got {type(self.delta).__name__}")
 
     @classmethod
     def _built(
-        cls, jobs: dict[int, JobAllocation], reject: frozenset[int], delta: tuple[object, tuple[int, ...]] | None
+        cls, jobs: dict[int, JobAllocation], reject: frozenset[int], delta: AllocationDelta | None
     ) -> Allocation:
         """An allocation from :class:`AllocationBuilder` (its ids are ints and its values JobAllocations)."""
         out = object.__new__(cls)
         object.__setattr__(out, "jobs", MappingProxyType(jobs))
         object.__setattr__(out, "reject", reject)
-        object.__setattr__(out, "_delta", delta)
+        object.__setattr__(out, "delta", delta)
         return out
 
     @classmethod
@@ -193,9 +227,10 @@ class Allocation:
 
     @property
     def touched(self) -> tuple[int, ...] | None:
-        """For an allocation built from an epoch's running allocations (:class:`AllocationBuilder`'s
-        ``keeping_running`` or ``replacing``): the only jobs whose GPUs it may change; else ``None``."""
-        return None if self._delta is None else self._delta[1]
+        """For an allocation built from an epoch's running allocations (with a :attr:`delta`, as
+        :class:`AllocationBuilder`'s ``keeping_running`` and ``replacing`` give): the only jobs whose GPUs
+        it may change; else ``None``."""
+        return None if self.delta is None else self.delta.touched
 
     def gpus_by_type(self) -> dict[str, int]:
         """Total GPUs allocated per type."""
@@ -537,10 +572,10 @@ class AllocationBuilder:
 
     def build(self) -> Allocation:
         """The finished allocation."""
-        delta = None if self._base is None else (self._base, tuple(self._touched))
+        delta = None if self._base is None else AllocationDelta(self._base, tuple(self._touched))
         current = self._current
         if delta is not None and current is not None:
             # Running jobs this builder left out lose their GPUs: changes too.
             gone = current.keys() - self._jobs.keys() - self._touched.keys()
-            delta = (self._base, (*self._touched, *sorted(gone)))
+            delta = AllocationDelta(self._base, (*self._touched, *sorted(gone)))
         return Allocation._built(dict(self._jobs), frozenset(self._reject), delta)

@@ -1,12 +1,14 @@
 """Applying a policy's decision: release, place and reconfigure only the jobs whose resources change.
 
-:class:`ApplyMixin` holds the part of :class:`~hetgym.sim.engine.Simulator` that turns a validated
-:class:`~hetgym.sim.allocation.Allocation` into new placements: rejected jobs end and free their
-GPUs; jobs whose counts, mode or explicit servers change are released and placed again (explicit
-placements first, the rest by the placer in force, see :mod:`hetgym.sim.placement`); each moved job
-is flushed, charged the restart penalty and given its new rate, and its completion is pushed onto the
-event heap. The engine owns the state these methods read and write; they are declared here for the
-type checker only.
+:class:`Placements` is the simulator's collaborator that holds where the running jobs are and what they
+hold: the running jobs and their allocations (in submission order), the GPUs those hold per type, the
+free GPUs per server, the waiting jobs' views, and the completion events of the running jobs. It turns
+a validated decision into new placements: jobs whose counts, mode or explicit servers change are
+released and placed again (explicit placements first, the rest by the placer in force, see
+:mod:`hetgym.sim.placement`); each moved job is flushed, charged the restart penalty and given its new
+rate, and its completion is pushed onto :attr:`Placements.heap`. The engine
+(:class:`~hetgym.sim.engine.Simulator`) owns one per run (made at ``reset``) and keeps the clock, the
+arrivals and the ending of jobs; it reads this object's state to build views and pop completions.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hetgym.sim.allocation import Allocation, JobAllocation
+from hetgym.sim.allocation import JobAllocation
 from hetgym.sim.cluster import ClusterSpec, ClusterState
 from hetgym.sim.comm import placement_rate
 from hetgym.sim.config import SimConfig
@@ -31,98 +33,133 @@ from hetgym.sim.view import JobView
 _RANK = operator.attrgetter("rank")  # submission order of job records, in C
 
 
-class ApplyMixin:
-    """Allocation-applying methods of the simulator (mixed into :class:`~hetgym.sim.engine.Simulator`)."""
+class Placements:
+    """The running jobs' allocations and placements of one run, and the applying of decisions to them.
 
-    # State owned and initialised by the simulator (its __init__ and reset()).
-    cluster: ClusterSpec
-    config: SimConfig
-    throughput: ThroughputModel
-    _placer: Placer
-    _active: dict[int, JobRecord]  # arrived, not ended, in submission order
-    _running: dict[int, JobRecord]  # the active jobs holding GPUs
-    _allocs: dict[int, JobAllocation]  # their allocations, in the same order
-    _alloc_totals: dict[str, int]  # GPUs per type those hold
-    _waiting_views: dict[int, JobView]  # the others' (cached) views, in submission order
-    _state: ClusterState
-    _jobs: dict[int, JobRecord]
-    _rank: dict[int, int]  # each job's place in submission order
-    _order_dirty: bool  # running or waiting jobs out of submission order until _restore_order
-    _rate_cache: dict[tuple[object, ...], float]  # _rate's results by job kind, mode, type and count (one run)
-    _heap: list[tuple[float, int, int, int]]  # (time, seq, job_id, version)
-    _seq: int
-    _now: float
-    _round_s: float
-    _ended: int
-    _changed: list[int]  # the jobs this step changed, for the next view
-    _ended_log: list[tuple[int, float, JobStatus]]
-    _timeline: list[tuple[float, tuple[int, ...]]]
+    Args:
+        cluster, config, throughput: The simulator's.
+        placer: The placer in force for the run (already reset).
+        round_s: The run's round length (rates under ``compat="gavel"`` depend on it).
+        active: The engine's active jobs (arrived, not ended, in submission order), read only here.
+        rank: Each job's place in submission order.
+
+    Attributes:
+        running: The active jobs holding GPUs, in submission order (after :meth:`restore_order`).
+        allocs: Their allocations, in the same order.
+        totals: GPUs per type those hold (kept as they change).
+        waiting_views: The other active jobs' (cached) views, in submission order.
+        servers: Free GPUs per server (:class:`~hetgym.sim.cluster.ClusterState`).
+        heap: Completion events ``(time, seq, job_id, version)``; stale ones (a job reconfigured since)
+            are dropped when they reach the top, or by :meth:`prune_heap`.
+        changed: The jobs whose allocation the current step changed, in order (the next view's ``changed``).
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        config: SimConfig,
+        throughput: ThroughputModel,
+        placer: Placer,
+        round_s: float,
+        active: dict[int, JobRecord],
+        rank: dict[int, int],
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.throughput = throughput
+        self.placer = placer
+        self.round_s = round_s
+        self.active = active
+        self.rank = rank
+        self.running: dict[int, JobRecord] = {}
+        self.allocs: dict[int, JobAllocation] = {}
+        self.totals: dict[str, int] = dict.fromkeys(cluster.gpu_types, 0)
+        self.waiting_views: dict[int, JobView] = {}
+        self.servers = ClusterState(cluster)
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.changed: list[int] = []
+        self._seq = 0
+        self._order_dirty = False  # running or waiting jobs out of submission order until restore_order
+        self._rate_cache: dict[tuple[object, ...], float] = {}  # rates by job kind, mode, type and count (one run)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = self.__dict__.copy()
+        state["_rate_cache"] = {}  # a cache, rebuilt as it is used
+        return state
+
+    # ----------------------------------------------------------------------------------------
+    # Jobs entering and leaving (called by the engine)
+
+    def arrive(self, job: JobRecord, now: float) -> None:
+        """A job arrived: it waits."""
+        self.waiting_views[job.spec.job_id] = job.make_view(now)
+
+    def remove(self, job: JobRecord) -> None:
+        """A job ended (completed or rejected): free its GPUs and forget it."""
+        jid = job.spec.job_id
+        for g in job.groups:
+            self.servers.release(g.server_id, g.num_gpus)
+        self.running.pop(jid, None)
+        self.drop_alloc(jid)
+        self.waiting_views.pop(jid, None)
+
+    def reject(self, job: JobRecord, now: float) -> None:
+        """A job is rejected at ``now`` (the engine has taken it off the active jobs): it ends, its GPUs freed."""
+        self.remove(job)
+        job.flush(now)
+        if job.status == JobStatus.RUNNING:
+            job.last_run_s = now - job.run_start_s
+        job.status = JobStatus.REJECTED
+        job.finish_s = now
+        job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+        job.version += 1
+        job.view = None
+        self.changed.append(job.spec.job_id)
 
     def _set_alloc(self, jid: int, ja: JobAllocation) -> None:
         """Record a running job's new allocation (it is already in ``_allocs`` or is added after)."""
-        old = self._allocs.get(jid)
-        totals = self._alloc_totals
+        old = self.allocs.get(jid)
+        totals = self.totals
         if old is not None:
             for t, n in old.counts:
                 totals[t] -= n
         for t, n in ja.counts:
             totals[t] += n
-        self._allocs[jid] = ja
+        self.allocs[jid] = ja
 
-    def _drop_alloc(self, jid: int) -> None:
+    def drop_alloc(self, jid: int) -> None:
         """Forget a job's allocation (it stopped running)."""
-        old = self._allocs.pop(jid, None)
+        old = self.allocs.pop(jid, None)
         if old is not None:
-            totals = self._alloc_totals
+            totals = self.totals
             for t, n in old.counts:
                 totals[t] -= n
 
-    def _apply(self, allocation: Allocation, touched: Sequence[int] | None = None) -> None:
-        """Apply a validated allocation: only jobs whose resources change are released and re-placed.
+    def apply(self, new: Mapping[int, JobAllocation], touched: Sequence[int] | None, now: float) -> bool:
+        """Apply a validated decision (its rejected jobs already removed): only jobs whose resources change
+        are released and re-placed; whether any job changed.
 
-        ``touched``, when given, names the only jobs whose allocation may differ from their current one
-        (in the order of their last assignment; see ``AllocationBuilder``): the others are not looked at.
+        ``new`` is the complete decision (``{job_id: JobAllocation}``); ``touched``, when given, names the
+        only jobs whose allocation may differ from their current one (in the order of their last
+        assignment; see :class:`~hetgym.sim.allocation.AllocationDelta`): the others are not looked at.
         """
-        now = self._now
-        active = self._active
-        for jid in sorted(allocation.reject):
-            job = active.pop(jid)
-            self._running.pop(jid, None)
-            self._drop_alloc(jid)
-            self._waiting_views.pop(jid, None)
-            job.flush(now)
-            for g in job.groups:
-                self._state.release(g.server_id, g.num_gpus)
-            if job.status == JobStatus.RUNNING:
-                job.last_run_s = now - job.run_start_s
-            job.status = JobStatus.REJECTED
-            job.finish_s = now
-            job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
-            job.version += 1
-            job.view = None
-            self._changed.append(jid)
-            self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.REJECTED))
-
-        new = allocation.jobs
-        if self._placer.replaces_all:
+        active = self.active
+        if self.placer.replaces_all:
             moved: dict[int, JobAllocation | None] = {}
-            if new or self._running:
+            if new or self.running:
                 free, placed = self._place_all(new, keep_unchanged=False)
                 moved = self._moved(new, placed)
                 for jid, target in moved.items():
                     self._reconfigure(active[jid], target, placed.get(jid, ()), now)
-                self._state.free = free
-            if moved or allocation.reject:
-                self._record_usage()
-            return
+                self.servers.free = free
+            return bool(moved)
         if touched is None:
-            changes: dict[int, JobAllocation | None] = {jid: None for jid in self._running if jid not in new}
+            changes: dict[int, JobAllocation | None] = {jid: None for jid in self.running if jid not in new}
             candidates: Mapping[int, JobAllocation] = new
         else:
             # The same changes in the same order, from the touched jobs alone: running jobs left out (in
             # submission order, the running jobs' order), then the changed ones in the allocation's order.
-            running = self._running
+            running = self.running
             gone = [running[jid] for jid in touched if jid in running and jid not in new]
             changes = {job.spec.job_id: None for job in sorted(gone, key=_RANK)}
             candidates = {jid: new[jid] for jid in touched if jid in new}
@@ -137,7 +174,7 @@ class ApplyMixin:
                 continue  # unchanged: same resources, and no new placement asked for
             changes[jid] = ja
         if changes:
-            free = self._state.free.copy()
+            free = self.servers.free.copy()
             for jid in changes:
                 for g in active[jid].groups:
                     free[g.server_id] += g.num_gpus
@@ -150,9 +187,8 @@ class ApplyMixin:
                 final = found
             for jid, target in changes.items():
                 self._reconfigure(active[jid], target, final.get(jid, ()), now)
-            self._state.free = free
-        if changes or allocation.reject:
-            self._record_usage()
+            self.servers.free = free
+        return bool(changes)
 
     def _moved(
         self, new: Mapping[int, JobAllocation], final: Mapping[int, tuple[ServerGroup, ...]]
@@ -160,13 +196,13 @@ class ApplyMixin:
         """The active jobs whose servers or mode differ between now and ``final`` (the new allocation)."""
         return {
             jid: new.get(jid)
-            for jid, job in self._active.items()
+            for jid, job in self.active.items()
             if final.get(jid, ()) != job.groups
             or (jid in new and job.alloc is not None and new[jid].mode != job.alloc.mode)
         }
 
     def _requests(self, pending: Mapping[int, JobAllocation]) -> list[PlacementRequest]:
-        active = self._active
+        active = self.active
         return [
             PlacementRequest(jid, active[jid].spec, ja.counts, ja.mode, active[jid].groups)
             for jid, ja in sorted(pending.items())
@@ -191,7 +227,7 @@ class ApplyMixin:
                     return None
             final[jid] = tuple(ServerGroup(s, servers[s].gpu_type, n) for s, n in ja.servers)
         if pending:
-            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
+            final.update(self.placer.place(self.cluster, free, self._requests(pending)))
         return final
 
     def _place_all(
@@ -202,7 +238,7 @@ class ApplyMixin:
         free = np.array([s.num_gpus for s in self.cluster.servers], dtype=np.int64)
         servers = self.cluster.servers
         final: dict[int, tuple[ServerGroup, ...]] = {}
-        active = self._active
+        active = self.active
         if keep_unchanged:
             explicit = {jid for jid, ja in new.items() if ja.servers is not None}
         else:
@@ -221,7 +257,7 @@ class ApplyMixin:
         for jid, ja in new.items():
             if jid in explicit:
                 continue
-            job = self._active[jid]
+            job = self.active[jid]
             if (
                 keep_unchanged
                 and ja.same_resources(job.alloc)
@@ -233,14 +269,14 @@ class ApplyMixin:
             else:
                 pending[jid] = ja
         if pending:
-            final.update(self._placer.place(self.cluster, free, self._requests(pending)))
+            final.update(self.placer.place(self.cluster, free, self._requests(pending)))
         return free, final
 
     def _reconfigure(
         self, job: JobRecord, ja: JobAllocation | None, groups: tuple[ServerGroup, ...], now: float
     ) -> None:
         job.flush(now)
-        self._changed.append(job.spec.job_id)
+        self.changed.append(job.spec.job_id)
         started_before = job.first_start_s is not None
         job.version += 1
         job.view = None
@@ -261,28 +297,28 @@ class ApplyMixin:
             else:
                 self._set_alloc(jid, job.alloc)
             job.status = JobStatus.RUNNING
-            self._waiting_views.pop(jid, None)
+            self.waiting_views.pop(jid, None)
             job.groups = groups
             job.num_gpus_now = sum(g.num_gpus for g in groups)
             job.rate = self._rate(job.spec, groups, ja)
             if job.rate > 0:
                 t_done = job.penalty_until_s + job.remaining / job.rate
                 self._seq += 1
-                heapq.heappush(self._heap, (t_done, self._seq, jid, job.version))
-                if len(self._heap) > 2 * len(self._running) + 64:
-                    self._prune_heap()
+                heapq.heappush(self.heap, (t_done, self._seq, jid, job.version))
+                if len(self.heap) > 2 * len(self.running) + 64:
+                    self.prune_heap()
         else:
             job.num_reconfigs += 1  # a preemption
             job.last_run_s = now - job.run_start_s
             job.status = JobStatus.WAITING
-            self._running.pop(jid, None)
-            self._drop_alloc(jid)
+            self.running.pop(jid, None)
+            self.drop_alloc(jid)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:
-        """Add a job to the running ones; out of submission order, :meth:`_restore_order` sorts them."""
-        running = self._running
+        """Add a job to the running ones; out of submission order, :meth:`restore_order` sorts them."""
+        running = self.running
         assert job.alloc is not None
         self._set_alloc(job.spec.job_id, job.alloc)
         if running and not self._order_dirty and next(reversed(running.values())).rank > job.rank:
@@ -290,24 +326,24 @@ class ApplyMixin:
         running[job.spec.job_id] = job
 
     def _insert_waiting(self, job: JobRecord, now: float) -> None:
-        """Put a preempted job's view back among the waiting ones (sorted by :meth:`_restore_order`)."""
-        views = self._waiting_views
-        if views and not self._order_dirty and self._rank[next(reversed(views))] > job.rank:
+        """Put a preempted job's view back among the waiting ones (sorted by :meth:`restore_order`)."""
+        views = self.waiting_views
+        if views and not self._order_dirty and self.rank[next(reversed(views))] > job.rank:
             self._order_dirty = True
         views[job.spec.job_id] = job.make_view(now)
 
-    def _restore_order(self) -> None:
+    def restore_order(self) -> None:
         """After a step: the running jobs, their allocations and the waiting jobs' views in submission
         order again (views need no sorting), with one sort per step rather than one per job moved."""
         if not self._order_dirty:
             return
         self._order_dirty = False
-        running = sorted(self._running.values(), key=_RANK)
-        self._running = {j.spec.job_id: j for j in running}
-        allocs = self._allocs
-        self._allocs = {jid: allocs[jid] for jid in self._running}
-        views = self._waiting_views
-        self._waiting_views = {jid: views[jid] for jid in sorted(views, key=self._rank.__getitem__)}
+        running = sorted(self.running.values(), key=_RANK)
+        self.running = {j.spec.job_id: j for j in running}
+        allocs = self.allocs
+        self.allocs = {jid: allocs[jid] for jid in self.running}
+        views = self.waiting_views
+        self.waiting_views = {jid: views[jid] for jid in sorted(views, key=self.rank.__getitem__)}
 
     def _rate(self, spec: JobSpec, groups: tuple[ServerGroup, ...], ja: JobAllocation) -> float:
         comm = self.config.comm_model
@@ -334,40 +370,27 @@ class ApplyMixin:
             groups,
             ja.mode,
             aggregation_s=aggregation_s,
-            round_s=self._round_s,
+            round_s=self.round_s,
             fork_efficiency=self.config.fork_efficiency,
             multi_server_factor=not gavel,
         )
         if gavel:
             # Gavel runs whole steps per round: floor(steps/s x round) of them, where one of its steps is one
             # iteration on one of the job's GPUs.
-            steps_per_round = ja.total_gpus * self._round_s
+            steps_per_round = ja.total_gpus * self.round_s
             rate = math.floor(rate * steps_per_round + 1e-9) / steps_per_round
         if cached:
             self._rate_cache[key] = rate
         return rate
 
-    def _prune_heap(self) -> None:
+    def prune_heap(self) -> None:
         """Drop stale completions (of reconfigured or preempted jobs), which are otherwise only popped
         when they reach the top: without this the heap grows with every reconfiguration, not with the
         jobs. Sequence numbers are unique, so the surviving entries pop in the same order."""
-        jobs = self._jobs
-        live = [e for e in self._heap if jobs[e[2]].version == e[3] and jobs[e[2]].status == JobStatus.RUNNING]
+        running = self.running
+        live = [e for e in self.heap if e[2] in running and running[e[2]].version == e[3]]
         heapq.heapify(live)
-        self._heap[:] = live
-
-    def _record_usage(self) -> None:
-        if not self.config.record_timeline:
-            return
-        held = self._alloc_totals  # what the servers' used GPUs add up to per type
-        used = tuple([held[t] for t in self.cluster.gpu_types])
-        timeline = self._timeline
-        if timeline and timeline[-1][1] == used:
-            return
-        if timeline and timeline[-1][0] == self._now:
-            timeline[-1] = (self._now, used)
-        else:
-            timeline.append((self._now, used))
+        self.heap[:] = live
 
 
 def _repeats(ja: JobAllocation, current: JobAllocation | None) -> bool:

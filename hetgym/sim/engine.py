@@ -20,10 +20,12 @@ the epoch it follows (``previous_token``), so a policy can keep its own structur
 update them for those jobs only.
 
 This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
-the per-job runtime records in :mod:`hetgym.sim.runtime`, applying a decision (release, place,
-reconfigure) in :mod:`hetgym.sim.apply`, passing over quiet round ticks and the watchdog in
-:mod:`hetgym.sim.fastforward`, and :class:`SimulationResult` with its assembly in
-:mod:`hetgym.sim.result` (re-exported here).
+the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admission checks in
+:mod:`hetgym.sim.admission`, the running jobs' allocations and placements with the applying of a
+decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
+passing over quiet round ticks and the watchdog in :mod:`hetgym.sim.fastforward`, the deadline outcomes
+in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetgym.progress import ProgressReport
+from hetgym.sim.admission import check_jobs
 from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
-from hetgym.sim.apply import ApplyMixin
-from hetgym.sim.cluster import ClusterSpec, ClusterState, get_cluster
+from hetgym.sim.apply import Placements
+from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
-from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError, InvalidJobError, UnknownNameError
+from hetgym.sim.counts import CountsDelta, resolve_counts
+from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
+from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
 from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
@@ -51,7 +56,7 @@ from hetgym.sim.rates import RateTable
 from hetgym.sim.result import SimulationResult, build_result
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
-from hetgym.sim.view import ClusterView, EpochJobs, JobView
+from hetgym.sim.view import ClusterView, EpochJobs
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
@@ -59,7 +64,7 @@ if TYPE_CHECKING:
 DEFAULT_ROUND_S = 360.0
 
 
-class Simulator(ApplyMixin, FastForwardMixin):
+class Simulator(FastForwardMixin):
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -93,9 +98,8 @@ class Simulator(ApplyMixin, FastForwardMixin):
             ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
         )
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
-        self._oversize: set[int] = set()
         self._best_rates: dict[tuple[Any, ...], float] = {}
-        self._check_jobs(specs)
+        self._oversize: set[int] = check_jobs(specs, self.cluster, self.throughput, self.config, self._fastest_run_s)
         self.specs: tuple[JobSpec, ...] = tuple(specs)
         for t in self.cluster.gpu_types:
             self.throughput.check_gpu_type(t)
@@ -112,69 +116,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
         self._started = False
         self._latencies_s: list[float] = []
         self._ended_log: list[tuple[int, float, JobStatus]] = []
-
-    def _check_jobs(self, specs: list[JobSpec]) -> None:
-        seen: set[int] = set()
-        types = set(self.cluster.gpu_types)
-        total = self.cluster.total_gpus
-        known_types: set[str] = set()
-        for s in specs:
-            if s.job_id in seen:
-                raise InvalidJobError(f"job {s.job_id}: duplicate job_id (ids must be unique)", job_id=s.job_id)
-            seen.add(s.job_id)
-            if s.job_type not in known_types:
-                try:
-                    self.throughput.check_job_type(s.job_type)
-                except UnknownNameError as err:
-                    # Named by id: the simulator holds jobs in submission order, not a file's rows.
-                    raise InvalidJobError(f"job {s.job_id}: field 'job_type': {err}", job_id=s.job_id) from None
-                known_types.add(s.job_type)
-            if s.gpu_types is not None and not types.intersection(s.gpu_types):
-                raise InvalidJobError(
-                    f"job {s.job_id}: may only run on {list(s.gpu_types)}, none of which is in cluster "
-                    f"{self.cluster.name!r} ({list(self.cluster.gpu_types)})",
-                    job_id=s.job_id,
-                )
-            if s.min_gpus > total:
-                raise InvalidJobError(
-                    f"job {s.job_id}: needs at least {s.min_gpus} GPUs but cluster {self.cluster.name!r} has {total}",
-                    job_id=s.job_id,
-                )
-            room = self._room(s)
-            if s.num_gpus > room:
-                if self.config.oversize_jobs == "reject":
-                    self._oversize.add(s.job_id)
-                    continue
-                raise InvalidJobError(
-                    f"job {s.job_id}: field 'num_gpus' is {s.num_gpus} but cluster "
-                    f"{self.cluster.name!r} has {room} GPUs of the types it may use, so it can never run; "
-                    "lower its num_gpus, pick a larger cluster, or admit the workload with "
-                    "SimConfig(oversize_jobs='reject') (--oversize-jobs reject), which rejects such jobs at arrival",
-                    job_id=s.job_id,
-                )
-            fastest_s = self._fastest_run_s(s)
-            if not fastest_s <= self.config.max_job_run_s:
-                sizes = self.throughput.batch_sizes(s.job_type)
-                if sizes and not sizes[0] <= s.batch_size <= sizes[-1]:  # the rate is extrapolated from far off
-                    raise InvalidJobError(
-                        f"job {s.job_id}: field 'batch_size' is {s.batch_size:g}, outside the measured range "
-                        f"{sizes[0]}..{sizes[-1]} of {s.job_type!r}: at that batch its fastest possible run takes "
-                        f"{fastest_s:.3g} s, more than SimConfig.max_job_run_s={self.config.max_job_run_s:.3g} s; "
-                        "fix batch_size in the trace",
-                        job_id=s.job_id,
-                    )
-                raise InvalidJobError(
-                    f"job {s.job_id}: field 'total_iters' is {s.total_iters:g}: its fastest possible "
-                    f"run on cluster {self.cluster.name!r} takes {fastest_s:.3g} s, more than "
-                    f"SimConfig.max_job_run_s={self.config.max_job_run_s:.3g} s; fix total_iters in the trace, or "
-                    "raise max_job_run_s",
-                    job_id=s.job_id,
-                )
-
-    def _room(self, spec: JobSpec) -> int:
-        """GPUs of the cluster of the types ``spec`` may use."""
-        capacity = self.cluster.capacity
-        return sum(n for t, n in capacity.items() if spec.gpu_types is None or t in spec.gpu_types)
+        self._deadlines = DeadlineBook()
 
     # ----------------------------------------------------------------------------------------
     # Stepping API
@@ -209,6 +151,14 @@ class Simulator(ApplyMixin, FastForwardMixin):
         cluster idle and so opens no epoch of its own.
         """
         return self._ended_log[start:]
+
+    def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:
+        """Every deadline job's outcome (met or lost, and when) decided so far, from record ``start`` on.
+
+        Outcomes are recorded as they are decided (:mod:`hetgym.sim.deadlines`): at a completion, a
+        rejection, the stop of the run, or the first epoch past a deadline; each deadline job has one.
+        """
+        return self._deadlines.log[start:]
 
     def reset(
         self, round_s: float | None = None, *, ticks: bool = True, placer: str | None = None
@@ -245,25 +195,19 @@ class Simulator(ApplyMixin, FastForwardMixin):
         for rank, record in enumerate(self._order):
             record.rank = rank
         self._rank: dict[int, int] = {s.job_id: rank for rank, s in enumerate(self.specs)}
-        self._order_dirty = False  # a step put running or waiting jobs out of submission order
-        self._rate_cache: dict[tuple[object, ...], float] = {}  # the round length is fixed for the run
         self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
-        self._running: dict[int, JobRecord] = {}  # the active jobs holding GPUs
-        # Their allocations in the same order, and the GPUs those hold per type, kept as they change.
-        self._allocs: dict[int, JobAllocation] = {}
-        self._alloc_totals: dict[str, int] = dict.fromkeys(self.cluster.gpu_types, 0)
+        # The running jobs, their allocations and placements, the waiting jobs' views, the completions.
+        self._placements = Placements(
+            self.cluster, self.config, self.throughput, self._placer, self._round_s, self._active, self._rank
+        )
+        self._heap = self._placements.heap  # (time, seq, job_id, version): the same list
         # This epoch's snapshot of the jobs (held weakly: only views keep it) and its identity token;
         # snapshots still referenced have the records they show saved before those change.
         self._snapshots: list[weakref.ref[EpochJobs]] = []
         self._epoch_token: object | None = None
         # The previous epoch's token and the jobs its step changed, for the next view.
         self._previous_token: object | None = None
-        self._changed: list[int] = []
-        self._waiting_views: dict[int, JobView] = {}  # the others' (cached) views, in submission order
-        self._state = ClusterState(self.cluster)
-        self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, job_id, version)
-        self._seq = 0
         self._now = 0.0
         self._next_tick_s = math.inf
         self._epoch = 0
@@ -277,6 +221,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
         self._ended_log = []
+        self._deadlines = DeadlineBook()
         self._latencies_s = []
         self._started = True
         self._wall_start = time.perf_counter()
@@ -295,25 +240,49 @@ class Simulator(ApplyMixin, FastForwardMixin):
         Returns:
             The next view, or ``None`` when the simulation has ended.
         """
+        placements = self._begin_step()
+        delta = allocation.delta if isinstance(allocation, Allocation) else None
+        touched = None
+        if delta is not None and delta.epoch is self._epoch_token:
+            # Built from this epoch's running allocations: check and apply only the jobs it changed.
+            touched = delta.touched
+            check_allocation_delta(
+                allocation, self.cluster, self._active, self._now, placements.allocs, placements.totals, touched
+            )
+        else:
+            check_allocation(allocation, self.cluster, self._active, self._now)
+        self._apply(allocation.reject, allocation.jobs, touched)
+        return self._end_step(quiet)
+
+    def step_counts(self, delta: CountsDelta, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+        """:meth:`step` with the decision as arrays: the rows of the jobs it changes (:class:`CountsDelta`),
+        checked once and applied as a delta (every other job keeps its allocation, unlooked at).
+
+        Raises:
+            InvalidAllocationError: A row is invalid, or the delta is not of this epoch; nothing was applied.
+        """
+        placements = self._begin_step()
+        if delta.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the CountsDelta is not of this epoch (its epoch is not view.active.token)")
+        reject, new, touched = resolve_counts(delta, self.cluster, self._active, placements.totals)
+        if self._placer.replaces_all:  # a placer that re-packs everything needs the whole decision
+            new = {**{j: a for j, a in placements.allocs.items() if j not in touched and j not in reject}, **new}
+        self._apply(reject, new, touched)
+        return self._end_step(quiet)
+
+    def _begin_step(self) -> Placements:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         self._seal_snapshots()
-        self._changed = []
-        delta = allocation._delta if isinstance(allocation, Allocation) else None
-        if delta is not None and delta[0] is self._epoch_token:
-            # Built from this epoch's running allocations: check and apply only the jobs it changed.
-            touched = delta[1]
-            check_allocation_delta(
-                allocation, self.cluster, self._active, self._now, self._allocs, self._alloc_totals, touched
-            )
-            self._apply(allocation, touched)
-        else:
-            check_allocation(allocation, self.cluster, self._active, self._now)
-            self._apply(allocation)
-        self._restore_order()
+        placements = self._placements
+        placements.changed = []
+        return placements
+
+    def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
+        """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds and not self._running:
+        if self._gavel_rounds and not self._placements.running:
             # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
             self._next_tick_s = math.inf
         if quiet is not None and self.fast_forward:
@@ -360,6 +329,33 @@ class Simulator(ApplyMixin, FastForwardMixin):
             result.metrics["num_decisions"] = float(self._epoch)
         return result
 
+    def _apply(self, reject: frozenset[int], new: Mapping[int, JobAllocation], touched: tuple[int, ...] | None) -> None:
+        """Apply a validated decision: the rejected jobs end, the placements change (:class:`Placements`)."""
+        now = self._now
+        placements = self._placements
+        for jid in sorted(reject):
+            job = self._active.pop(jid)
+            placements.reject(job, now)
+            self._ended += 1
+            self._ended_log.append((jid, now, JobStatus.REJECTED))
+            self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
+        if placements.apply(new, touched, now) or reject:
+            self._record_usage()
+        placements.restore_order()
+
+    def _record_usage(self) -> None:
+        if not self.config.record_timeline:
+            return
+        held = self._placements.totals  # what the servers' used GPUs add up to per type
+        used = tuple([held[t] for t in self.cluster.gpu_types])
+        timeline = self._timeline
+        if timeline and timeline[-1][1] == used:
+            return
+        if timeline and timeline[-1][0] == self._now:
+            timeline[-1] = (self._now, used)
+        else:
+            timeline.append((self._now, used))
+
     # ----------------------------------------------------------------------------------------
     # Event processing
 
@@ -382,7 +378,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
             completed = self._pop_completions(t_next)
             arrived = self._pop_arrivals(t_next)
             is_tick = self._next_tick_s <= t_next
-            if self._gavel_rounds and not self._running and self._active and not is_tick:
+            if self._gavel_rounds and not self._placements.running and self._active and not is_tick:
                 # Gavel's round ends when the last job running in it does; on an idle cluster it starts
                 # with the next arrival.
                 is_tick = True
@@ -424,6 +420,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
                     "type); the policy is not finishing its jobs"
                 )
                 return None
+            self._deadlines.passed(t_next, self._jobs)
             view = self._make_view(arrived, completed, is_tick)
             self._epoch += 1
             return view
@@ -461,14 +458,12 @@ class Simulator(ApplyMixin, FastForwardMixin):
             job.status = JobStatus.COMPLETED
             job.finish_s = now
             job.last_run_s = now - job.run_start_s
-            for g in job.groups:
-                self._state.release(g.server_id, g.num_gpus)
             job.view = None
             del self._active[jid]
-            del self._running[jid]
-            self._drop_alloc(jid)
+            self._placements.remove(job)
             self._ended += 1
             self._ended_log.append((jid, now, JobStatus.COMPLETED))
+            self._deadlines.ended(job.spec, now, JobStatus.COMPLETED)
             self._events += 1
             done.append(jid)
         if done:
@@ -487,12 +482,14 @@ class Simulator(ApplyMixin, FastForwardMixin):
                 job.last_update_s = job.finish_s = now
                 self._ended += 1
                 self._ended_log.append((job.spec.job_id, now, JobStatus.REJECTED))
+                self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
                 self._events += 1
                 continue
             job.status = JobStatus.WAITING
             job.last_update_s = now
             self._active[job.spec.job_id] = job
-            self._waiting_views[job.spec.job_id] = job.make_view(now)
+            self._placements.arrive(job, now)
+            self._deadlines.arrived(job.spec)
             self._events += 1
             arrived.append(job.spec.job_id)
         return tuple(arrived)
@@ -501,9 +498,10 @@ class Simulator(ApplyMixin, FastForwardMixin):
         now = self._now
         # Free GPUs per type from the running allocations' totals (kept as they change): what the
         # servers' free GPUs add up to, without summing them.
-        capacity, held = self.cluster.capacity, self._alloc_totals
+        placements = self._placements
+        capacity, held = self.cluster.capacity, placements.totals
         # The jobs' views are built only if read (EpochJobs): no per-job cost here.
-        jobs = EpochJobs(now, self._running, self._waiting_views, self._allocs)
+        jobs = EpochJobs(now, placements.running, placements.waiting_views, placements.allocs)
         self._snapshots.append(weakref.ref(jobs))
         self._epoch_token = jobs.token
         return ClusterView(
@@ -512,7 +510,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
             cluster=self.cluster,
             active=jobs,
             free_gpus={t: capacity[t] - held[t] for t in self.cluster.gpu_types},
-            free_servers=self._state.free.copy(),
+            free_servers=placements.servers.free.copy(),
             arrived=arrived,
             completed=completed,
             is_tick=is_tick,
@@ -522,7 +520,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
             rate_table=self.rate_table,
             num_pending=len(self._order) - self._next_arrival,
             num_ended=self._ended,
-            changed=tuple(self._changed),
+            changed=tuple(placements.changed),
             previous_token=self._previous_token,
         )
 
@@ -538,10 +536,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
     def __getstate__(self) -> dict[str, Any]:
         # Weak references do not pickle: build the views of live snapshots, then drop the references.
         self._seal_snapshots()
-        state = self.__dict__.copy()
-        if "_rate_cache" in state:
-            state["_rate_cache"] = {}  # a cache, rebuilt as it is used
-        return state
+        return self.__dict__.copy()
 
     # ----------------------------------------------------------------------------------------
     # Results
@@ -556,6 +551,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED
                 self._ended_log.append((job.spec.job_id, self._now, JobStatus.UNFINISHED))
+                self._deadlines.ended(job.spec, self._now, JobStatus.UNFINISHED)
             self._wall_s = time.perf_counter() - self._wall_start
         return None
 

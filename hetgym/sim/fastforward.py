@@ -40,7 +40,9 @@ from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
+    from hetgym.sim.apply import Placements
     from hetgym.sim.cluster import ClusterSpec
+    from hetgym.sim.deadlines import DeadlineBook
 
 _EPS_S = 1e-9  # the engine's tolerance when it places a tick on the round grid
 
@@ -49,9 +51,11 @@ class QuietTicks:
     """A request to pass over quiet round ticks in one step, and what the step passed over.
 
     Args:
-        until_s: Pass over no tick later than this time (the environment's next deadline crossing).
+        until_s: Pass over no tick later than this time.
         views: Keep the running jobs' views at the last tick passed over (:attr:`running`).
         horizon: Gives ``until_s`` instead, called only when a tick comes before the next event.
+        deadlines: Pass over no tick at which an active job has lost its deadline (a tick past
+            ``deadline + DEADLINE_TOL_S``; :mod:`hetgym.sim.deadlines`): the epoch there brings news.
 
     Attributes:
         times_s: The ticks passed over, in order (empty when none was): each was an epoch whose
@@ -59,14 +63,20 @@ class QuietTicks:
         running: With ``views``, the running jobs' views (submission order) at the last of them.
     """
 
-    __slots__ = ("horizon", "running", "times_s", "until_s", "views")
+    __slots__ = ("deadlines", "horizon", "running", "times_s", "until_s", "views")
 
     def __init__(
-        self, until_s: float = math.inf, *, views: bool = False, horizon: Callable[[], float] | None = None
+        self,
+        until_s: float = math.inf,
+        *,
+        views: bool = False,
+        horizon: Callable[[], float] | None = None,
+        deadlines: bool = False,
     ) -> None:
         self.until_s = until_s
         self.views = views
         self.horizon = horizon
+        self.deadlines = deadlines
         self.times_s: list[float] = []
         self.running: tuple[JobView, ...] = ()
 
@@ -83,7 +93,8 @@ class FastForwardMixin:
     _jobs: dict[int, JobRecord]
     _order: list[JobRecord]
     _active: dict[int, JobRecord]
-    _running: dict[int, JobRecord]
+    _placements: Placements
+    _deadlines: DeadlineBook
     _heap: list[tuple[float, int, int, int]]
     _next_arrival: int
     _now: float
@@ -99,7 +110,6 @@ class FastForwardMixin:
     _stalled: bool
     _stall_reason: str
     _done: bool
-    _changed: list[int]
     _previous_token: object | None
 
     def _finish(self) -> None: ...  # the engine's
@@ -127,11 +137,13 @@ class FastForwardMixin:
         if not (t < end_s and t <= cfg.max_time_s):
             return
         until_s = min(request.horizon() if request.horizon is not None else request.until_s, cfg.max_time_s)
+        if request.deadlines:
+            until_s = min(until_s, self._deadlines.horizon_s(jobs))
         limit = self._epoch_limit if cfg.max_epochs is None else min(self._epoch_limit, cfg.max_epochs)
         # The watchdog at a tick: with a job still to arrive it sees work at every epoch; else once a running
         # job with a rate is past its restart penalty (work_from_s), and until then it counts the epoch as a
         # stall, and stops the run where the engine would (a running job still in its penalty up to penalty_to_s).
-        running = [j.penalty_until_s for j in self._running.values() if j.rate > 0]
+        running = [j.penalty_until_s for j in self._placements.running.values() if j.rate > 0]
         work_from_s = -math.inf if pending else min(running, default=math.inf)
         penalty_to_s = max(running, default=-math.inf)
         stall, last_work_s = self._stall_count, self._last_work_s
@@ -160,10 +172,10 @@ class FastForwardMixin:
         self._epoch = epoch
         self._events += len(times)
         self._next_tick_s = t
-        self._changed = []
+        self._placements.changed = []
         self._previous_token = None
         if request.views:
-            request.running = tuple([r.make_view(prev_s) for r in self._running.values()])
+            request.running = tuple([r.make_view(prev_s) for r in self._placements.running.values()])
 
     # ----------------------------------------------------------------------------------------
     # The watchdog, and bounds on a job's run time
@@ -171,12 +183,12 @@ class FastForwardMixin:
     def _worked(self) -> bool:
         """Whether some running job did work since the previous epoch (a rate and its penalty paid)."""
         now = self._now
-        return any(j.rate > 0 and j.penalty_until_s < now for j in self._running.values())
+        return any(j.rate > 0 and j.penalty_until_s < now for j in self._placements.running.values())
 
     def _in_penalty(self) -> bool:
         """Whether some running job has a rate and is paying its restart penalty now."""
         now = self._now
-        return any(j.rate > 0 and j.penalty_until_s >= now for j in self._running.values())
+        return any(j.rate > 0 and j.penalty_until_s >= now for j in self._placements.running.values())
 
     def _stop(self, reason: str) -> None:
         """End the run as stalled, for ``reason``."""

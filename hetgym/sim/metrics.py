@@ -38,6 +38,11 @@ from hetgym.sim.throughput import ThroughputModel
 if TYPE_CHECKING:
     import pandas as pd
 
+#: Seconds by which a job may complete after its deadline and still meet it (float rounding of event times).
+#: The one tolerance of every deadline outcome: the metrics' ``met_deadline``, the simulator's deadline log
+#: (:mod:`hetgym.sim.deadlines`) and the environments' rewards all use it.
+DEADLINE_TOL_S = 1e-6
+
 JOB_COLUMNS = (
     "job_id",
     "job_type",
@@ -95,7 +100,7 @@ def jobs_frame(
                 jct,
                 math.nan if start is None else start - spec.submit_s,
                 spec.has_deadline,
-                bool(completed and finish is not None and finish <= spec.deadline_s + 1e-6),
+                bool(completed and finish is not None and finish <= spec.deadline_s + DEADLINE_TOL_S),
                 attained,
                 reconfigs,
                 spec.total_iters,

@@ -144,13 +144,20 @@ def run_newest(env_id: str, steps: int, seed: int, fast_forward: bool) -> dict[s
     _, info = env.reset(seed=seed)
     space = env.action_space
     sim_steps = [0]
-    step = Simulator.step
+    # A simulator step is either entry point: an Allocation (step) or the env's arrays (step_counts).
+    step, step_counts = Simulator.step, getattr(Simulator, "step_counts", None)
 
     def counted(sim: Any, *args: Any, **kwargs: Any) -> Any:
         sim_steps[0] += 1
         return step(sim, *args, **kwargs)
 
-    Simulator.step = counted  # type: ignore[method-assign]
+    def counted_arrays(sim: Any, *args: Any, **kwargs: Any) -> Any:
+        sim_steps[0] += 1
+        return step_counts(sim, *args, **kwargs)  # type: ignore[misc]
+
+    Simulator.step = counted  # type: ignore[method-assign,assignment]
+    if step_counts is not None:
+        Simulator.step_counts = counted_arrays  # type: ignore[method-assign,assignment]
     commits = episodes = 0
     epochs = 0.0
     env_cpu = 0.0
@@ -170,6 +177,8 @@ def run_newest(env_id: str, steps: int, seed: int, fast_forward: bool) -> dict[s
         wall, total_cpu = time.perf_counter() - wall0, cpu() - cpu0
     finally:
         Simulator.step = step  # type: ignore[method-assign]
+        if step_counts is not None:
+            Simulator.step_counts = step_counts  # type: ignore[method-assign]
     epochs += info["epoch"]
     return {
         "steps_per_s": steps / wall,

@@ -124,6 +124,6 @@ def test_the_delta_check_still_refuses_an_allocation_over_capacity() -> None:
         # take() trusts its caller: give more GPUs of one type than the cluster has.
         builder.take(job.job_id, JobAllocation({gpu_type: capacity}))
     decision = builder.build()
-    assert decision._delta is not None
+    assert decision.delta is not None
     with pytest.raises(InvalidAllocationError, match=f"over capacity on {gpu_type}"):
         sim.step(decision)

@@ -16,13 +16,13 @@ from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.metrics import DEADLINE_TOL_S
 from hetgym.sim.policy import Policy, policy_placer
 from hetgym.sim.view import ClusterView
 
 #: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
 WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
 RESET_OPTIONS = ("workload_seed", "jobs")
-_DEADLINE_TOL_S = 1e-6  # the same tolerance as the metrics' met_deadline
 
 
 class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
@@ -315,7 +315,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             if status == JobStatus.COMPLETED:
                 comps["completed"] += 1
                 if spec.has_deadline and jid not in self._penalised:
-                    if t <= spec.deadline_s + _DEADLINE_TOL_S:
+                    if t <= spec.deadline_s + DEADLINE_TOL_S:
                         comps["met"] += 1
                     else:
                         comps["missed"] += 1
@@ -331,7 +331,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         """Make ``job_id`` the deciding job of ``event``: its mask and observation; charge deadlines passed since."""
         now = view.now_s
         for job in view.jobs:
-            late = job.deadline_s < now and now > job.deadline_s + _DEADLINE_TOL_S
+            late = job.deadline_s < now and now > job.deadline_s + DEADLINE_TOL_S
             if late and job.job_id not in self._penalised and job.spec.has_deadline:
                 comps["missed"] += 1
                 self._penalised.add(job.job_id)
