@@ -96,15 +96,19 @@ def _steps_per_commit(env_id: str, fast: bool, seed: int, steps: int) -> float:
     env = HetClusterEnv(**gym.spec(env_id).kwargs)
     env.fast_forward = fast
     calls = [0]
-    step = Simulator.step
 
-    def counted(sim: Simulator, *args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return step(sim, *args, **kwargs)
+    def counting(method: Any) -> Any:
+        def counted(sim: Simulator, *args: Any, **kwargs: Any) -> Any:
+            calls[0] += 1
+            return method(sim, *args, **kwargs)
+
+        return counted
 
     commits = 0
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Simulator, "step", counted)
+        # A commit hands the simulator its draft through step_counts; the replayed quiet ticks go through step.
+        mp.setattr(Simulator, "step", counting(Simulator.step))
+        mp.setattr(Simulator, "step_counts", counting(Simulator.step_counts))
         for record in _stream(env, seed, steps, None):
             if record[0] != "result":
                 commits += int(record[1].get("committed", False))
