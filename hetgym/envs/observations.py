@@ -31,8 +31,9 @@ from gymnasium import spaces
 
 from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
-from hetgym.sim.rates import RateTable
+from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import KnobError, Knobs, Registry, knob
+from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
@@ -66,6 +67,11 @@ QUEUE_FEATURES: tuple[str, ...] = (
     "outside_slack",
     "ended",
 )
+
+
+#: A window job's features that never change, computed once a run: its rates record (the run's RateTable entry,
+#: which the cache checks), its speed row (float32, T), best rate, ``job_request`` and ``job_has_deadline``.
+_JobFixed = tuple[JobRates, np.ndarray, float, float, float]
 
 
 def squash(x: float) -> float:
@@ -384,6 +390,13 @@ class WindowObservation(ObservationEncoder):
         self._rejected_slice = self._slices.get("job_rejected", slice(0, 0))
         self._mode_offset = self._slices["job_mode"].start if m > 1 else 0
         self._cursor_offset = self._slices["slot_cursor"].start if slot_cursor else 0
+        self._alloc_scratch = np.zeros((k, t), dtype=np.float64)  # the draft / capacity, before the float32 write
+        # begin_epoch's GPUs before the decision, per slot then outside the window then in use, and their shares.
+        self._held_counts = np.zeros((k + 2, t), dtype=np.int64)
+        self._held_shares = np.zeros((k + 2, t), dtype=np.float64)
+        self._current_shares = self._held_shares[:-2].reshape(-1)
+        self._fixed: dict[int, _JobFixed] = {}
+        self._fixed_statics: RateTable | None = None
 
     def view_of(self, key: str) -> np.ndarray:
         """The epoch buffer's entries of ``key`` (a view: what is written there holds for the epoch)."""
@@ -394,15 +407,19 @@ class WindowObservation(ObservationEncoder):
         self._view = {key: self._buf[sl] for key, sl in self._slices.items()}
         self._slot_block = self._buf[: len(SLOT_FEATURES) * self.num_slots].reshape(len(SLOT_FEATURES), self.num_slots)
         self._speed_rows = self._view["job_speed"].reshape(self.num_slots, self.num_types)
+        self._speed_flat = self._view["job_speed"]
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_view"], state["_slot_block"], state["_speed_rows"]  # views into _buf: kept apart by pickle
+        del state["_speed_flat"], state["_current_shares"]  # views (into _buf, into _held_shares)
+        state["_fixed"], state["_fixed_statics"] = {}, None  # by job ids of one run: rebuilt as needed
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._make_views()
+        self._current_shares = self._held_shares[:-2].reshape(-1)
 
     @property
     def space(self) -> spaces.Dict:
@@ -422,17 +439,14 @@ class WindowObservation(ObservationEncoder):
         now = view.now_s
         scale = self.time_scale_s
         inv_scale = 1.0 / scale
-        get = statics.get
         jobs = state.jobs
-        stats = [get(job) for job in jobs]
+        fixed = self._fixed_of(jobs, statics)
         if jobs:
-            self._speed_rows[: len(jobs)] = [st.speed for st in stats]
+            self._speed_flat[: len(jobs) * self.num_types] = np.concatenate([f[1] for f in fixed])
         columns = []
         running_status = JobStatus.RUNNING
-        log_total = self._log_total
         # squash and _signed inlined (the same arithmetic): this runs for every window job at every epoch.
-        for job, st, slack in zip(jobs, stats, state.slacks_s, strict=False):
-            best = st.best_rate
+        for job, (_, _, best, request, dated), slack in zip(jobs, fixed, state.slacks_s, strict=False):
             remaining = job.remaining_iters
             deadline = job.deadline_s
             running = job.status == running_status
@@ -453,12 +467,12 @@ class WindowObservation(ObservationEncoder):
             columns.append(
                 (
                     1.0,
-                    min(1.0, math.log1p(job.num_gpus) / log_total),
+                    request,
                     0.0 if left <= 0 else (1.0 if left == math.inf else left / (1.0 + left)),
                     min(1.0, max(0.0, 1.0 - remaining / job.total_iters)),
                     math.tanh(slack / scale) if math.isfinite(slack) else (1.0 if slack > 0 else -1.0),
                     due,
-                    1.0 if job.spec.has_deadline else 0.0,
+                    dated,
                     0.0 if age <= 0 else (1.0 if age == math.inf else age / (1.0 + age)),
                     waiting,
                     1.0 if running else 0.0,
@@ -467,9 +481,17 @@ class WindowObservation(ObservationEncoder):
             )
         if columns:
             self._slot_block[:, : len(columns)] = np.array(columns, dtype=np.float64).T
-        v["job_current"][:] = (state.current / self.capacity).reshape(-1)
-        v["cluster_outside"][:] = state.outside_held / self.capacity
-        v["cluster_used"][:] = (state.current.sum(axis=0) + state.outside_held) / self.capacity
+        # GPUs before the decision / capacity, in one division: the window's per slot, those held outside it,
+        # all in use.
+        held = self._held_counts
+        held[:-2] = state.current
+        held[-2] = state.outside_held
+        held[-1] = np.add.reduce(state.current, axis=0) + state.outside_held
+        shares = self._held_shares
+        np.divide(held, self.capacity, out=shares)
+        v["job_current"][:] = self._current_shares
+        v["cluster_outside"][:] = shares[-2]
+        v["cluster_used"][:] = shares[-1]
         outside = state.outside
         n_active = len(state.jobs) + len(outside)
         n_all = max(1, num_jobs)
@@ -489,6 +511,31 @@ class WindowObservation(ObservationEncoder):
         clock[3] = min(1.0, (n_all - view.num_pending) / n_all)
         for group in self._groups:
             group.begin_epoch(state, statics)
+
+    def _fixed_of(self, jobs: list[JobView], statics: RateTable) -> list[_JobFixed]:
+        """Each job's features that never change (:data:`_JobFixed`), kept by job id and checked against its
+        rates record; the cache starts over when the table does (a new run: job ids start over), and is not
+        pickled."""
+        if statics is not self._fixed_statics:
+            self._fixed = {}
+            self._fixed_statics = statics
+        cache = self._fixed
+        get = statics.get
+        log_total = self._log_total
+        out = []
+        for job in jobs:
+            rec = get(job)
+            hit = cache.get(job.job_id)
+            if hit is None or hit[0] is not rec:
+                hit = cache[job.job_id] = (
+                    rec,
+                    rec.speed,
+                    rec.best_rate,
+                    min(1.0, math.log1p(job.num_gpus) / log_total),
+                    1.0 if job.spec.has_deadline else 0.0,
+                )
+            out.append(hit)
+        return out
 
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
@@ -566,7 +613,9 @@ class WindowObservation(ObservationEncoder):
 
     def _write_own_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """:meth:`_write_draft` of the encoder's own keys (while the episode runs)."""
-        buf[self._alloc_slice] = (state.draft / self.capacity).reshape(-1)
+        scratch = self._alloc_scratch
+        np.divide(state.draft, self.capacity, out=scratch)
+        buf[self._alloc_slice] = scratch.reshape(-1)
         buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self.capacity_list, strict=True)]
         buf[self._actions_index] = min(1.0, state.num_actions / self.max_actions)
         if self.allow_reject:

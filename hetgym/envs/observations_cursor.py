@@ -77,6 +77,14 @@ class CursorFeatures(FeatureGroup):
         self._avail_slice = enc.layout["cursor_avail"]
         self._held_slice = enc.layout["later_held"]
         self._later_jobs = enc.layout["later_jobs"].start
+        # write_draft's two writes: the gather's destination is one run of the buffer (the cursor_* keys lie side
+        # by side), as are cursor_avail, later_held and later_jobs.
+        dst = self._gather_dst
+        assert np.array_equal(dst, np.arange(dst[0], dst[-1] + 1))
+        self._gather_start, self._gather_stop = int(dst[0]), int(dst[-1]) + 1
+        self._gather_rows = list(self._gather_src)
+        assert self._avail_slice.stop == self._held_slice.start and self._held_slice.stop == self._later_jobs
+        self._tail_start, self._tail_stop = self._avail_slice.start, self._later_jobs + 2
 
     def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:
         enc = self.enc
@@ -148,18 +156,20 @@ class CursorFeatures(FeatureGroup):
             buf[self._later_jobs + 1] = 1.0
             return
         # The cursor slot's features, copied in one gather (after job_alloc, which holds the draft).
-        buf[self._gather_dst] = buf[self._gather_src[slot]]
+        buf[self._gather_start : self._gather_stop] = buf[self._gather_rows[slot]]
         # T numbers each: plain Python is cheaper than numpy calls here (and gives the same float64 values).
-        later = state.draft[slot + 1 : n].sum(axis=0).tolist()
-        own = state.draft[slot].tolist()
+        draft = state.draft
+        later = np.add.reduce(draft[slot + 1 : n], axis=0).tolist()
+        own = draft[slot].tolist()
         cap = enc.capacity_list
-        buf[self._avail_slice] = [
-            min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)
-        ]
-        buf[self._held_slice] = [min(1.0, x / c) for x, c in zip(later, cap, strict=True)]
-        buf[self._later_jobs] = (n - slot - 1) / enc.num_slots
         slacks = state.slacks_s[slot + 1 : n]
-        buf[self._later_jobs + 1] = _signed(min(slacks), enc.time_scale_s) if slacks else 1.0
+        # cursor_avail, later_held and later_jobs lie side by side: one write.
+        buf[self._tail_start : self._tail_stop] = [
+            *[min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)],
+            *[min(1.0, x / c) for x, c in zip(later, cap, strict=True)],
+            (n - slot - 1) / enc.num_slots,
+            _signed(min(slacks), enc.time_scale_s) if slacks else 1.0,
+        ]
 
 
 __all__ = ["CursorFeatures", "squash"]

@@ -33,7 +33,9 @@ keys (its step copies a fixed observation and info: the least a Gymnasium env wi
 costs), of ``HetCluster-v1`` and ``HetCluster-Tiny-v1`` (random masked agent), and of CartPole-v1, all
 through ``gym.make``; and the share of MaskablePPO's ``learn()`` CPU time spent in the env (stepping,
 resets and action masks) on ``HetCluster-Tiny-v1`` with 8 envs in a ``DummyVecEnv`` and the default
-``MultiInputPolicy``, with the quiet-tick fast-forward on and off::
+``MultiInputPolicy``, with the quiet-tick fast-forward on and off; and where a newest id's step goes above the
+floor (the residue: CPU µs per step of the simulator's step, the episode's end, the window's load, the epoch's
+features and mask, the observation, the codec, the info, the Gymnasium wrappers; see :func:`residue`)::
 
     python scripts/bench/bench_env.py --floor                    # writes bench/env_floor.json
 """
@@ -310,6 +312,99 @@ def env_step_us(env_id: str, steps: int, seed: int) -> float:
     return env_cpu / steps * 1e6
 
 
+#: The parts of a step that ``residue`` times, ``(label, owner, method)``; the owner is a class, or the attribute
+#: of the env that holds the instance whose class it is. Nested parts are subtracted from their parent's time.
+RESIDUE_PARTS: tuple[tuple[str, str, str], ...] = (
+    ("env_step", "env", "step"),
+    ("transition", "env", "transition"),
+    ("commit", "env", "_commit"),
+    ("simulator_step", "Simulator", "step"),
+    ("episode_end", "env", "_end_episode"),
+    ("window_load", "env", "_load"),
+    ("allocation", "state", "allocation"),
+    ("epoch_features", "encoder", "begin_epoch"),
+    ("epoch_present", "env", "_present"),
+    ("observation", "encoder", "observe"),
+    ("codec_apply", "codec", "apply"),
+    ("info", "env", "_info"),
+)
+
+
+def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
+    """Where a step of ``gym.make(env_id)`` goes: CPU µs per step of each part (a random masked agent).
+
+    Every part in :data:`RESIDUE_PARTS` is wrapped in a timer (which adds its own cost, about a microsecond a
+    call, so the parts sum to more than an untimed step; compare them with each other), and each part's time is
+    its own, less the parts it calls: ``simulator_step`` (``Simulator.step``), ``episode_end`` (the run's result
+    and final metrics), ``commit_accounting`` (the rest of a commit: interval accounting, quiet ticks),
+    ``window_load`` (the next epoch's window and draft), ``allocation`` (the draft as an Allocation),
+    ``epoch_features`` and ``epoch_mask`` (the next epoch's fixed observation features and its mask),
+    ``observation`` (each step's observation), ``codec_apply`` (the action on the draft, with the mask update),
+    ``info``, ``transition_rest`` (the rest of ``transition``: reward, flags) and ``gymnasium_wrappers``
+    (``gym.make``'s wrappers around ``env.step``). ``commits`` is the share of steps that commit.
+    """
+    from hetgym.sim.engine import Simulator
+
+    env = gym.make(env_id)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    raw = env.unwrapped
+    cpu = time.process_time
+    spent = dict.fromkeys((label for label, _, _ in RESIDUE_PARTS), 0.0)
+    patched: list[tuple[type, str, Any]] = []
+    for label, owner, name in RESIDUE_PARTS:
+        cls = Simulator if owner == "Simulator" else type(raw) if owner == "env" else type(getattr(raw, owner))
+        method = cls.__dict__.get(name)
+        if method is None:  # inherited: wrap it on the class the instance has
+            method = getattr(cls, name)
+
+        def timed(*args: Any, _method: Any = method, _label: str = label, **kwargs: Any) -> Any:
+            t = cpu()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_label] += cpu() - t
+
+        patched.append((cls, name, cls.__dict__.get(name)))
+        setattr(cls, name, timed)
+    commits = 0
+    outer = 0.0
+    try:
+        space = env.action_space
+        for _ in range(steps):
+            action = random_masked_action(space, info["action_mask"], rng)
+            t = cpu()
+            _, _, terminated, truncated, info = env.step(action)
+            outer += cpu() - t
+            commits += int(info["committed"])
+            if terminated or truncated:
+                _, info = env.reset()
+    finally:
+        for cls, name, original in reversed(patched):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+    us = {k: v / steps * 1e6 for k, v in spent.items()}
+    parts = {
+        "simulator_step": us["simulator_step"],
+        "episode_end": us["episode_end"],
+        "commit_accounting": us["commit"] - us["simulator_step"] - us["episode_end"],
+        "window_load": us["window_load"],
+        "allocation": us["allocation"],
+        "epoch_features": us["epoch_features"],
+        "epoch_mask": us["epoch_present"] - us["epoch_features"],
+        "observation": us["observation"],
+        "codec_apply": us["codec_apply"],
+        "info": us["info"],
+    }
+    inside = us["commit"] + us["window_load"] + us["allocation"] + us["epoch_present"] + us["codec_apply"]
+    parts["transition_rest"] = us["transition"] - inside - us["info"]
+    parts["step_rest"] = us["env_step"] - us["transition"] - us["observation"]
+    parts["gymnasium_wrappers"] = outer / steps * 1e6 - us["env_step"]
+    return {"timed_step_cpu_us": outer / steps * 1e6, "commits": commits / steps, **parts}
+
+
 def ppo_env_share(timesteps: int, fast_forward: bool, seed: int) -> dict[str, float]:
     """MaskablePPO's ``learn()`` on 8 ``HetCluster-Tiny-v1`` envs: the env's share of its CPU time."""
     from sb3_contrib import MaskablePPO
@@ -362,6 +457,13 @@ def floor_main(args: argparse.Namespace, argv: list[str] | None) -> int:
         us = statistics.median(per_id[env_id])
         steps_rows.append({"env_id": env_id, "step_cpu_us": us, "over_floor": us / floor, "runs": len(per_id[env_id])})
         print(f"{env_id:>24}: {us:8.1f} CPU-us/step  {us / floor:6.2f}x the stub floor")
+    residues = []
+    for env_id in NEWEST_IDS:
+        runs = [residue(env_id, args.steps, seed) for seed in range(max(1, args.repeats // 2))]
+        summary = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        residues.append({"env_id": env_id, "runs": len(runs), **summary})
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in summary.items() if k not in ("timed_step_cpu_us", "commits"))
+        print(f"{env_id:>24}: timed step {summary['timed_step_cpu_us']:.1f} CPU-us = {parts}")
     ppo = []
     for fast in (True, False):
         runs = [ppo_env_share(args.ppo_timesteps, fast, seed) for seed in range(max(1, args.repeats // 2))]
@@ -382,6 +484,10 @@ def floor_main(args: argparse.Namespace, argv: list[str] | None) -> int:
         "load_average_at_start": start_load,
         "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "step_cost": steps_rows,
+        "residue": residues,
+        "residue_note": "CPU-us per step of each part of a timed run (every part wrapped in a timer, which adds "
+        "about a microsecond a call: compare the parts with each other, the untimed step is step_cost); each "
+        "part less the parts it calls; median over runs; see residue() in the script",
         "maskable_ppo": ppo,
     }
     write_json(args.out, payload)

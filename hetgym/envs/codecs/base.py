@@ -42,6 +42,15 @@ class CodecStep:
     repaired: int = 0
 
 
+#: The steps that repair nothing, by ``(commit, invalid)``: shared instances (a step is immutable), so codecs
+#: need not build one for every action.
+PLAIN_STEPS: dict[tuple[bool, bool], CodecStep] = {
+    (commit, invalid): CodecStep(commit=commit, invalid=invalid)
+    for commit in (False, True)
+    for invalid in (False, True)
+}
+
+
 class ActionCodec(ABC):
     """Base class of action codecs (pluggable: decorate a subclass with :func:`register_codec`).
 
@@ -207,6 +216,8 @@ def discrete_index(action: Any, n: int, codec: str) -> int:
     """``action`` as an index of ``Discrete(n)`` (ints, numpy scalars and size-1 arrays); a clear error otherwise."""
     if type(action) is int and 0 <= action < n:  # the common case, kept cheap
         return action
+    if isinstance(action, np.integer) and 0 <= action < n:  # a numpy scalar (a vectorised learner's action)
+        return int(action)
     value = action
     if isinstance(value, np.ndarray):
         if value.size != 1:

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.envs.codecs.base import CODECS, ActionCodec, CodecStep, discrete_index, register_codec
+from hetgym.envs.codecs.base import CODECS, PLAIN_STEPS, ActionCodec, CodecStep, discrete_index, register_codec
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation
@@ -114,6 +114,11 @@ class JobwiseCodec(ActionCodec):
         self._mode = idx % m
         self._allowed = np.zeros((0, self.num_set), dtype=bool)
         self._allowed_key: tuple[int, int] = (0, -1)
+        # The mask's start while a job is to be decided (none, keep, reject and done valid), and once none is.
+        self._open = np.zeros(self.n, dtype=bool)
+        self._open[self.num_set :] = True
+        self._done_only = np.zeros(self.n, dtype=bool)
+        self._done_only[self.done] = True
         #: (type, count, mode) of each set action, as Python ints.
         self._set_list: list[tuple[int, int, int]] = list(
             zip(self._type.tolist(), self._count.tolist(), self._mode.tolist(), strict=True)
@@ -157,39 +162,34 @@ class JobwiseCodec(ActionCodec):
     # ----------------------------------------------------------------------------------------
     def _available(self, state: DecisionState, slot: int) -> np.ndarray:
         """GPUs per type the job in ``slot`` may take: free, its own, and those of jobs not yet decided."""
-        later = state.draft[slot + 1 : self._num_jobs(state)].sum(axis=0)
-        return np.asarray(state.free + state.draft[slot] + later)
+        return state.free + np.add.reduce(state.draft[slot : self._num_jobs(state)], axis=0)  # integers: exact
 
     def mask(self, state: DecisionState) -> np.ndarray:
-        out = np.zeros(self.n, dtype=bool)
-        out[self.done] = True
         slot = self.current_slot(state)
         if slot >= self._num_jobs(state):
-            return out
-        avail = self._available(state, slot)
+            return self._done_only.copy()
         if self._allowed_key != (id(state), state.version_of_load):
             # Per slot and set action, whether the action's type is allowed: fixed for the epoch.
             self._allowed = state.allowed[:, self._type]
             self._allowed_key = (id(state), state.version_of_load)
+        out = self._open.copy()  # none, keep, reject and done are valid while a job is to be decided
+        avail = self._available(state, slot)
         out[: self.num_set] = (self._count <= avail[self._type]) & self._allowed[slot]
         given = state.cursor_types
         if given:  # several_types: a type once a turn, in the turn's mode
             out[: self.num_set] &= ~((given >> self._type) & 1).astype(bool)
             if len(self.modes) > 1:
                 out[: self.num_set] &= self._mode == state.draft_mode[slot]
-        out[self.none] = out[self.keep] = True
-        if self.allow_reject:
-            out[self.reject_action] = True
         return out
 
     def apply(self, state: DecisionState, action: Any, mask: np.ndarray) -> CodecStep:
         a = discrete_index(action, self.n, self.label)
         if a == self.done:
-            return CodecStep(commit=True)
+            return PLAIN_STEPS[True, False]
         slot = self.current_slot(state)
         jobs = self._num_jobs(state)
         if slot >= jobs:  # an empty window: any action commits
-            return CodecStep(commit=True)
+            return PLAIN_STEPS[True, False]
         invalid = not mask[a]
         state.num_actions += 1
         if not invalid and a < self.num_set:
@@ -204,7 +204,7 @@ class JobwiseCodec(ActionCodec):
             if self.several_types:  # the turn goes on
                 state.cursor_types |= 1 << t
                 mask[:] = self.mask(state)
-                return CodecStep(commit=False)
+                return PLAIN_STEPS[False, False]
         elif not invalid and a == self.none:
             state.set_row(slot, [0] * self.num_types)
         elif not invalid and a == self.reject_action:
@@ -214,7 +214,7 @@ class JobwiseCodec(ActionCodec):
         commit = state.cursor >= jobs
         if not commit:
             mask[:] = self.mask(state)
-        return CodecStep(commit=commit, invalid=invalid)
+        return PLAIN_STEPS[commit, invalid]
 
     def _preempt_later(self, state: DecisionState, slot: int, type_idx: int) -> None:
         """Free GPUs of ``type_idx`` by preempting undecided jobs, least urgent first, until none is owed."""
