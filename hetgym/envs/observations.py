@@ -29,6 +29,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 from gymnasium import spaces
 
+from hetgym.envs.features import (
+    CLOCK_FEATURES,
+    QUEUE_FEATURES,
+    SLOT_FEATURES,
+    SLOT_TYPE_FEATURES,
+    TYPE_FEATURES,
+    FeatureGroup,
+    signed_scale,
+    squash,
+)
 from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import JobRates, RateTable
@@ -38,55 +48,9 @@ from hetgym.sim.view import JobView
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
 
-#: Per-slot scalar features, in the order ``begin_epoch`` fills them; each is a key of shape (K,).
-SLOT_FEATURES: tuple[str, ...] = (
-    "slot_used",
-    "job_request",
-    "job_remaining",
-    "job_progress",
-    "job_slack",
-    "job_time_to_deadline",
-    "job_has_deadline",
-    "job_age",
-    "job_waiting",
-    "job_running",
-    "job_rate",
-)
-#: Per-slot-and-type features, each a key of shape (K*T,), slot-major.
-SLOT_TYPE_FEATURES: tuple[str, ...] = ("job_speed", "job_current", "job_alloc")
-#: Per-type features, each a key of shape (T,).
-TYPE_FEATURES: tuple[str, ...] = ("cluster_capacity", "cluster_free", "cluster_outside", "cluster_used")
-#: Entries of the ``clock`` vector.
-CLOCK_FEATURES: tuple[str, ...] = ("time", "tick", "actions_used", "arrived")
-#: Entries of the ``queue`` vector (aggregates of the active jobs outside the window).
-QUEUE_FEATURES: tuple[str, ...] = (
-    "active",
-    "outside_share",
-    "outside_demand",
-    "outside_held",
-    "outside_slack",
-    "ended",
-)
-
-
 #: A window job's features that never change, computed once a run: its rates record (the run's RateTable entry,
 #: which the cache checks), its speed row (float32, T), best rate, ``job_request`` and ``job_has_deadline``.
 _JobFixed = tuple[JobRates, np.ndarray, float, float, float]
-
-
-def squash(x: float) -> float:
-    """``x / (1 + x)`` for ``x >= 0`` (1 for infinity): a bounded, monotone time scale."""
-    if x <= 0:
-        return 0.0
-    if math.isinf(x):
-        return 1.0
-    return x / (1.0 + x)
-
-
-def _signed(slack: float, scale: float) -> float:
-    if math.isfinite(slack):
-        return math.tanh(slack / scale)
-    return 1.0 if slack > 0 else -1.0
 
 
 class ObservationEncoder(ABC):
@@ -198,37 +162,6 @@ class WindowKnobs(Knobs):
                 "WindowKnobs: knob cursor=True needs levels=True (its cursor_level_* keys copy the job's "
                 "job_level_* rows); set both"
             )
-
-
-class FeatureGroup(ABC):
-    """Keys that a :class:`WindowObservation` knob adds after the encoder's own, and the code that fills them.
-
-    The encoder lays out :meth:`keys` in its one buffer, then calls :meth:`bind` (the group keeps the
-    encoder as :attr:`enc`); it calls :meth:`begin_epoch` after its own (only while the episode runs),
-    :meth:`write_draft` after writing the draft's features of one observation, and :meth:`write_batch`
-    after those of a vector env's batch.
-    """
-
-    enc: WindowObservation
-
-    @abstractmethod
-    def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
-        """The added keys, ``{name: (size, low)}`` in layout order (every high is 1)."""
-
-    def bind(self, enc: WindowObservation) -> None:
-        """Keep the encoder, its layout fixed (a group that reads offsets into its buffer extends this)."""
-        self.enc = enc
-
-    def begin_epoch(self, state: DecisionState, statics: RateTable) -> None:  # noqa: B027 - optional hook
-        """Fill this group's keys that stay fixed during the epoch (default: nothing)."""
-
-    def write_draft(self, state: DecisionState, buf: np.ndarray) -> None:  # noqa: B027 - optional hook
-        """Write this group's keys that change with the draft into ``buf`` (default: nothing)."""
-
-    def write_batch(  # noqa: B027 - optional hook
-        self, rows: np.ndarray, batch: list[DecisionState], drafts: np.ndarray, frees: np.ndarray, out: np.ndarray
-    ) -> None:
-        """:meth:`write_draft` for the live rows of a batch (see :meth:`WindowObservation.observe_batch`)."""
 
 
 def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EnvSettings) -> list[FeatureGroup]:
@@ -445,7 +378,7 @@ class WindowObservation(ObservationEncoder):
             self._speed_flat[: len(jobs) * self.num_types] = np.concatenate([f[1] for f in fixed])
         columns = []
         running_status = JobStatus.RUNNING
-        # squash and _signed inlined (the same arithmetic): this runs for every window job at every epoch.
+        # squash and signed_scale inlined (the same arithmetic): this runs for every window job at every epoch.
         for job, (_, _, best, request, dated), slack in zip(jobs, fixed, state.slacks_s, strict=False):
             remaining = job.remaining_iters
             deadline = job.deadline_s
@@ -502,7 +435,7 @@ class WindowObservation(ObservationEncoder):
             queue[2] = min(1.0, demand / self.total_gpus)
             queue[3] = min(1.0, float(state.outside_held.sum()) / self.total_gpus)
             least = min(slack_s(j, statics.get(j).best_rate, now) for j in outside)
-            queue[4] = _signed(least, scale)
+            queue[4] = signed_scale(least, scale)
         else:
             queue[4] = 1.0
         queue[5] = min(1.0, view.num_ended / n_all)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.envs.observations import SLOT_FEATURES, FeatureGroup, _signed, squash
+from hetgym.envs.features import SLOT_FEATURES, FeatureGroup, signed_scale, squash
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
 
@@ -146,7 +146,7 @@ class CursorFeatures(FeatureGroup):
         for j, r in zip(on, rows_on.tolist(), strict=True):
             st = batch[j]
             slacks = st.slacks_s[slots[j] + 1 : counts[j]]
-            out[r, self._later_jobs + 1] = _signed(min(slacks), enc.time_scale_s) if slacks else 1.0
+            out[r, self._later_jobs + 1] = signed_scale(min(slacks), enc.time_scale_s) if slacks else 1.0
 
     def write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         enc = self.enc
@@ -168,7 +168,7 @@ class CursorFeatures(FeatureGroup):
             *[min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)],
             *[min(1.0, x / c) for x, c in zip(later, cap, strict=True)],
             (n - slot - 1) / enc.num_slots,
-            _signed(min(slacks), enc.time_scale_s) if slacks else 1.0,
+            signed_scale(min(slacks), enc.time_scale_s) if slacks else 1.0,
         ]
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from hetgym.envs.observations import FeatureGroup
+from hetgym.envs.features import FeatureGroup
 from hetgym.envs.state import DecisionState
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.rates import JobRates, RateTable

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hetgym.envs.observations import FeatureGroup
+from hetgym.envs.features import FeatureGroup
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
 
