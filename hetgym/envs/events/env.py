@@ -16,7 +16,6 @@ from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.metrics import DEADLINE_TOL_S
 from hetgym.sim.policy import Policy, policy_placer
 from hetgym.sim.view import ClusterView
 
@@ -160,8 +159,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._kinds: dict[int, str] = {}  # the admitted active jobs: guaranteed | best_effort
         self._decided: dict[int, str] = {}  # this epoch's directed jobs and their admission, until scheduled
         self._best_rates: dict[int, float] = {}
-        self._penalised: set[int] = set()
         self._ended_cursor = 0
+        self._deadline_cursor = 0
         self._done = False
         self._result = None
         self._stop_reason = ""
@@ -304,37 +303,26 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._decided = {}
 
     def _account(self, comps: dict[str, int]) -> None:
-        """Count the jobs that ended since the last call (rewards) and forget them."""
+        """Count the jobs that ended and the deadline outcomes the simulator decided since the last call."""
         assert self.sim is not None
         ended = self.sim.ended_log(self._ended_cursor)
         self._ended_cursor += len(ended)
-        for jid, t, status in ended:
+        for jid, _, status in ended:
             self._kinds.pop(jid, None)
             self._best_rates.pop(jid, None)
-            spec = self._specs[jid]
             if status == JobStatus.COMPLETED:
                 comps["completed"] += 1
-                if spec.has_deadline and jid not in self._penalised:
-                    if t <= spec.deadline_s + DEADLINE_TOL_S:
-                        comps["met"] += 1
-                    else:
-                        comps["missed"] += 1
-                        self._penalised.add(jid)
-            else:
-                if status == JobStatus.REJECTED:
-                    comps["rejected"] += 1
-                if spec.has_deadline and jid not in self._penalised:
-                    comps["missed"] += 1
-                    self._penalised.add(jid)
+            elif status == JobStatus.REJECTED:
+                comps["rejected"] += 1
+        # Met or lost, as the simulator's accounting decides them (one tolerance, sim/metrics.py): a deadline
+        # job is lost at its rejection, at the first epoch past its deadline, or when left unfinished.
+        outcomes = self.sim.deadline_log(self._deadline_cursor)
+        self._deadline_cursor += len(outcomes)
+        for outcome in outcomes:
+            comps["met" if outcome.met else "missed"] += 1
 
     def _present(self, view: ClusterView, event: str, job_id: int, comps: dict[str, int]) -> None:
-        """Make ``job_id`` the deciding job of ``event``: its mask and observation; charge deadlines passed since."""
-        now = view.now_s
-        for job in view.jobs:
-            late = job.deadline_s < now and now > job.deadline_s + DEADLINE_TOL_S
-            if late and job.job_id not in self._penalised and job.spec.has_deadline:
-                comps["missed"] += 1
-                self._penalised.add(job.job_id)
+        """Make ``job_id`` the deciding job of ``event``: its mask and observation."""
         self._job_id = job_id
         self._event = event
         allocator = self.allocator
