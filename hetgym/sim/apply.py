@@ -53,6 +53,8 @@ class ApplyMixin:
     _seq: int
     _now: float
     _round_s: float
+    _gavel_rounds: bool  # compat="gavel" with round ticks: Gavel's micro-tasks set the rates and round ends
+    _next_tick_s: float
     _ended: int
     _changed: list[int]  # the jobs this step changed, for the next view
     _ended_log: list[tuple[int, float, JobStatus]]
@@ -338,14 +340,82 @@ class ApplyMixin:
             fork_efficiency=self.config.fork_efficiency,
             multi_server_factor=not gavel,
         )
-        if gavel:
+        if gavel and not self._gavel_rounds:
             # Gavel runs whole steps per round: floor(steps/s x round) of them, where one of its steps is one
-            # iteration on one of the job's GPUs.
+            # iteration on one of the job's GPUs. (With rounds, _start_gavel_round sets each round's rates.)
             steps_per_round = ja.total_gpus * self._round_s
             rate = math.floor(rate * steps_per_round + 1e-9) / steps_per_round
         if cached:
             self._rate_cache[key] = rate
         return rate
+
+    def _start_gavel_round(self) -> None:
+        """Gavel's round (``compat="gavel"`` with ticks), after a tick's decision is applied: each running
+        job runs one micro-task, and the round ends when the last of them does.
+
+        A job runs ``floor(T x round_s)`` whole steps at its throughput ``T`` (steps/s, one step being one
+        iteration on one of its GPUs), or its steps left when fewer: its micro-task takes ``steps / T``
+        (a little under ``round_s``, different from job to job). The round ends at the longest micro-task
+        (Gavel's ``max_finish_time``), so it lasts ``max floor(T x round_s) / T``, not ``round_s``. A job
+        that completes in the round runs at ``T`` and completes when its micro-task ends; the others are
+        given the rate that does their whole steps by the round's end.
+        """
+        now = self._now
+        end = self._gavel_micro_tasks(list(self._running.values()), now, self._round_s, extend=True)
+        # (A round whose jobs all run at rate 0, which Gavel's policies never schedule, lasts round_s.)
+        self._next_tick_s = end if end > now else now + self._round_s
+
+    def _gavel_micro_tasks(self, jobs: Sequence[JobRecord], now: float, span_s: float, *, extend: bool) -> float:
+        """Set the rates of ``jobs`` for Gavel micro-tasks of at most ``span_s`` from ``now``; return the round's
+        end: the last micro-task's end when ``extend`` (a round start), else ``now + span_s``."""
+        tasks: list[tuple[JobRecord, float, float]] = []  # (job, rate or steps done, completion or -1)
+        end = now
+        for job in jobs:
+            ja = job.alloc
+            if ja is None or not job.groups:
+                continue
+            rate = self._rate(job.spec, job.groups, ja)
+            job.flush(now)
+            if rate <= 0:
+                continue
+            gpus = ja.total_gpus
+            steps_per_s = rate * gpus
+            left = job.remaining * gpus
+            whole = round(left)
+            if abs(left - whole) < 1e-6:  # whole steps, as Gavel counts them (no drift from float sums)
+                left = float(whole)
+                job.remaining = left / gpus
+            full = math.floor(steps_per_s * span_s + 1e-9)
+            if left <= full:
+                t_done = now + left / steps_per_s
+                tasks.append((job, rate, t_done))
+                end = max(end, t_done)
+            else:
+                tasks.append((job, full / gpus, -1.0))
+                end = max(end, now + full / steps_per_s)
+        if not extend:
+            end = now + span_s
+        length = end - now
+        heap = self._heap
+        for job, x, t_done in tasks:
+            if t_done < 0:
+                if length <= 0:
+                    continue
+                if x <= 0:  # under one whole step a round: no progress (Gavel's task would fail)
+                    job.rate = 0.0
+                    job.version += 1
+                    continue
+                rate = x / length
+                t_done = now + job.remaining / rate
+            else:
+                rate = x
+            job.rate = rate
+            job.version += 1
+            self._seq += 1
+            heapq.heappush(heap, (t_done, self._seq, job.spec.job_id, job.version))
+        if len(heap) > 2 * len(self._running) + 64:
+            self._prune_heap()
+        return end
 
     def _prune_heap(self) -> None:
         """Drop stale completions (of reconfigured or preempted jobs), which are otherwise only popped

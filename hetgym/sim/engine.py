@@ -266,6 +266,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
         self._seq = 0
         self._now = 0.0
         self._next_tick_s = math.inf
+        self._tick_epoch = False  # whether the current epoch is a round tick (compat="gavel" rounds)
         self._epoch = 0
         self._events = 0
         self._ended = 0
@@ -313,9 +314,18 @@ class Simulator(ApplyMixin, FastForwardMixin):
         self._restore_order()
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds and not self._running:
-            # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
-            self._next_tick_s = math.inf
+        if self._gavel_rounds:
+            if not self._running:
+                # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
+                self._next_tick_s = math.inf
+            elif self._tick_epoch:
+                self._start_gavel_round()
+            elif self._changed and self._next_tick_s < math.inf:
+                # A job (re)started inside a round runs a micro-task up to the round's end.
+                running = self._running
+                moved = [running[jid] for jid in dict.fromkeys(self._changed) if jid in running]
+                if moved:
+                    self._gavel_micro_tasks(moved, self._now, self._next_tick_s - self._now, extend=False)
         if quiet is not None and self.fast_forward:
             self._pass_quiet_ticks(quiet)
         return self._advance()
@@ -425,6 +435,7 @@ class Simulator(ApplyMixin, FastForwardMixin):
                 )
                 return None
             view = self._make_view(arrived, completed, is_tick)
+            self._tick_epoch = is_tick
             self._epoch += 1
             return view
 
