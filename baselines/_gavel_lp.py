@@ -109,7 +109,8 @@ def isolated_allocation(
 ) -> np.ndarray:
     """The even ``1/#jobs`` split of every type as time fractions: ``N_k / (M s_m)`` (``isolated.py``).
 
-    ``row`` caps each row's sum at 1; ``global`` divides every row by the largest row sum (Gavel).
+    ``row`` caps each row's sum at 1 (Gavel's ``IsolatedPolicy``); ``global`` divides every row by the
+    largest row sum.
     """
     m = scale.size
     x = np.outer(1.0 / scale, capacity / m)

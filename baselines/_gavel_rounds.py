@@ -217,25 +217,29 @@ class GavelRounds(Policy):
         """
         if not (view.is_tick or self._last_reset_s is None) or not self._tasks:
             return
-        gap_s = self._round_start_s - self._last_round_end_s
+        # Gavel's arithmetic, to the bit: a micro-task ends at its start plus steps / throughput, adds its end
+        # minus the end of the last round that ran something, and the round ends with its last micro-task
+        # (``max_finish_time``). Ties between jobs fall by the last bits of these sums.
+        start, since = self._round_start_s, self._last_round_end_s
         active = view.job_index
-        round_s = self.round_s_in_force(view)
-        last_s = 0.0
-        for jid, (k, exec_s, completes) in self._tasks.items():
-            ran_s = gap_s + exec_s
+        end_s = since
+        for jid, (k, exec_s, _) in self._tasks.items():
+            finish_s = start + exec_s
+            ran_s = finish_s - since
             self._type_time[k] += ran_s
             if jid in active:
                 self._job_time[jid][k] += ran_s
-            # The task held its GPUs to the end of the round unless its job completed in it.
-            last_s = max(last_s, exec_s if completes else round_s)
+            end_s = max(end_s, finish_s)
         self._tasks = {}
-        self._last_round_end_s = self._round_start_s + last_s
+        self._last_round_end_s = end_s
 
     def _record_task(self, view: ClusterView, job: JobView, k: int) -> None:
         """Remember a micro-task of ``job`` on type ``k`` starting now, with Gavel's execution time."""
         steps_per_s = self._rates[job.job_id][k] * job.num_gpus
         full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
         left = job.remaining_iters * job.num_gpus
+        if abs(left - round(left)) < 1e-6:  # whole steps, as the engine counts them
+            left = float(round(left))
         steps = min(full, left)
         self._tasks[job.job_id] = (k, steps / steps_per_s, left <= full)
         self._round_start_s = view.now_s

@@ -59,9 +59,9 @@ Deviations and reconstructions (each a knob):
   assigns at round boundaries; set ``False`` for that behaviour. The Hadar policies and the classic
   baselines also react to events, so the comparison is like for like.
 * ``isolated_normalisation`` (default ``"row"``): the isolated split ``N_k / (M s_m)`` is capped at
-  1 per row (Themis' even share). Gavel divides every row by the largest row sum (``"global"``), which
-  also scales shares *up* on a contended cluster and gives multi-GPU jobs less than a full share on an
-  uncontended one.
+  1 per row (Themis' even share), as Gavel's ``IsolatedPolicy`` does (``x / max(row sum, 1)`` row by
+  row). ``"global"`` divides every row by the largest row sum instead, which also scales shares *up*
+  on a contended cluster and gives multi-GPU jobs less than a full share on an uncontended one.
 * ``zero_priority_last`` (default ``True``): zero-priority (leftover) entries come after every
   positive-priority entry. In Gavel's code the per-type queues are concatenated, so on an uncontended
   cluster a job whose allocation is all on P100 is still placed on a free V100 first (V100's queue is
@@ -152,7 +152,7 @@ class GavelPolicy(GavelRounds):
         zero_priority_last: Consider every entry with a positive priority before any zero-priority
             (leftover) entry (default ``True``); ``False`` is Gavel's code, where a job's zero-priority
             entry on an earlier type can take GPUs before its allocated type is considered.
-        isolated_normalisation: ``"row"`` (default) or ``"global"`` (Gavel's code); finish-time fairness only.
+        isolated_normalisation: ``"row"`` (default, Gavel's code) or ``"global"``; finish-time fairness only.
         ftf_tolerance: Relative tolerance of the finish-time-fairness bisection.
         makespan_method: ``"lp"`` (exact, default) or ``"bisection"`` (Gavel's).
         reference_type: GPU type whose rate the agnostic finish-time-fairness and makespan LPs use on
@@ -173,12 +173,13 @@ class GavelPolicy(GavelRounds):
 
     Under ``SimConfig(compat="gavel")`` the policy follows Gavel's code whatever its knobs say: no
     filling between rounds, zero-priority entries in each type's queue (``zero_priority_last=False``),
-    Gavel's global isolated split, the recompute gate (a job that arrived since the last recompute
+    Gavel's isolated split (each row capped at 1), the recompute gate (a job that arrived since the last recompute
     gets no GPUs until the next one, and a zero-priority entry of such a job still uses up GPUs of
     its type for the round, as in ``_schedule_jobs_on_workers``), a recompute allowed at any round
     while the last one was at t=0, and one forced when a round ran nothing and no job is still to
     arrive. Each job's time counters grow by its own micro-task time, ``floor(T x round) / T`` steps
-    over its throughput, plus any idle time before its round, as Gavel's ``_done_callback`` counts it;
+    over its throughput, plus any idle time before its round, as Gavel's ``_done_callback`` counts it
+    (in Gavel's floating-point order: the task's end minus the last round's end);
     finish-time fairness returns the analytic centre of its optimal allocations (``ftf_point="auto"``);
     and the agnostic policies give every type with enough GPUs the substitute throughput, even a type
     where the job's measured figure is 0, as Gavel's do.
@@ -283,7 +284,7 @@ class GavelPolicy(GavelRounds):
     def _solve_ftf(
         self, view: ClusterView, jobs: Sequence[JobView], rates: np.ndarray, scale: np.ndarray
     ) -> np.ndarray:
-        normalisation = "global" if self._compat else self.isolated_normalisation
+        normalisation = "row" if self._compat else self.isolated_normalisation
         x_iso = isolated_allocation(scale, self._capacity, normalisation) * (rates > 0)
         iso = (rates * x_iso).sum(axis=1)
         iso = np.where(iso > 0, iso, rates.max(axis=1) / max(1.0, float(len(jobs))))

@@ -40,6 +40,8 @@ class Placements:
         cluster, config, throughput: The simulator's.
         placer: The placer in force for the run (already reset).
         round_s: The run's round length (rates under ``compat="gavel"`` depend on it).
+        gavel_rounds: Whether Gavel's rounds are in force (``compat="gavel"`` with round ticks): each round's
+            micro-tasks then set the rates and the round's end (:meth:`start_gavel_round`).
         active: The engine's active jobs (arrived, not ended, in submission order), read only here.
         rank: Each job's place in submission order.
 
@@ -63,6 +65,7 @@ class Placements:
         round_s: float,
         active: dict[int, JobRecord],
         rank: dict[int, int],
+        gavel_rounds: bool = False,
     ) -> None:
         self.cluster = cluster
         self.config = config
@@ -71,6 +74,7 @@ class Placements:
         self.round_s = round_s
         self.active = active
         self.rank = rank
+        self.gavel_rounds = gavel_rounds
         self.running: dict[int, JobRecord] = {}
         self.allocs: dict[int, JobAllocation] = {}
         self.totals: dict[str, int] = dict.fromkeys(cluster.gpu_types, 0)
@@ -374,14 +378,102 @@ class Placements:
             fork_efficiency=self.config.fork_efficiency,
             multi_server_factor=not gavel,
         )
-        if gavel:
+        if gavel and not self.gavel_rounds:
             # Gavel runs whole steps per round: floor(steps/s x round) of them, where one of its steps is one
-            # iteration on one of the job's GPUs.
+            # iteration on one of the job's GPUs. (With rounds, start_gavel_round sets each round's rates.)
             steps_per_round = ja.total_gpus * self.round_s
             rate = math.floor(rate * steps_per_round + 1e-9) / steps_per_round
         if cached:
             self._rate_cache[key] = rate
         return rate
+
+    def end_gavel_step(self, now: float, next_tick_s: float, *, tick: bool) -> float:
+        """Under Gavel's rounds, after a step's decision is applied at ``now``: the time of the next round tick.
+
+        A round in which nothing runs is skipped (the next one starts at the next arrival, as in Gavel's
+        simulator); a tick starts a round (:meth:`start_gavel_round`); a job (re)started inside a round runs a
+        micro-task up to the round's end, ``next_tick_s``.
+        """
+        if not self.running:
+            return math.inf
+        if tick:
+            return self.start_gavel_round(now)
+        if self.changed and next_tick_s < math.inf:
+            running = self.running
+            moved = [running[jid] for jid in dict.fromkeys(self.changed) if jid in running]
+            if moved:
+                self.gavel_micro_tasks(moved, now, next_tick_s - now, extend=False)
+        return next_tick_s
+
+    def start_gavel_round(self, now: float) -> float:
+        """Gavel's round (``compat="gavel"`` with ticks), after a tick's decision is applied: each running
+        job runs one micro-task, and the round ends when the last of them does.
+
+        A job runs ``floor(T x round_s)`` whole steps at its throughput ``T`` (steps/s, one step being one
+        iteration on one of its GPUs), or its steps left when fewer: its micro-task takes ``steps / T``
+        (a little under ``round_s``, different from job to job). The round ends at the longest micro-task
+        (Gavel's ``max_finish_time``), so it lasts ``max floor(T x round_s) / T``, not ``round_s``. A job
+        that completes in the round runs at ``T`` and completes when its micro-task ends; the others are
+        given the rate that does their whole steps by the round's end.
+
+        Returns:
+            The time of the next round tick (the round's end).
+        """
+        end = self.gavel_micro_tasks(list(self.running.values()), now, self.round_s, extend=True)
+        # (A round whose jobs all run at rate 0, which Gavel's policies never schedule, lasts round_s.)
+        return end if end > now else now + self.round_s
+
+    def gavel_micro_tasks(self, jobs: Sequence[JobRecord], now: float, span_s: float, *, extend: bool) -> float:
+        """Set the rates of ``jobs`` for Gavel micro-tasks of at most ``span_s`` from ``now``; return the round's
+        end: the last micro-task's end when ``extend`` (a round start), else ``now + span_s``."""
+        tasks: list[tuple[JobRecord, float, float]] = []  # (job, rate or steps done, completion or -1)
+        end = now
+        for job in jobs:
+            ja = job.alloc
+            if ja is None or not job.groups:
+                continue
+            rate = self._rate(job.spec, job.groups, ja)
+            job.flush(now)
+            if rate <= 0:
+                continue
+            gpus = ja.total_gpus
+            steps_per_s = rate * gpus
+            left = job.remaining * gpus
+            whole = round(left)
+            if abs(left - whole) < 1e-6:  # whole steps, as Gavel counts them (no drift from float sums)
+                left = float(whole)
+                job.remaining = left / gpus
+            full = math.floor(steps_per_s * span_s + 1e-9)
+            if left <= full:
+                t_done = now + left / steps_per_s
+                tasks.append((job, rate, t_done))
+                end = max(end, t_done)
+            else:
+                tasks.append((job, full / gpus, -1.0))
+                end = max(end, now + full / steps_per_s)
+        if not extend:
+            end = now + span_s
+        length = end - now
+        heap = self.heap
+        for job, x, t_done in tasks:
+            if t_done < 0:
+                if length <= 0:
+                    continue
+                if x <= 0:  # under one whole step a round: no progress (Gavel's task would fail)
+                    job.rate = 0.0
+                    job.version += 1
+                    continue
+                rate = x / length
+                t_done = now + job.remaining / rate
+            else:
+                rate = x
+            job.rate = rate
+            job.version += 1
+            self._seq += 1
+            heapq.heappush(heap, (t_done, self._seq, job.spec.job_id, job.version))
+        if len(heap) > 2 * len(self.running) + 64:
+            self.prune_heap()
+        return end
 
     def prune_heap(self) -> None:
         """Drop stale completions (of reconfigured or preempted jobs), which are otherwise only popped

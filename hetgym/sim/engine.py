@@ -201,6 +201,7 @@ class Simulator(FastForwardMixin):
         self._placements = Placements(
             self.cluster, self.config, self.throughput, self._placer, self._round_s, self._active, self._rank
         )
+        self._placements.gavel_rounds = self._gavel_rounds
         self._heap = self._placements.heap  # (time, seq, job_id, version): the same list
         # This epoch's snapshot of the jobs (held weakly: only views keep it) and its identity token;
         # snapshots still referenced have the records they show saved before those change.
@@ -210,6 +211,7 @@ class Simulator(FastForwardMixin):
         self._previous_token: object | None = None
         self._now = 0.0
         self._next_tick_s = math.inf
+        self._tick_epoch = False  # whether the current epoch is a round tick (compat="gavel" rounds)
         self._epoch = 0
         self._events = 0
         self._ended = 0
@@ -282,9 +284,8 @@ class Simulator(FastForwardMixin):
         """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds and not self._placements.running:
-            # Gavel's simulator: a round in which nothing runs is skipped; the next one starts at the next arrival.
-            self._next_tick_s = math.inf
+        if self._gavel_rounds:
+            self._next_tick_s = self._placements.end_gavel_step(self._now, self._next_tick_s, tick=self._tick_epoch)
         if quiet is not None and self.fast_forward:
             self._pass_quiet_ticks(quiet)
         return self._advance()
@@ -422,6 +423,7 @@ class Simulator(FastForwardMixin):
                 return None
             self._deadlines.passed(t_next, self._jobs)
             view = self._make_view(arrived, completed, is_tick)
+            self._tick_epoch = is_tick
             self._epoch += 1
             return view
 

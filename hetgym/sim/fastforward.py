@@ -119,7 +119,8 @@ class FastForwardMixin:
         times: list[float] = []
         request.times_s = times
         t = self._next_tick_s
-        if not self._ticks or not self._active or self._done:
+        if not self._ticks or not self._active or self._done or self._gavel_rounds:
+            # (Gavel's rounds end with their micro-tasks, set at each round's start: no tick is passed over.)
             return
         heap, jobs = self._heap, self._jobs
         while heap:  # the next valid completion (stale entries go, as the engine's peek drops them)

@@ -64,6 +64,8 @@ TRACES: dict[str, tuple[int, float, int]] = {
     "poisson-200-900s": (200, 900.0, 12),
     "poisson-400-250s": (400, 250.0, 13),
     "poisson-3000-200s": (3000, 200.0, 21),
+    "t0-1500": (1500, 0.0, 41),
+    "poisson-3000-200s-b": (3000, 200.0, 32),
 }
 #: The smallest trace, the one the default test run checks.
 SMALLEST = "t0-60"
@@ -160,19 +162,39 @@ def run_gavel(scheduler: Path, python: Path, args: str) -> str:
     return proc.stdout + proc.stderr
 
 
-def regenerate(gavel_dir: Path | None, gavel_python: Path | None) -> dict[str, Any]:
-    """Generate the traces and run Gavel's simulator on each; return the reference (nothing written yet)."""
+def regenerate(gavel_dir: Path | None, gavel_python: Path | None, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Generate the traces and run Gavel's simulator on each; return the reference (nothing written yet).
+
+    ``names``: only these traces; the others are kept from the committed reference, which must then
+    have been run at the same Gavel commit.
+    """
     scheduler, python = check_gavel(gavel_dir, gavel_python)
     assert gavel_dir is not None
+    commit = gavel_commit(gavel_dir)
     reference: dict[str, Any] = {
-        "gavel_commit": gavel_commit(gavel_dir),
+        "gavel_commit": commit,
         "generate": "python " + GENERATE,
         "simulate": "python " + SIMULATE,
         "cwd": "scheduler/",
         "traces": {},
     }
+    unknown = [n for n in names or () if n not in TRACES]
+    if unknown:
+        raise FidelityError(f"unknown trace(s) {unknown}; the script knows {list(TRACES)}")
+    if names:
+        old = load_reference()
+        if old["gavel_commit"] != commit:
+            raise FidelityError(
+                f"the committed reference was run at Gavel {old['gavel_commit'][:7]}, this checkout is at "
+                f"{commit[:7]}: regenerate every trace (no --traces)"
+            )
+        for name, kept in old["traces"].items():
+            if name not in names:
+                reference["traces"][name] = {**kept, "text": (DATA / kept["file"]).read_text()}
     with tempfile.TemporaryDirectory() as tmp:
         for name, (jobs, lam, seed) in TRACES.items():
+            if names and name not in names:
+                continue
             trace = Path(tmp) / f"{name}.trace"
             run_gavel(scheduler, python, GENERATE.format(jobs=jobs, lam=lam, seed=seed, out=trace))
             entry: dict[str, Any] = {
@@ -194,6 +216,7 @@ def regenerate(gavel_dir: Path | None, gavel_python: Path | None) -> dict[str, A
                 }
             entry["results"] = results
             reference["traces"][name] = entry
+    reference["traces"] = {n: reference["traces"][n] for n in TRACES if n in reference["traces"]}
     return reference
 
 
@@ -367,7 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gavel-dir", type=Path, help="root of a Gavel checkout (with --regenerate)")
     parser.add_argument("--gavel-python", type=Path, help="interpreter with Gavel's dependencies (with --regenerate)")
     parser.add_argument("--out", type=Path, default=OUT_MD, help="the Markdown report to write")
-    parser.add_argument("--traces", nargs="*", help="only these traces (default: all)")
+    parser.add_argument(
+        "--traces", nargs="*", help="only these traces (default: all); with --regenerate, only these are rerun"
+    )
     parser.add_argument(
         "--throughputs",
         type=Path,
@@ -377,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         throughput = load_throughputs(args.throughputs) if args.throughputs else None
         if args.regenerate:
-            write_reference(regenerate(args.gavel_dir, args.gavel_python))
+            write_reference(regenerate(args.gavel_dir, args.gavel_python, args.traces))
         reference = load_reference()
         names = args.traces or list(reference["traces"])
         unknown = [n for n in names if n not in reference["traces"]]

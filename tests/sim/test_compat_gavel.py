@@ -24,9 +24,15 @@ def _starts(compat: str) -> dict[int, tuple[float, float]]:
 def test_rounds_start_at_an_arrival_on_an_idle_cluster_and_new_jobs_wait_for_the_recompute() -> None:
     gavel = _starts("gavel")
     # The first round starts when job 0 arrives (not on a grid of 360 s). Job 1 arrives 50 s later but has
-    # no allocation until the next recompute, 1,920 s or more after the last one: the round at 100 + 6 x 360.
+    # no allocation until the next recompute, 1,920 s or more after the last one: the seventh round. Each
+    # round lasts job 0's micro-task, floor(T x 360) / T (Gavel's max_finish_time), a little under 360 s.
     assert gavel[0][0] == 100.0
-    assert gavel[1][0] == 100.0 + 6 * 360.0
+    round_s = _gavel_exec_s("resnet18", 32, "v100")
+    assert round_s < 360.0
+    start = 100.0
+    for _ in range(6):
+        start = start + round_s
+    assert gavel[1][0] == pytest.approx(start, abs=1e-9)
     # hetgym's own model starts job 1 at its arrival on a free GPU.
     assert _starts("none")[1][0] == 150.0
 
@@ -37,12 +43,9 @@ def test_whole_steps_per_round_and_raw_figures() -> None:
     assert raw.rate("lm", 20, "v100", 4) < 0.5 * default.rate("lm", 20, "v100", 4)
     gavel = _starts("gavel")
     start, finish = gavel[1]
-    # Job 1 (1,000 iterations, under one round) finishes at floor(rate x 360) / 360 iterations per second.
-    rate = raw.rate("resnet18", 32, "v100", 1)
-    floored = math.floor(rate * 360.0) / 360.0
-    candidates = [1000.0 / floored] + [
-        1000.0 / (math.floor(raw.rate("resnet18", 32, t, 1) * 360) / 360) for t in ("p100", "k80")
-    ]
+    # Job 1 (1,000 iterations, under one round) runs its last micro-task at its throughput: it completes
+    # 1000 / T after the round starts, as Gavel's task does (steps left / throughput).
+    candidates = [1000.0 / raw.rate("resnet18", 32, t, 1) for t in ("v100", "p100", "k80")]
     assert any(math.isclose(finish - start, d, rel_tol=1e-9) for d in candidates)
 
 
@@ -72,7 +75,12 @@ def test_each_job_counts_its_own_micro_task_time_not_the_round() -> None:
     # so two jobs that had the same rounds still have different priorities, as in Gavel.
     jobs = [JobSpec(0, 0.0, "resnet18", 32, 1e7, 1), JobSpec(1, 0.0, "lm", 5, 1e7, 1)]
     seen = _job_times(jobs, "gavel-mmf")
-    after = seen[360.0]
+    # The round ends with the longer of the two micro-tasks, not at 360 s.
+    ends = [_gavel_exec_s("resnet18", 32, t) for t in ("v100", "p100", "k80")]
+    ends += [_gavel_exec_s("lm", 5, t) for t in ("v100", "p100", "k80")]
+    second = sorted(seen)[1]
+    assert second < 360.0 and any(math.isclose(second, e, rel_tol=1e-12) for e in ends)
+    after = seen[second]
     v100 = 0  # gavel-108 lists its types fastest first, as does the policy
     assert after[0][v100] == pytest.approx(180.0 + _gavel_exec_s("resnet18", 32, "v100"), abs=1e-9)
     assert after[1][v100] == pytest.approx(180.0 + _gavel_exec_s("lm", 5, "v100"), abs=1e-9)
@@ -86,5 +94,7 @@ def test_an_idle_gap_counts_in_the_next_rounds_time() -> None:
     jobs = [JobSpec(0, 0.0, "resnet18", 32, 100.0, 1), JobSpec(1, 5000.0, "resnet18", 32, 1e7, 1)]
     seen = _job_times(jobs, "gavel-mmf")
     first_end_s = _gavel_exec_s("resnet18", 32, "v100", steps_left=100.0)
-    expected = 180.0 + (5000.0 - first_end_s) + _gavel_exec_s("resnet18", 32, "v100")
-    assert seen[5360.0][1][0] == pytest.approx(expected, abs=1e-6)
+    task_s = _gavel_exec_s("resnet18", 32, "v100")
+    expected = 180.0 + (5000.0 - first_end_s) + task_s
+    # Job 1's round starts at its arrival and ends with its micro-task.
+    assert seen[5000.0 + task_s][1][0] == pytest.approx(expected, abs=1e-6)

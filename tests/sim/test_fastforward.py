@@ -100,7 +100,10 @@ def test_fast_forward_gives_the_replays_results(scenario: str, seed: int, inner:
     fast, slow, fast_calls, slow_calls = _runs(scenario, seed, inner, config)
     _assert_same(fast, slow)
     assert slow_calls == slow.num_epochs  # the reference asks the policy at every epoch
-    if config is None or config.round_s != 37.5:
+    if config is not None and config.compat == "gavel":
+        # Gavel's rounds end with their micro-tasks, set at each round's start: no tick is passed over.
+        assert fast_calls == slow_calls
+    elif config is None or config.round_s != 37.5:
         assert fast_calls < slow_calls
 
 
