@@ -333,7 +333,7 @@ def _check_entry(
         )
     explicit = False
     if ja is not job.allocation:
-        _check_job_allocation(jid, ja, job.spec, cluster)
+        check_job_allocation(jid, ja, job.spec, cluster)
         explicit = ja.servers is not None
     for t, n in ja.counts:
         totals[t] = totals.get(t, 0) + n
@@ -367,7 +367,8 @@ def _check_servers(allocation: Allocation, cluster: ClusterSpec) -> None:
             )
 
 
-def _check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
+def check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
+    """One job's entry against its spec and the cluster (types, GPU bounds, explicit servers); changes nothing."""
     capacity = cluster.capacity
     for t, _ in ja.counts:
         if t not in capacity:

@@ -40,8 +40,6 @@ class Placements:
         cluster, config, throughput: The simulator's.
         placer: The placer in force for the run (already reset).
         round_s: The run's round length (rates under ``compat="gavel"`` depend on it).
-        gavel_rounds: Whether Gavel's rounds are in force (``compat="gavel"`` with round ticks): each round's
-            micro-tasks then set the rates and the round's end (:meth:`start_gavel_round`).
         active: The engine's active jobs (arrived, not ended, in submission order), read only here.
         rank: Each job's place in submission order.
 
@@ -65,7 +63,6 @@ class Placements:
         round_s: float,
         active: dict[int, JobRecord],
         rank: dict[int, int],
-        gavel_rounds: bool = False,
     ) -> None:
         self.cluster = cluster
         self.config = config
@@ -74,7 +71,9 @@ class Placements:
         self.round_s = round_s
         self.active = active
         self.rank = rank
-        self.gavel_rounds = gavel_rounds
+        # Whether Gavel's rounds are in force (compat="gavel" with round ticks; the simulator sets it at reset):
+        # each round's micro-tasks then set the rates and the round's end (start_gavel_round).
+        self.gavel_rounds = False
         self.running: dict[int, JobRecord] = {}
         self.allocs: dict[int, JobAllocation] = {}
         self.totals: dict[str, int] = dict.fromkeys(cluster.gpu_types, 0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hetgym.sim.allocation import JobAllocation
+from hetgym.sim.allocation import JobAllocation, check_job_allocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.errors import InvalidAllocationError
 from hetgym.sim.runtime import JobRecord
@@ -111,8 +111,8 @@ def resolve_counts(
         if cur is not None and cur.counts == counts and cur.mode == mode:
             ja = cur  # unchanged: the job keeps its allocation, servers included
         else:
-            _check_row(jid, counts, total, mode, job, cluster)
             ja = JobAllocation._of_counts(counts, mode)
+            check_job_allocation(jid, ja, job.spec, cluster)
         for t, n in counts:
             used[t] += n
         new[jid] = ja
@@ -123,24 +123,3 @@ def resolve_counts(
                 f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
             )
     return frozenset(reject), new, tuple(ids)
-
-
-def _check_row(
-    jid: int, counts: tuple[tuple[str, int], ...], total: int, mode: str, job: JobRecord, cluster: ClusterSpec
-) -> None:
-    spec = job.spec
-    for t, _ in counts:
-        if spec.gpu_types is not None and t not in spec.gpu_types:
-            raise InvalidAllocationError(
-                f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(spec.gpu_types)})"
-            )
-    if total < spec.min_gpus:
-        raise InvalidAllocationError(
-            f"job {jid}: {total} GPUs given but the job needs at least min_gpus={spec.min_gpus}; give it "
-            f"{spec.min_gpus} or more, or leave it out of the allocation to let it wait"
-        )
-    if spec.max_gpus is not None and mode != "fork" and total > spec.max_gpus:
-        raise InvalidAllocationError(
-            f"job {jid}: {total} GPUs given but the job takes at most max_gpus={spec.max_gpus}; give it "
-            f"{spec.min_gpus}..{spec.max_gpus} GPUs"
-        )
