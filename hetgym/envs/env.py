@@ -498,7 +498,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         if next_view is None:
             self._end_episode()
             assert self._result is not None
-            charge_unfinished(comps, self._result.jobs)
+            charge_unfinished(comps, self._result.job_rows)
         return next_view
 
     def request_decision(self) -> None:

@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.deadlines import DeadlineOutcome
 from hetgym.sim.job import JobStatus
+from hetgym.sim.metrics import JOB_COLUMNS, JobRow
 from hetgym.sim.view import ClusterView
 
 
@@ -129,20 +129,25 @@ def add_deadlines(comps: RewardComponents, outcomes: Iterable[DeadlineOutcome]) 
             comps.missed += 1
 
 
-def charge_unfinished(comps: RewardComponents, frame: pd.DataFrame) -> None:
+def charge_unfinished(comps: RewardComponents, rows: Sequence[JobRow]) -> None:
     """The least time the jobs left unfinished at the stop still needed (a lower bound of what is lost).
 
-    Remaining iterations at each job's best rate with its requested count, alone on the cluster (``frame``:
-    the run's per-job table). Without this charge, stopping early (an agent that never allocates ends the
-    run by stalling) would look cheap under the time-based rewards.
+    Remaining iterations at each job's best rate with its requested count, alone on the cluster (``rows``:
+    the run's per-job rows, :attr:`~hetgym.sim.SimulationResult.job_rows`). Without this charge, stopping
+    early (an agent that never allocates ends the run by stalling) would look cheap under the time-based rewards.
     """
-    left = frame[frame["status"] == "unfinished"]
-    if left.empty:
+    status, num_gpus, total, remaining, ideal = (JOB_COLUMNS.index(c) for c in _CHARGED)
+    left = [r for r in rows if r[status] == "unfinished"]
+    if not left:
         return
-    share = left["remaining_iters"].to_numpy(dtype=float) / left["total_iters"].to_numpy(dtype=float)
-    need_s = left["ideal_s"].to_numpy(dtype=float) * share
-    gpus = left["num_gpus"].to_numpy(dtype=float)
+    share = np.array([r[remaining] for r in left], dtype=float) / np.array([r[total] for r in left], dtype=float)
+    need_s = np.array([r[ideal] for r in left], dtype=float) * share
+    gpus = np.array([r[num_gpus] for r in left], dtype=float)
     ok = np.isfinite(need_s)  # a job no allowed type can run has no finite bound; it is not charged
     comps.unfinished_s = float(need_s[ok].sum())
     comps.unfinished_max_s = float(need_s[ok].max()) if ok.any() else 0.0
     comps.unfinished_gpu_s = float((need_s[ok] * gpus[ok]).sum())
+
+
+#: The per-job columns :func:`charge_unfinished` reads.
+_CHARGED = ("status", "num_gpus", "total_iters", "remaining_iters", "ideal_s")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,15 +74,37 @@ def ideal_time_s(spec: JobSpec, throughput: ThroughputModel, cluster: ClusterSpe
     return spec.total_iters / best if best > 0 else math.inf
 
 
-def jobs_frame(
+#: One row of the per-job table, its values in :data:`JOB_COLUMNS` order.
+JobRow = tuple[
+    int,
+    str,
+    int,
+    int,
+    float,
+    float,
+    str,
+    float,
+    float,
+    float,
+    float,
+    bool,
+    bool,
+    float,
+    int,
+    float,
+    float,
+    float,
+    float,
+]
+
+
+def job_rows(
     records: Sequence[tuple[JobSpec, JobStatus, float | None, float | None, float, int, float]],
     throughput: ThroughputModel,
     cluster: ClusterSpec,
-) -> pd.DataFrame:
-    """The per-job table from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
-    import pandas as pd
-
-    rows = []
+) -> list[JobRow]:
+    """The per-job table's rows from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
+    rows: list[JobRow] = []
     for spec, status, start, finish, attained, reconfigs, remaining in records:
         completed = status == JobStatus.COMPLETED
         jct = finish - spec.submit_s if completed and finish is not None else math.nan
@@ -109,11 +132,42 @@ def jobs_frame(
                 jct / ideal if completed and ideal > 0 and math.isfinite(ideal) else math.nan,
             )
         )
-    return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    return rows
+
+
+def jobs_frame(
+    records: Sequence[tuple[JobSpec, JobStatus, float | None, float | None, float, int, float]],
+    throughput: ThroughputModel,
+    cluster: ClusterSpec,
+) -> pd.DataFrame:
+    """The per-job table from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
+    import pandas as pd
+
+    return pd.DataFrame(job_rows(records, throughput, cluster), columns=list(JOB_COLUMNS))
+
+
+@dataclass(frozen=True)
+class _JobArrays:
+    """The per-job columns the scalar metrics read (one entry a job, in the table's order)."""
+
+    status: np.ndarray  # the status names
+    jct_s: np.ndarray
+    queueing_s: np.ndarray
+    has_deadline: np.ndarray
+    met_deadline: np.ndarray
+    ftf: np.ndarray
+    finish_s: np.ndarray
+    num_reconfigs: float
+    first_submit_s: float  # 0.0 without jobs
 
 
 def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
+
+
+def _pcts(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """:func:`_pct` of each of ``qs`` in one call (the same interpolation, element by element)."""
+    return [float(p) for p in np.percentile(values, qs)] if values.size else [math.nan] * len(qs)
 
 
 def compute_metrics(
@@ -123,41 +177,94 @@ def compute_metrics(
     latencies_s: Sequence[float] = (),
 ) -> dict[str, float]:
     """Scalar metrics from the per-job table and the usage timeline (definitions in the module doc)."""
-    status = jobs["status"].to_numpy()
+    arrays = _JobArrays(
+        status=jobs["status"].to_numpy(),
+        jct_s=jobs["jct_s"].to_numpy(dtype=float),
+        queueing_s=jobs["queueing_s"].to_numpy(dtype=float),
+        has_deadline=jobs["has_deadline"].to_numpy(dtype=bool),
+        met_deadline=jobs["met_deadline"].to_numpy(dtype=bool),
+        ftf=jobs["ftf"].to_numpy(dtype=float),
+        finish_s=jobs["finish_s"].to_numpy(dtype=float),
+        num_reconfigs=float(jobs["num_reconfigs"].sum()),
+        first_submit_s=float(jobs["submit_s"].min()) if len(jobs) else 0.0,
+    )
+    times = timeline["time_s"].to_numpy(dtype=float)
+    used = {c: timeline[c].to_numpy(dtype=float) for c in timeline.columns if c != "time_s"}
+    return _metrics(arrays, times, used, cluster, latencies_s)
+
+
+def metrics_from_rows(
+    rows: Sequence[JobRow],
+    usage: Sequence[tuple[float, tuple[int, ...]]],
+    cluster: ClusterSpec,
+    latencies_s: Sequence[float] = (),
+) -> dict[str, float]:
+    """:func:`compute_metrics` without the tables: from :func:`job_rows` and the usage timeline
+    ``(time_s, GPUs in use per type in cluster.gpu_types order)``; the same figures to the bit (the same
+    arrays reach the same numpy operations)."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(JOB_COLUMNS)
+    col = dict(zip(JOB_COLUMNS, columns, strict=True))
+    arrays = _JobArrays(
+        status=np.array(col["status"], dtype=object),
+        jct_s=np.array(col["jct_s"], dtype=float),
+        queueing_s=np.array(col["queueing_s"], dtype=float),
+        has_deadline=np.array(col["has_deadline"], dtype=bool),
+        met_deadline=np.array(col["met_deadline"], dtype=bool),
+        ftf=np.array(col["ftf"], dtype=float),
+        finish_s=np.array(col["finish_s"], dtype=float),
+        num_reconfigs=float(sum(col["num_reconfigs"])),
+        first_submit_s=float(min(col["submit_s"])) if rows else 0.0,
+    )
+    times = np.array([t for t, _ in usage], dtype=float)
+    counts = np.array([c for _, c in usage], dtype=float).reshape(len(usage), len(cluster.gpu_types))
+    used = {t: np.ascontiguousarray(counts[:, i]) for i, t in enumerate(cluster.gpu_types)}
+    return _metrics(arrays, times, used, cluster, latencies_s)
+
+
+def _metrics(
+    jobs: _JobArrays,
+    times: np.ndarray,
+    used: dict[str, np.ndarray],
+    cluster: ClusterSpec,
+    latencies_s: Sequence[float],
+) -> dict[str, float]:
+    """The scalar metrics from the job columns and the timeline (``times``; GPUs in use per type)."""
+    status = jobs.status
     completed = status == "completed"
-    jct = jobs["jct_s"].to_numpy(dtype=float)[completed]
-    queue = jobs["queueing_s"].to_numpy(dtype=float)
+    jct = jobs.jct_s[completed]
+    queue = jobs.queueing_s
     queue = queue[~np.isnan(queue)]
-    has_ddl = jobs["has_deadline"].to_numpy(dtype=bool)
-    met = jobs["met_deadline"].to_numpy(dtype=bool)
-    ftf = jobs["ftf"].to_numpy(dtype=float)[completed]
+    has_ddl = jobs.has_deadline
+    met = jobs.met_deadline
+    ftf = jobs.ftf[completed]
     ftf = ftf[np.isfinite(ftf)]
+    jct_p50, jct_p95, jct_p99 = _pcts(jct, (50, 95, 99))
     m: dict[str, float] = {
-        "num_jobs": float(len(jobs)),
+        "num_jobs": float(len(status)),
         "num_completed": float(completed.sum()),
         "num_rejected": float((status == "rejected").sum()),
         "num_unfinished": float((status == "unfinished").sum()),
         "num_with_deadline": float(has_ddl.sum()),
         "dsr": float(met[has_ddl].mean()) if has_ddl.any() else math.nan,
         "jct_mean_s": float(jct.mean()) if jct.size else math.nan,
-        "jct_p50_s": _pct(jct, 50),
-        "jct_p95_s": _pct(jct, 95),
-        "jct_p99_s": _pct(jct, 99),
+        "jct_p50_s": jct_p50,
+        "jct_p95_s": jct_p95,
+        "jct_p99_s": jct_p99,
         "queueing_mean_s": float(queue.mean()) if queue.size else math.nan,
         "queueing_p95_s": _pct(queue, 95),
         "ftf_mean": float(ftf.mean()) if ftf.size else math.nan,
         "ftf_max": float(ftf.max()) if ftf.size else math.nan,
         "jain_index": _jain(1.0 / ftf) if ftf.size else math.nan,
-        "num_reconfigs": float(jobs["num_reconfigs"].sum()),
+        "num_reconfigs": jobs.num_reconfigs,
     }
-    finish = jobs["finish_s"].to_numpy(dtype=float)
+    finish = jobs.finish_s
     finish = finish[~np.isnan(finish)]
-    t0 = float(jobs["submit_s"].min()) if len(jobs) else 0.0
+    t0 = jobs.first_submit_s
     t1 = float(finish.max()) if finish.size else t0
-    if len(timeline):
-        t1 = max(t1, float(timeline["time_s"].iloc[-1]))
+    if times.size:
+        t1 = max(t1, float(times[-1]))
     m["makespan_s"] = (float(finish.max()) - t0) if finish.size else math.nan
-    busy = _busy_gpu_s(timeline, t0, t1)
+    busy = _busy_gpu_s(times, used, t0, t1)
     total_cap = 0.0
     total_busy = 0.0
     for gpu_type, cap in cluster.capacity.items():
@@ -167,22 +274,20 @@ def compute_metrics(
         total_busy += b
     m["utilisation"] = total_busy / (total_cap * (t1 - t0)) if t1 > t0 else math.nan
     lat = np.asarray(latencies_s, dtype=float) * 1e3
-    m["decision_ms_p50"] = _pct(lat, 50)
-    m["decision_ms_p99"] = _pct(lat, 99)
+    m["decision_ms_p50"], m["decision_ms_p99"] = _pcts(lat, (50, 99))
     m["num_decisions"] = float(lat.size)
     return m
 
 
-def _busy_gpu_s(timeline: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
-    """Integrate the step function of GPUs in use over ``[t0, t1]``."""
-    if timeline.empty or t1 <= t0:
+def _busy_gpu_s(times: np.ndarray, used: dict[str, np.ndarray], t0: float, t1: float) -> dict[str, float]:
+    """Integrate the step function of GPUs in use (``used[type]`` from ``times[i]`` on) over ``[t0, t1]``."""
+    if not times.size or t1 <= t0:
         return {}
-    times = timeline["time_s"].to_numpy(dtype=float)
     ends = np.append(times[1:], t1)
     lo = np.clip(times, t0, t1)
     hi = np.clip(ends, t0, t1)
     width = np.maximum(hi - lo, 0.0)
-    return {c: float((timeline[c].to_numpy(dtype=float) * width).sum()) for c in timeline.columns if c != "time_s"}
+    return {c: float((u * width).sum()) for c, u in used.items()}
 
 
 def _jain(x: np.ndarray) -> float:

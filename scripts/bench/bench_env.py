@@ -319,6 +319,7 @@ RESIDUE_PARTS: tuple[tuple[str, str, str], ...] = (
     ("transition", "env", "transition"),
     ("commit", "env", "_commit"),
     ("simulator_step", "Simulator", "step"),
+    ("simulator_step_counts", "Simulator", "step_counts"),
     ("episode_end", "env", "_end_episode"),
     ("window_load", "env", "_load"),
     ("allocation", "state", "allocation"),
@@ -333,10 +334,10 @@ RESIDUE_PARTS: tuple[tuple[str, str, str], ...] = (
 def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
     """Where a step of ``gym.make(env_id)`` goes: CPU µs per step of each part (a random masked agent).
 
-    Every part in :data:`RESIDUE_PARTS` is wrapped in a timer (which adds its own cost, about a microsecond a
-    call, so the parts sum to more than an untimed step; compare them with each other), and each part's time is
-    its own, less the parts it calls: ``simulator_step`` (``Simulator.step``), ``episode_end`` (the run's result
-    and final metrics), ``commit_accounting`` (the rest of a commit: interval accounting, quiet ticks),
+    Every part in :data:`RESIDUE_PARTS` is wrapped in a timer (which adds its own cost, about a microsecond a call,
+    so the parts sum to more than an untimed step; compare them with each other), and each part's time is its own,
+    less the parts it calls: ``simulator_step`` (``Simulator.step`` and ``step_counts``), ``episode_end`` (the run's
+    result and final metrics), ``commit_accounting`` (the rest of a commit: interval accounting, quiet ticks),
     ``window_load`` (the next epoch's window and draft), ``allocation`` (the draft as an Allocation),
     ``epoch_features`` and ``epoch_mask`` (the next epoch's fixed observation features and its mask),
     ``observation`` (each step's observation), ``codec_apply`` (the action on the draft, with the mask update),
@@ -387,9 +388,9 @@ def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
                 setattr(cls, name, original)
     us = {k: v / steps * 1e6 for k, v in spent.items()}
     parts = {
-        "simulator_step": us["simulator_step"],
+        "simulator_step": us["simulator_step"] + us["simulator_step_counts"],
         "episode_end": us["episode_end"],
-        "commit_accounting": us["commit"] - us["simulator_step"] - us["episode_end"],
+        "commit_accounting": us["commit"] - us["simulator_step"] - us["simulator_step_counts"] - us["episode_end"],
         "window_load": us["window_load"],
         "allocation": us["allocation"],
         "epoch_features": us["epoch_features"],
