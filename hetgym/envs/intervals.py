@@ -97,18 +97,41 @@ def add_quiet_ticks(
     gpus = 0
     for _, n in held:
         gpus += n
-    previous = times_s[0]
-    for t in times_s[1:]:
-        dt = t - previous
-        previous = t
-        # Ticks passed over are whole seconds apart: each sum of whole multiples of dt is exact, so the
-        # products equal the replay's sums over the jobs in any order.
-        job_s = active * dt
-        busy = gpus * dt
-        comps.dt_s += dt
-        comps.job_s += job_s
-        comps.busy_gpu_s += busy
-        comps.idle_gpu_s += max(0.0, total_gpus * dt - busy)
+    # Ticks passed over are whole seconds apart: each sum of whole multiples of dt is exact, so the
+    # products equal the replay's sums over the jobs in any order. The accumulators take the terms one by
+    # one, in tick order (as the replay's steps added them), in a loop or, for many ticks, numpy's running sum.
+    if len(times_s) <= _LOOP_TICKS:
+        dt_s, job_s, busy_s, idle_s = comps.dt_s, comps.job_s, comps.busy_gpu_s, comps.idle_gpu_s
+        previous = times_s[0]
+        for i in range(1, len(times_s)):
+            t = times_s[i]
+            dt = t - previous
+            previous = t
+            busy = gpus * dt
+            idle = total_gpus * dt - busy
+            dt_s += dt
+            job_s += active * dt
+            busy_s += busy
+            idle_s += idle if idle > 0.0 else 0.0  # max(0.0, idle)
+        comps.dt_s, comps.job_s, comps.busy_gpu_s, comps.idle_gpu_s = dt_s, job_s, busy_s, idle_s
+        return
+    # One row a component: its value so far, then its term at each tick; the running sum along a row adds the
+    # terms one by one, left to right (``np.add.accumulate`` is sequential: the loop's additions, in its order).
+    times = np.array(times_s, dtype=float)
+    terms = np.empty((4, len(times_s)))
+    terms[:, 0] = (comps.dt_s, comps.job_s, comps.busy_gpu_s, comps.idle_gpu_s)
+    dts = terms[0, 1:]
+    np.subtract(times[1:], times[:-1], out=dts)
+    np.multiply(active, dts, out=terms[1, 1:])
+    busy_v = np.multiply(gpus, dts, out=terms[2, 1:])
+    idle_v = total_gpus * dts - busy_v
+    terms[3, 1:] = np.where(idle_v > 0.0, idle_v, 0.0)  # max(0.0, idle)
+    sums = np.add.accumulate(terms, axis=1)[:, -1].tolist()
+    comps.dt_s, comps.job_s, comps.busy_gpu_s, comps.idle_gpu_s = sums
+
+
+#: Up to this many ticks :func:`add_quiet_ticks` adds in a Python loop; beyond, with numpy.
+_LOOP_TICKS = 48
 
 
 def add_ended(comps: RewardComponents, ended: Iterable[tuple[int, float, JobStatus]]) -> None:

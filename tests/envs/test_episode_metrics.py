@@ -107,3 +107,26 @@ def test_tables_are_built_on_first_access_and_kept() -> None:
     assert result.jobs is jobs and result.timeline is timeline
     assert list(timeline.columns) == ["time_s", *sim.cluster.gpu_types]
     assert [tuple(r) for r in jobs.itertuples(index=False, name=None)] == [tuple(r) for r in result.job_rows]
+
+
+def test_percentiles_equal_numpys() -> None:
+    """The metrics' percentiles, computed in Python floats, are numpy's ``np.percentile`` to the bit."""
+    from hetgym.sim.metrics import _pcts
+
+    rng = np.random.default_rng(0)
+    qs = (0, 1, 25, 50, 95, 99, 100)
+    for trial in range(4000):
+        n = int(rng.integers(1, 300))
+        scale = float(rng.choice([1e-3, 1.0, 3600.0, 1e7]))
+        values = rng.random(n) * scale
+        if trial % 3 == 0:
+            values = np.round(values)  # ties and whole seconds
+        if trial % 7 == 0:
+            values = -values
+        expected = [float(np.percentile(values, q)) for q in qs]
+        assert [x.hex() for x in _pcts(values, qs)] == [x.hex() for x in expected]
+    edge = np.array([1.0, math.inf, 2.0])  # inf - inf: numpy's NaN where it interpolates next to an inf
+    with np.errstate(invalid="ignore"):
+        expected = [str(float(np.percentile(edge, q))) for q in qs]
+    assert [str(x) for x in _pcts(edge, qs)] == expected
+    assert all(math.isnan(x) for x in _pcts(np.array([]), qs))
