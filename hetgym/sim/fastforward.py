@@ -33,8 +33,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hetgym.sim.config import MAX_RESTART_PENALTY_S, SimConfig
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.runtime import JobRecord
@@ -47,20 +45,6 @@ if TYPE_CHECKING:
     from hetgym.sim.deadlines import DeadlineBook
 
 _EPS_S = 1e-9  # the engine's tolerance when it places a tick on the round grid
-_GRID_MAX = 2.0**52  # below it a whole number of seconds is exact (and so each tick of the grid)
-
-
-def _grid_ticks(k: int, round_s: float, end_s: float, until_s: float, room: int) -> list[float]:
-    """The ticks ``(k + j) * round_s``, ``j = 0, 1, ...`` (``round_s`` a whole number of seconds, ``k * round_s``
-    a tick that may be passed over) before ``end_s``, up to ``until_s``, at most ``room`` of them.
-
-    They are the ticks the engine places one after the other from ``k * round_s`` (``floor(t / round_s + eps)``
-    of a whole multiple is its multiplier), each product exact.
-    """
-    n = min(room, max(1, int((min(end_s, until_s) - k * round_s) // round_s) + 2))
-    while n > 1 and not ((k + n - 1) * round_s < end_s and (k + n - 1) * round_s <= until_s):
-        n -= 1  # the estimate may be one or two over; the ticks' conditions hold up to some j, then fail
-    return (np.arange(k, k + n, dtype=float) * round_s).tolist()
 
 
 class QuietTicks:
@@ -166,35 +150,23 @@ class FastForwardMixin:
         stall, last_work_s = self._stall_count, self._last_work_s
         round_s, gavel = self._round_s, self._gavel_rounds
         epoch, prev_s = self._epoch, self._now
-        # Ticks on the whole-second grid, every product exact, up to the last the loop may reach.
-        grid = not gavel and round_s.is_integer() and min(end_s, until_s) < _GRID_MAX
         while t < end_s and t <= until_s and epoch < limit:
             if times and not (t - prev_s).is_integer():
                 break
             if t > work_from_s:
                 stall, last_work_s = 0, t
-                k = t / round_s
-                if grid and k.is_integer() and k * round_s == t:
-                    # From here every tick has work and lies on the whole-second grid: the rest in one go.
-                    run = _grid_ticks(int(k), round_s, end_s, until_s, limit - epoch)
-                    times.extend(run)
-                    epoch += len(run)
-                    prev_s = last_work_s = run[-1]
-                    t = (int(k) + len(run)) * round_s  # the tick after the last, as the engine places it
-                    break
             else:
                 stall += 1
                 if stall >= cfg.stall_epochs and (t - last_work_s > self._patience_s or not t <= penalty_to_s):
-                    stall -= 1  # the count as the last tick passed over left it
                     break  # the watchdog stops the run at this tick: the engine's advance does it
             times.append(t)
             epoch += 1
             prev_s = t
+            self._stall_count, self._last_work_s = stall, last_work_s
             # The next tick, as the engine places it after a tick epoch.
             t = t + round_s if gavel else (math.floor(t / round_s + _EPS_S) + 1) * round_s
         if not times:
             return
-        self._stall_count, self._last_work_s = stall, last_work_s
         # The state the replay leaves: each tick an epoch (and an event) whose step changed nothing, the
         # watchdog's count as it left it, the next tick placed. The next epoch follows none its caller saw.
         self._now = prev_s
