@@ -136,15 +136,14 @@ class LevelFeatures(FeatureGroup):
         return row
 
     def _rows_of(self, state: DecisionState, statics: RateTable) -> list[_LevelRow]:
-        """Each window job's static row, by job id (a job's rates record fixes its row; see ``_by_job``)."""
+        """Each window job's static row, by job id (a job's rates record, ``state.records``, fixes its row; see
+        ``_by_job``)."""
         if statics is not self._statics:  # a new run: job ids start over
             self._by_job = {}
             self._statics = statics
         by_job = self._by_job
-        get = statics.get
         rows = []
-        for job in state.jobs:
-            rec = get(job)
+        for job, rec in zip(state.jobs, state.records, strict=True):
             hit = by_job.get(job.job_id)
             if hit is None or hit[0] is not rec:
                 hit = by_job[job.job_id] = (rec, self._level_row(job, rec.allowed))

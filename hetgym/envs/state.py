@@ -159,6 +159,7 @@ class DecisionState:
     Attributes:
         view: The epoch's :class:`ClusterView` (``None`` after the episode ended).
         jobs: The window's jobs, slot order (at most K).
+        records: Each window job's :data:`JobStatics` (its rates record in the run's table), slot order.
         slacks_s: Each window job's deadline slack.
         outside: Active jobs not in the window.
         used: Slot holds a job, bool ``(K,)``.
@@ -191,6 +192,7 @@ class DecisionState:
         k, t = num_slots, len(self.types)
         self.view: ClusterView | None = None
         self.jobs: list[JobView] = []
+        self.records: list[JobStatics] = []
         self.slacks_s: list[float] = []
         self.outside: list[JobView] = []
         self.used = np.zeros(k, dtype=bool)
@@ -202,7 +204,8 @@ class DecisionState:
         self.draft_mode = np.zeros(k, dtype=np.int64)
         self.rejected = np.zeros(k, dtype=bool)
         self.slot_min = np.ones(k, dtype=np.int64)
-        self.slot_max = np.full(k, int(self.capacity.sum()), dtype=np.int64)
+        self._total_gpus = int(self.capacity.sum())
+        self.slot_max = np.full(k, self._total_gpus, dtype=np.int64)
         #: Whether some window job has a ``max_gpus`` below the cluster's size (codecs then check totals).
         self.bounded = False
         self.outside_held = np.zeros(t, dtype=np.int64)
@@ -239,64 +242,74 @@ class DecisionState:
         self.cursor_types = 0
         self.version += 1
         self.version_of_load += 1
-        self.used[:] = False
-        self.ids[:] = -1
-        self.allowed[:] = False
-        self.current[:] = 0
-        self.current_mode[:] = 0
-        self.rejected[:] = False
-        self.outside_held[:] = 0
-        self.slot_min[:] = 1
-        self.slot_max[:] = int(self.capacity.sum())
-        self.bounded = False
+        k, total = self.num_slots, self._total_gpus
         if view is None:
-            self.jobs, self.slacks_s, self.outside = [], [], []
+            self.jobs, self.slacks_s, self.outside, self.records = [], [], [], []
             self.outside_jobs, self.outside_modes_ok = [], True
+            self.used[:] = False
+            self.ids[:] = -1
+            self.allowed[:] = False
+            self.current[:] = 0
+            self.current_mode[:] = 0
+            self.rejected[:] = False
+            self.outside_held[:] = 0
+            self.slot_min[:] = 1
+            self.slot_max[:] = total
+            self.bounded = False
             self.draft[:] = 0
             self.draft_mode[:] = 0
             self.free[:] = self.capacity
             return
         ordered, slacks = order_window(view, statics, order)
-        k = self.num_slots
-        self.jobs, self.slacks_s, self.outside = ordered[:k], slacks[:k], ordered[k:]
-        n = len(self.jobs)
-        self.used[:n] = True
-        type_index = self.type_index
+        jobs = self.jobs = ordered[:k]
+        self.slacks_s, self.outside = slacks[:k], ordered[k:]
+        n = len(jobs)
+        pad = k - n
+        get = statics.get
+        records = self.records = [get(job) for job in jobs]
+        # Every per-slot array in one write each: the window's jobs, then the empty slots' values.
+        self.used[:] = [True] * n + [False] * pad
+        self.ids[:] = [job.job_id for job in jobs] + [-1] * pad
         if n:
-            self.ids[:n] = [job.job_id for job in self.jobs]
-            self.allowed[:n] = [statics.get(job).allowed for job in self.jobs]
-        for slot, job in enumerate(self.jobs):
-            spec = job.spec
-            self.slot_min[slot] = spec.min_gpus
-            if spec.max_gpus is not None and spec.max_gpus < self.slot_max[slot]:
-                self.slot_max[slot] = spec.max_gpus
-                self.bounded = True
+            self.allowed[:n] = [rec.allowed for rec in records]
+        self.allowed[n:] = False
+        specs = [job.spec for job in jobs]
+        self.slot_min[:] = [spec.min_gpus for spec in specs] + [1] * pad
+        caps = [total if spec.max_gpus is None or spec.max_gpus >= total else spec.max_gpus for spec in specs]
+        self.slot_max[:] = caps + [total] * pad
+        self.bounded = any(c < total for c in caps)
+        type_index, mode_index = self.type_index, self.mode_index
         current = self.current
-        for slot, job in enumerate(self.jobs):
+        current[:] = 0
+        modes = [0] * k
+        for slot, job in enumerate(jobs):
             ja = job.allocation
             if ja is not None:
                 for t, c in ja.counts:
                     current[slot, type_index[t]] = c
-                self.current_mode[slot] = self.mode_index.get(ja.mode, -1)
+                modes[slot] = mode_index.get(ja.mode, -1)
+        self.current_mode[:] = modes
+        self.rejected[:] = False
+        outside_held = [0] * len(self.types)
         outside_jobs: list[tuple[int, int]] = []
         modes_ok = True
-        mode_index = self.mode_index
         for job in self.outside:
             ja = job.allocation
             if ja is not None:
-                total = 0
+                total_held = 0
                 for t, c in ja.counts:
-                    self.outside_held[type_index[t]] += c
-                    total += c
-                if total:
-                    outside_jobs.append((job.job_id, total))
+                    outside_held[type_index[t]] += c
+                    total_held += c
+                if total_held:
+                    outside_jobs.append((job.job_id, total_held))
                     if ja.mode not in mode_index:
                         modes_ok = False
+        self.outside_held[:] = outside_held
         self.outside_jobs = outside_jobs
         self.outside_modes_ok = modes_ok
-        self.draft[:] = self.current
-        self.draft_mode[:] = np.maximum(self.current_mode, 0)
-        self.free[:] = self.capacity - self.outside_held - self.current.sum(axis=0)
+        self.draft[:] = current
+        np.maximum(self.current_mode, 0, out=self.draft_mode)
+        self.free[:] = self.capacity - self.outside_held - np.add.reduce(current, axis=0)
 
     # ----------------------------------------------------------------------------------------
     # Draft edits (the codecs check validity before calling these)
@@ -436,13 +449,13 @@ class DecisionState:
         fork = self.mode_index.get("fork")
         if fork is None:
             return self.slot_max
-        return np.where(self.draft_mode == fork, int(self.capacity.sum()), self.slot_max)
+        return np.where(self.draft_mode == fork, self._total_gpus, self.slot_max)
 
     def _within_bounds(self, slot: int, row: list[int], mode: str) -> list[int]:
         """``row`` (GPUs per type) within the slot's job bounds: GPUs above ``max_gpus`` (outside ``fork``
         mode) are dropped from the last types first (the sequential codec's mask never asks for them;
         the other codecs may), and a total below ``min_gpus`` gives nothing (the job waits)."""
-        excess = sum(row) - (int(self.capacity.sum()) if mode == "fork" else int(self.slot_max[slot]))
+        excess = sum(row) - (self._total_gpus if mode == "fork" else int(self.slot_max[slot]))
         if excess > 0:
             row = list(row)
             for t in reversed(range(len(row))):
