@@ -43,7 +43,6 @@ from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import KnobError, Knobs, Registry, knob
-from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
     from hetgym.envs.config import EnvSettings
@@ -323,7 +322,6 @@ class WindowObservation(ObservationEncoder):
         self._rejected_slice = self._slices.get("job_rejected", slice(0, 0))
         self._mode_offset = self._slices["job_mode"].start if m > 1 else 0
         self._cursor_offset = self._slices["slot_cursor"].start if slot_cursor else 0
-        self._alloc_scratch = np.zeros((k, t), dtype=np.float64)  # the draft / capacity, before the float32 write
         # begin_epoch's GPUs before the decision, per slot then outside the window then in use, and their shares.
         self._held_counts = np.zeros((k + 2, t), dtype=np.int64)
         self._held_shares = np.zeros((k + 2, t), dtype=np.float64)
@@ -373,7 +371,7 @@ class WindowObservation(ObservationEncoder):
         scale = self.time_scale_s
         inv_scale = 1.0 / scale
         jobs = state.jobs
-        fixed = self._fixed_of(jobs, statics)
+        fixed = self._fixed_of(state, statics)
         if jobs:
             self._speed_flat[: len(jobs) * self.num_types] = np.concatenate([f[1] for f in fixed])
         columns = []
@@ -445,26 +443,24 @@ class WindowObservation(ObservationEncoder):
         for group in self._groups:
             group.begin_epoch(state, statics)
 
-    def _fixed_of(self, jobs: list[JobView], statics: RateTable) -> list[_JobFixed]:
-        """Each job's features that never change (:data:`_JobFixed`), kept by job id and checked against its
-        rates record; the cache starts over when the table does (a new run: job ids start over), and is not
-        pickled."""
+    def _fixed_of(self, state: DecisionState, statics: RateTable) -> list[_JobFixed]:
+        """Each window job's features that never change (:data:`_JobFixed`), kept by job id and checked against
+        its rates record (``state.records``, from ``statics``); the cache starts over when the table does (a new
+        run: job ids start over), and is not pickled."""
         if statics is not self._fixed_statics:
             self._fixed = {}
             self._fixed_statics = statics
         cache = self._fixed
-        get = statics.get
-        log_total = self._log_total
+        get = cache.get
         out = []
-        for job in jobs:
-            rec = get(job)
-            hit = cache.get(job.job_id)
+        for job, rec in zip(state.jobs, state.records, strict=True):
+            hit = get(job.job_id)
             if hit is None or hit[0] is not rec:
                 hit = cache[job.job_id] = (
                     rec,
                     rec.speed,
                     rec.best_rate,
-                    min(1.0, math.log1p(job.num_gpus) / log_total),
+                    min(1.0, math.log1p(job.num_gpus) / self._log_total),
                     1.0 if job.spec.has_deadline else 0.0,
                 )
             out.append(hit)
@@ -488,21 +484,21 @@ class WindowObservation(ObservationEncoder):
         draft's features of all rows computed by numpy operations over the batch.
 
         ``encoders`` are N instances of this class with this one's configuration (a vector env's); they
-        hold the epochs' buffers, this one the layout.
+        hold the epochs' buffers (and their feature groups the epochs' per-slot values), this one the layout.
         """
         for i, enc in enumerate(encoders):
             out[i] = enc._buf  # type: ignore[attr-defined]
         live = []
         for i, st in enumerate(states):
             if st.view is None:
-                self._write_draft(st, out[i])  # the episode has ended: what observe_into writes then
+                encoders[i]._write_draft(st, out[i])  # type: ignore[attr-defined]  # the episode has ended
             else:
                 live.append(i)
         if not live:
             return
         if self.num_modes > 1:  # rare; per row
-            for i in live:
-                self._write_draft(states[i], out[i])
+            for i in live:  # each row by its own encoder (its feature groups keep the epoch's per-slot values)
+                encoders[i]._write_draft(states[i], out[i])  # type: ignore[attr-defined]
             return
         rows = np.array(live)
         batch = [states[i] for i in live]
@@ -546,10 +542,9 @@ class WindowObservation(ObservationEncoder):
 
     def _write_own_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """:meth:`_write_draft` of the encoder's own keys (while the episode runs)."""
-        scratch = self._alloc_scratch
-        np.divide(state.draft, self.capacity, out=scratch)
-        buf[self._alloc_slice] = scratch.reshape(-1)
-        buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self.capacity_list, strict=True)]
+        # float64 quotients, rounded once to the buffer's float32 (the ufunc casts its output).
+        np.divide(state.draft, self.capacity, out=buf[self._alloc_slice].reshape(self.num_slots, self.num_types))
+        np.divide(state.free, self.capacity, out=buf[self._free_slice])
         buf[self._actions_index] = min(1.0, state.num_actions / self.max_actions)
         if self.allow_reject:
             buf[self._rejected_slice] = state.rejected

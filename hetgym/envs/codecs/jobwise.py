@@ -165,29 +165,33 @@ class JobwiseCodec(ActionCodec):
         return state.free + np.add.reduce(state.draft[slot : self._num_jobs(state)], axis=0)  # integers: exact
 
     def mask(self, state: DecisionState) -> np.ndarray:
-        slot = self.current_slot(state)
-        if slot >= self._num_jobs(state):
+        slot = state.cursor  # current_slot and _num_jobs inlined: this runs at every step
+        n = len(state.jobs)
+        if slot >= n:
             return self._done_only.copy()
-        if self._allowed_key != (id(state), state.version_of_load):
+        key = (id(state), state.version_of_load)
+        if self._allowed_key != key:
             # Per slot and set action, whether the action's type is allowed: fixed for the epoch.
             self._allowed = state.allowed[:, self._type]
-            self._allowed_key = (id(state), state.version_of_load)
+            self._allowed_key = key
         out = self._open.copy()  # none, keep, reject and done are valid while a job is to be decided
-        avail = self._available(state, slot)
-        out[: self.num_set] = (self._count <= avail[self._type]) & self._allowed[slot]
+        avail = state.free + np.add.reduce(state.draft[slot:n], axis=0)  # _available (integers: exact)
+        sets = out[: self.num_set]
+        np.less_equal(self._count, avail[self._type], out=sets)
+        sets &= self._allowed[slot]
         given = state.cursor_types
         if given:  # several_types: a type once a turn, in the turn's mode
-            out[: self.num_set] &= ~((given >> self._type) & 1).astype(bool)
+            sets &= ~((given >> self._type) & 1).astype(bool)
             if len(self.modes) > 1:
-                out[: self.num_set] &= self._mode == state.draft_mode[slot]
+                sets &= self._mode == state.draft_mode[slot]
         return out
 
     def apply(self, state: DecisionState, action: Any, mask: np.ndarray) -> CodecStep:
         a = discrete_index(action, self.n, self.label)
         if a == self.done:
             return PLAIN_STEPS[True, False]
-        slot = self.current_slot(state)
-        jobs = self._num_jobs(state)
+        slot = state.cursor  # current_slot and _num_jobs inlined
+        jobs = len(state.jobs)
         if slot >= jobs:  # an empty window: any action commits
             return PLAIN_STEPS[True, False]
         invalid = not mask[a]
@@ -218,6 +222,8 @@ class JobwiseCodec(ActionCodec):
 
     def _preempt_later(self, state: DecisionState, slot: int, type_idx: int) -> None:
         """Free GPUs of ``type_idx`` by preempting undecided jobs, least urgent first, until none is owed."""
+        if state.free[type_idx] >= 0:
+            return  # nothing owed (the common case)
         later = self._num_jobs(state) - 1
         while state.free[type_idx] < 0 and later > slot:
             if state.draft[later, type_idx] > 0:
