@@ -314,7 +314,7 @@ class WindowObservation(ObservationEncoder):
         self._log_total = math.log1p(self.total_gpus)
         self._mode_rows = np.arange(k) * m
         # Where observe writes the draft's features (offsets into the buffer).
-        self._items = [(key, self._slices[key]) for key in self._keys]
+        self._key_slices = [self._slices[key] for key in self._keys]
         self.capacity_list: list[float] = self.capacity.tolist()
         self._alloc_slice = self._slices["job_alloc"]
         self._free_slice = self._slices["cluster_free"]
@@ -469,7 +469,7 @@ class WindowObservation(ObservationEncoder):
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
         self._write_draft(state, buf)
-        return {key: buf[sl] for key, sl in self._items}
+        return dict(zip(self._keys, map(buf.__getitem__, self._key_slices), strict=True))
 
     def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
         """Write the observation into ``out`` (float32, the flat :attr:`layout`) instead of new arrays."""
@@ -542,9 +542,10 @@ class WindowObservation(ObservationEncoder):
 
     def _write_own_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """:meth:`_write_draft` of the encoder's own keys (while the episode runs)."""
-        # float64 quotients, rounded once to the buffer's float32 (the ufunc casts its output).
+        # float64 quotients, rounded once to the buffer's float32 (the ufunc casts its output); T numbers: plain
+        # Python is cheaper than a numpy call for the free GPUs (and gives the same float64 values).
         np.divide(state.draft, self.capacity, out=buf[self._alloc_slice].reshape(self.num_slots, self.num_types))
-        np.divide(state.free, self.capacity, out=buf[self._free_slice])
+        buf[self._free_slice] = [f / c for f, c in zip(state.free.tolist(), self.capacity_list, strict=True)]
         buf[self._actions_index] = min(1.0, state.num_actions / self.max_actions)
         if self.allow_reject:
             buf[self._rejected_slice] = state.rejected

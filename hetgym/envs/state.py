@@ -242,74 +242,66 @@ class DecisionState:
         self.cursor_types = 0
         self.version += 1
         self.version_of_load += 1
-        k, total = self.num_slots, self._total_gpus
+        self.used[:] = False
+        self.ids[:] = -1
+        self.allowed[:] = False
+        self.current[:] = 0
+        self.current_mode[:] = 0
+        self.rejected[:] = False
+        self.outside_held[:] = 0
+        self.slot_min[:] = 1
+        self.slot_max[:] = self._total_gpus
+        self.bounded = False
         if view is None:
             self.jobs, self.slacks_s, self.outside, self.records = [], [], [], []
             self.outside_jobs, self.outside_modes_ok = [], True
-            self.used[:] = False
-            self.ids[:] = -1
-            self.allowed[:] = False
-            self.current[:] = 0
-            self.current_mode[:] = 0
-            self.rejected[:] = False
-            self.outside_held[:] = 0
-            self.slot_min[:] = 1
-            self.slot_max[:] = total
-            self.bounded = False
             self.draft[:] = 0
             self.draft_mode[:] = 0
             self.free[:] = self.capacity
             return
         ordered, slacks = order_window(view, statics, order)
-        jobs = self.jobs = ordered[:k]
-        self.slacks_s, self.outside = slacks[:k], ordered[k:]
-        n = len(jobs)
-        pad = k - n
+        k = self.num_slots
+        self.jobs, self.slacks_s, self.outside = ordered[:k], slacks[:k], ordered[k:]
+        n = len(self.jobs)
+        self.used[:n] = True
+        type_index = self.type_index
         get = statics.get
-        records = self.records = [get(job) for job in jobs]
-        # Every per-slot array in one write each: the window's jobs, then the empty slots' values.
-        self.used[:] = [True] * n + [False] * pad
-        self.ids[:] = [job.job_id for job in jobs] + [-1] * pad
+        self.records = [get(job) for job in self.jobs]
         if n:
-            self.allowed[:n] = [rec.allowed for rec in records]
-        self.allowed[n:] = False
-        specs = [job.spec for job in jobs]
-        self.slot_min[:] = [spec.min_gpus for spec in specs] + [1] * pad
-        caps = [total if spec.max_gpus is None or spec.max_gpus >= total else spec.max_gpus for spec in specs]
-        self.slot_max[:] = caps + [total] * pad
-        self.bounded = any(c < total for c in caps)
-        type_index, mode_index = self.type_index, self.mode_index
+            self.ids[:n] = [job.job_id for job in self.jobs]
+            self.allowed[:n] = [rec.allowed for rec in self.records]
+        for slot, job in enumerate(self.jobs):
+            spec = job.spec
+            self.slot_min[slot] = spec.min_gpus
+            if spec.max_gpus is not None and spec.max_gpus < self.slot_max[slot]:
+                self.slot_max[slot] = spec.max_gpus
+                self.bounded = True
         current = self.current
-        current[:] = 0
-        modes = [0] * k
-        for slot, job in enumerate(jobs):
+        for slot, job in enumerate(self.jobs):
             ja = job.allocation
             if ja is not None:
                 for t, c in ja.counts:
                     current[slot, type_index[t]] = c
-                modes[slot] = mode_index.get(ja.mode, -1)
-        self.current_mode[:] = modes
-        self.rejected[:] = False
-        outside_held = [0] * len(self.types)
+                self.current_mode[slot] = self.mode_index.get(ja.mode, -1)
         outside_jobs: list[tuple[int, int]] = []
         modes_ok = True
+        mode_index = self.mode_index
         for job in self.outside:
             ja = job.allocation
             if ja is not None:
-                total_held = 0
+                total = 0
                 for t, c in ja.counts:
-                    outside_held[type_index[t]] += c
-                    total_held += c
-                if total_held:
-                    outside_jobs.append((job.job_id, total_held))
+                    self.outside_held[type_index[t]] += c
+                    total += c
+                if total:
+                    outside_jobs.append((job.job_id, total))
                     if ja.mode not in mode_index:
                         modes_ok = False
-        self.outside_held[:] = outside_held
         self.outside_jobs = outside_jobs
         self.outside_modes_ok = modes_ok
-        self.draft[:] = current
-        np.maximum(self.current_mode, 0, out=self.draft_mode)
-        self.free[:] = self.capacity - self.outside_held - np.add.reduce(current, axis=0)
+        self.draft[:] = self.current
+        self.draft_mode[:] = np.maximum(self.current_mode, 0)
+        self.free[:] = self.capacity - self.outside_held - self.current.sum(axis=0)
 
     # ----------------------------------------------------------------------------------------
     # Draft edits (the codecs check validity before calling these)
