@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hetgym.envs.env import HetClusterEnv
     from hetgym.envs.events import EventEnvConfig, HetClusterEventEnv
     from hetgym.envs.exactness import Encoding
+    from hetgym.envs.flat import FlatObservation
     from hetgym.envs.observations import (
         ENCODERS,
         OBSERVATIONS,
@@ -51,6 +52,7 @@ _LAZY = {
     "EventEnvConfig": "hetgym.envs.events",
     "HetClusterEventEnv": "hetgym.envs.events",
     "Encoding": "hetgym.envs.exactness",
+    "FlatObservation": "hetgym.envs.flat",
     "ENCODERS": "hetgym.envs.observations",
     "OBSERVATIONS": "hetgym.envs.observations",
     "ObservationEncoder": "hetgym.envs.observations",
@@ -86,6 +88,7 @@ __all__ = [
     "Encoding",
     "EnvSettings",
     "EventEnvConfig",
+    "FlatObservation",
     "HetClusterConfig",
     "HetClusterEnv",
     "HetClusterEventEnv",
