@@ -12,7 +12,9 @@ with the groups up to that one preset. Every feature is scaled to ``[0, 1]`` or
 ``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
 ``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
 index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
-``gymnasium.wrappers.FlattenObservation`` turns into one vector for an ``MlpPolicy``.
+``gymnasium.wrappers.FlattenObservation`` turns into one vector for an ``MlpPolicy``;
+:class:`~hetgym.envs.flat.FlatObservation` (opt-in) gives that vector from the encoder's flat buffer without the
+``Dict``.
 
 Encoders are chosen by name from the registry :data:`OBSERVATIONS`; add one by subclassing
 :class:`ObservationEncoder` and decorating it with :func:`register_observation`.
@@ -314,7 +316,7 @@ class WindowObservation(ObservationEncoder):
         self._log_total = math.log1p(self.total_gpus)
         self._mode_rows = np.arange(k) * m
         # Where observe writes the draft's features (offsets into the buffer).
-        self._key_slices = [self._slices[key] for key in self._keys]
+        self._items = [(key, self._slices[key]) for key in self._keys]
         self.capacity_list: list[float] = self.capacity.tolist()
         self._alloc_slice = self._slices["job_alloc"]
         self._free_slice = self._slices["cluster_free"]
@@ -469,7 +471,7 @@ class WindowObservation(ObservationEncoder):
     def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
         self._write_draft(state, buf)
-        return dict(zip(self._keys, map(buf.__getitem__, self._key_slices), strict=True))
+        return {key: buf[sl] for key, sl in self._items}
 
     def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
         """Write the observation into ``out`` (float32, the flat :attr:`layout`) instead of new arrays."""
@@ -484,21 +486,21 @@ class WindowObservation(ObservationEncoder):
         draft's features of all rows computed by numpy operations over the batch.
 
         ``encoders`` are N instances of this class with this one's configuration (a vector env's); they
-        hold the epochs' buffers (and their feature groups the epochs' per-slot values), this one the layout.
+        hold the epochs' buffers, this one the layout.
         """
         for i, enc in enumerate(encoders):
             out[i] = enc._buf  # type: ignore[attr-defined]
         live = []
         for i, st in enumerate(states):
             if st.view is None:
-                encoders[i]._write_draft(st, out[i])  # type: ignore[attr-defined]  # the episode has ended
+                self._write_draft(st, out[i])  # the episode has ended: what observe_into writes then
             else:
                 live.append(i)
         if not live:
             return
         if self.num_modes > 1:  # rare; per row
-            for i in live:  # each row by its own encoder (its feature groups keep the epoch's per-slot values)
-                encoders[i]._write_draft(states[i], out[i])  # type: ignore[attr-defined]
+            for i in live:
+                self._write_draft(states[i], out[i])
             return
         rows = np.array(live)
         batch = [states[i] for i in live]

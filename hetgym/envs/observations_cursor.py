@@ -37,7 +37,6 @@ fastest type is the one of its best rate at its requested count (ties: the first
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,8 +57,6 @@ class CursorFeatures(FeatureGroup):
         self.num_levels = len(settings.levels)
         #: Each job's fastest type (-1: none), by the key of its rates in the simulator's RateTable.
         self._fastest: dict[tuple[object, ...], int] = {}
-        #: Per window slot, the ``later_jobs`` pair while the cursor is there (set by :meth:`begin_epoch`).
-        self._later_tail: list[tuple[float, float]] = []
 
     def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
         t, c = len(state.types), self.num_levels
@@ -104,18 +101,6 @@ class CursorFeatures(FeatureGroup):
                 demand[best] += job.num_gpus
         need = np.array(demand, dtype=np.float64)
         enc.view_of("type_pressure")[:] = need / (enc.capacity + need)  # squash(demand / capacity)
-        # later_jobs for each cursor slot: the window's slacks are fixed for the epoch, so the least slack of the
-        # jobs after each slot is a suffix minimum, computed once here instead of at every step.
-        slacks = state.slacks_s
-        n = len(slacks)
-        tail: list[tuple[float, float]] = [(0.0, 1.0)] * n
-        least = math.inf
-        for slot in range(n - 2, -1, -1):
-            later = slacks[slot + 1]
-            if later <= least:  # ties keep the earlier job's value, as min() over the list does
-                least = later
-            tail[slot] = ((n - slot - 1) / enc.num_slots, signed_scale(least, enc.time_scale_s))
-        self._later_tail = tail
 
     def _cursor_gather(self, enc: WindowObservation) -> tuple[np.ndarray, np.ndarray]:
         """Buffer offsets: those of the ``cursor_job``, ``cursor_type``, ``cursor_level_rate`` and
@@ -177,11 +162,13 @@ class CursorFeatures(FeatureGroup):
         later = np.add.reduce(draft[slot + 1 : n], axis=0).tolist()
         own = draft[slot].tolist()
         cap = enc.capacity_list
+        slacks = state.slacks_s[slot + 1 : n]
         # cursor_avail, later_held and later_jobs lie side by side: one write.
         buf[self._tail_start : self._tail_stop] = [
             *[min(1.0, (f + o + x) / c) for f, o, x, c in zip(state.free.tolist(), own, later, cap, strict=True)],
             *[min(1.0, x / c) for x, c in zip(later, cap, strict=True)],
-            *self._later_tail[slot],
+            (n - slot - 1) / enc.num_slots,
+            signed_scale(min(slacks), enc.time_scale_s) if slacks else 1.0,
         ]
 
 
