@@ -6,6 +6,10 @@ through the ``hetgym.commands`` entry point group, each entry a module with the 
 project's ``agents`` package contributes ``train`` and ``evaluate`` that way, so ``hetgym`` never imports
 it). ``main`` turns hetgym's input errors into a one-line message and exit status 2 (``--debug`` shows the
 traceback).
+
+When the command line names a command, ``main`` imports the command modules in name order only until one
+registers it, and reads the entry points only when none does: a built-in command's process imports
+neither the other commands nor the plug-ins (``--help`` and unknown commands still see every command).
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from typing import Any
 
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.layout import require_project_package
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every discovered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every discovered subcommand.
+
+    With ``command``, discovery stops at the first module that registers it (modules in name order, then
+    the entry points): the parser then holds that command and those registered before it.
+    """
     from hetgym import __version__
 
     parser = argparse.ArgumentParser(
@@ -39,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(mod, "register", None)
         if register is not None:
             register(sub)
+            if command is not None and command in sub.choices:
+                return parser
     failed = []
     for ep in sorted(entry_points(group="hetgym.commands"), key=lambda e: e.name):
         if ep.value.split(".")[0] in ("agents", "baselines"):
@@ -53,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
             failed.append(f"{ep.name} ({ep.value}): the module has no register(subparsers)")
             continue
         register(sub)
+        if command is not None and command in sub.choices:
+            break
     if failed:
         parser.epilog = "commands that could not be loaded: " + "; ".join(failed)
     return parser
@@ -61,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hetgym`` console script."""
     try:
-        parser = build_parser()
+        parser = build_parser(_command(sys.argv[1:] if argv is None else argv))
     except HetgymError as exc:  # e.g. a stray agents.py shadowing the project's package
         if "--debug" in (sys.argv[1:] if argv is None else argv):
             raise
@@ -82,6 +94,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def entry_points(group: str) -> Any:
+    """``importlib.metadata.entry_points(group=group)``, imported only when a command line needs the plug-ins."""
+    from importlib.metadata import entry_points as found
+
+    return found(group=group)
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command the arguments name (their first word that is not an option), or ``None``."""
+    for arg in argv:
+        if arg in ("-h", "--help", "--version"):
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 if __name__ == "__main__":

@@ -110,10 +110,11 @@ def _fmt(value: float, scale: float, fmt: str) -> str:
 
 
 def _load_imports(args: argparse.Namespace) -> list[str]:
-    from hetgym.sweep.runspec import load_imports
-
     imports = [str(i) for i in args.imports or []]
-    load_imports(imports)
+    if imports:  # the sweep package is imported only when there is something to load
+        from hetgym.sweep.runspec import load_imports
+
+        load_imports(imports)
     return imports
 
 

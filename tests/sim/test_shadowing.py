@@ -54,11 +54,20 @@ def test_cli_names_a_stray_baselines_without_traceback(tmp_path: Path) -> None:
 
 
 def test_cli_names_a_stray_agents_without_traceback(tmp_path: Path) -> None:
+    # ``train`` comes from the agents package's entry point, so the command line loads it and names the file.
     (tmp_path / "agents.py").write_text("x = 1\n")
-    proc = _run(tmp_path, "-m", "hetgym.cli", "policies")
+    proc = _run(tmp_path, "-m", "hetgym.cli", "train", "--help")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "agents.py" in proc.stderr and "shadows" in proc.stderr
+
+
+def test_a_stray_agents_does_not_stop_a_builtin_command(tmp_path: Path) -> None:
+    # A built-in command's process reads no plug-in (the command line stops at the module registering it).
+    (tmp_path / "agents.py").write_text("x = 1\n")
+    proc = _run(tmp_path, "-m", "hetgym.cli", "policies")
+    assert proc.returncode == 0, proc.stderr
+    assert "edf" in proc.stdout
 
 
 def test_unrelated_files_in_the_working_directory_are_harmless(tmp_path: Path) -> None:
