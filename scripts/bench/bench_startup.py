@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/bench/bench_startup.py [--repeats 7] [--base HEAD~1] [--out bench/startup.json]
+    python scripts/bench/bench_startup.py [--repeats 7] [--base HEAD~1] [--gavel | --only-gavel] [--out FILE]
 
 Each task runs as a fresh interpreter (``python -m hetgym.cli ...``), its wall time measured from outside:
 
@@ -12,6 +12,13 @@ Each task runs as a fresh interpreter (``python -m hetgym.cli ...``), its wall t
 * ``convert_gavel_10k``: ``hetgym trace convert`` of a 10,000-job Gavel-format trace (made here by repeating
   ``tests/data/gavel/poisson-3000-200s.trace``, one arrival every 200 s) to parquet; ``convert_s`` is the
   conversion's own time as the command reports it (reading, cleaning, writing; no start-up).
+
+With ``--gavel`` the Gavel tasks run as well (or alone, with ``--only-gavel``): ``simulate --compat gavel``
+of ``tests/data/gavel/t0-60.trace`` under ``gavel-fifo`` (the start-up floor of a Gavel run) and of
+``poisson-3000-200s-b.trace`` under ``gavel-fifo`` and ``gavel-mmf`` on ``gavel-108``, and the same three
+through ``hetgym gavel`` with Gavel's flags (``-c 36:36:36 --num_gpus_per_server 4:4:4 --seed 0``), on a
+commit that has that command. Each task's CPU time (user + system of the child) is recorded beside its
+wall time.
 
 With ``--base REV`` the same tasks also run on commit ``REV`` (a temporary git worktree put first on
 ``PYTHONPATH``), alternating base and head in every repeat so that both see the same machine load; the
@@ -28,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,17 +72,48 @@ def tasks(trace: Path, work: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def run_once(tree: Path, argv: list[str]) -> tuple[float, dict[str, Any]]:
-    """Wall seconds of ``python argv`` with ``tree`` first on ``PYTHONPATH``, and its JSON output if any."""
+GAVEL_TRACES = {"tiny": "tests/data/gavel/t0-60.trace", "3000": "tests/data/gavel/poisson-3000-200s-b.trace"}
+#: The Gavel tasks: (trace, Gavel's policy, hetgym's policy).
+GAVEL_RUNS = {"tiny_fifo": ("tiny", "fifo", "gavel-fifo"), "3000_fifo": ("3000", "fifo", "gavel-fifo")}
+GAVEL_RUNS["3000_mmf"] = ("3000", "max_min_fairness_perf", "gavel-mmf")
+
+
+def gavel_tasks() -> dict[str, list[str]]:
+    """The Gavel tasks' command lines (after ``python``; trace paths relative to the tree)."""
+    cli = ["-m", "hetgym.cli"]
+    out: dict[str, list[str]] = {}
+    for name, (trace, gavel_policy, policy) in GAVEL_RUNS.items():
+        out[f"simulate_gavel_{name}"] = [
+            *cli, "simulate", "--policy", policy, "--trace", GAVEL_TRACES[trace], "--trace-format", "gavel",
+            "--cluster", "gavel-108", "--compat", "gavel", "--no-progress",
+        ]  # fmt: skip
+        out[f"gavel_{name}"] = [
+            *cli, "gavel", "-t", GAVEL_TRACES[trace], "-p", gavel_policy, "-c", "36:36:36",
+            "--num_gpus_per_server", "4:4:4", "--seed", "0", "--time_per_iteration", "360",
+        ]  # fmt: skip
+    return out
+
+
+def runs_on(tree: Path, argv: list[str]) -> bool:
+    """Whether the commit in ``tree`` has the command ``argv`` runs (``hetgym gavel`` is newer than others)."""
+    return "gavel" not in argv or (tree / "hetgym" / "cli" / "gavel.py").is_file()
+
+
+def run_once(tree: Path, argv: list[str]) -> tuple[float, dict[str, Any], float]:
+    """Wall seconds of ``python argv`` with ``tree`` first on ``PYTHONPATH``, its JSON output if any, and its
+    CPU seconds (user + system)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "120"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run([sys.executable, *argv], cwd=tree, env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     parsed: dict[str, Any] = {}
     if "--json" in argv:
         parsed = json.loads(out.stdout)
-    return wall, parsed
+    return wall, parsed, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,8 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 repeats")
     parser.add_argument("--base", help="also run the tasks on this commit, interleaved")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "startup.json")
+    parser.add_argument("--gavel", action="store_true", help="also the Gavel tasks (see the module's doc)")
+    parser.add_argument("--only-gavel", action="store_true", help="the Gavel tasks alone")
     args = parser.parse_args(argv)
     repeats = 3 if args.quick else args.repeats
+
+    def chosen(trace: Path, work: Path) -> dict[str, list[str]]:
+        plain = {} if args.only_gavel else tasks(trace, work)
+        return {**plain, **(gavel_tasks() if args.gavel or args.only_gavel else {})}
+
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         work = Path(tmp)
@@ -102,15 +148,20 @@ def main(argv: list[str] | None = None) -> int:
             )
         try:
             walls: dict[str, dict[str, list[float]]] = {side: {} for side in trees}
+            cpus: dict[str, dict[str, list[float]]] = {side: {} for side in trees}
             convert: dict[str, list[float]] = {side: [] for side in trees}
-            for cmd in tasks(trace, work).values():  # warm-up: bytecode caches written, files in the page cache
+            for cmd in chosen(trace, work).values():  # warm-up: bytecode caches written, files in the page cache
                 for tree in trees.values():
-                    run_once(tree, cmd)
+                    if runs_on(tree, cmd):
+                        run_once(tree, cmd)
             for _ in range(repeats):
-                for name, cmd in tasks(trace, work).items():
+                for name, cmd in chosen(trace, work).items():
                     for side, tree in trees.items():
-                        wall, parsed = run_once(tree, cmd)
+                        if not runs_on(tree, cmd):
+                            continue
+                        wall, parsed, cpu = run_once(tree, cmd)
                         walls[side].setdefault(name, []).append(wall)
+                        cpus[side].setdefault(name, []).append(cpu)
                         if parsed:
                             convert[side].append(float(parsed["convert_s"]))
         finally:
@@ -120,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
     report: dict[str, Any] = {
         "benchmark": "bench_startup",
-        "command": "python scripts/bench/bench_startup.py" + (f" --base {args.base}" if args.base else ""),
+        "command": "python scripts/bench/bench_startup.py"
+        + (f" --base {args.base}" if args.base else "")
+        + (" --only-gavel" if args.only_gavel else " --gavel" if args.gavel else ""),
         "repeats": repeats,
         "commits": revs,
         "python": platform.python_version(),
@@ -129,14 +182,16 @@ def main(argv: list[str] | None = None) -> int:
         "bytecode_cache": True,
         "load_avg_before": [round(x, 2) for x in load_before],
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],
-        "tasks": {name: " ".join(["python", *cmd]) for name, cmd in tasks(Path("TRACE"), Path("OUT")).items()},
+        "tasks": {name: " ".join(["python", *cmd]) for name, cmd in chosen(Path("TRACE"), Path("OUT")).items()},
     }
     for side in trees:
         figures: dict[str, Any] = {}
         for name, values in walls[side].items():
             figures[f"{name}_wall_s"] = round(statistics.median(values), 4)
             figures[f"{name}_wall_all"] = [round(v, 4) for v in values]
-        figures["convert_gavel_10k_convert_s"] = round(statistics.median(convert[side]), 4)
+            figures[f"{name}_cpu_s"] = round(statistics.median(cpus[side][name]), 4)
+        if convert[side]:
+            figures["convert_gavel_10k_convert_s"] = round(statistics.median(convert[side]), 4)
         report[side] = figures
     if args.base:
         report["ratio_head_over_base"] = {
