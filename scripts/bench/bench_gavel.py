@@ -5,13 +5,15 @@ an interpreter with its dependencies (``--gavel-python``). The traces are the co
 ones of ``tests/data/gavel`` (see ``scripts/reproduce/fidelity_gavel.py``): 150 jobs at t=0, 400 jobs and 3,000 jobs
 (where the simulation, not start-up, dominates) arriving over time. One interleaved run: for each repeat,
 each trace and each policy, Gavel's ``simulate_scheduler_with_trace.py`` (cluster 36:36:36, 4 GPUs per
-server, 360 s rounds, seed 0, ECOS) then ``hetgym simulate --compat gavel`` on the same file, each in a
-fresh process. Reported per (trace, policy), as medians over ``--repeats``:
+server, 360 s rounds, seed 0, ECOS), ``hetgym simulate --compat gavel`` and ``hetgym gavel`` with Gavel's own
+flags on the same file, each in a fresh process. Reported per (trace, policy), as medians over ``--repeats``:
 
 * ``gavel_wall_s``: wall time of Gavel's process (interpreter start and imports included);
 * ``hetgym_wall_s``: wall time of the ``hetgym simulate`` process, the same way;
+* ``hetgym_gavel_wall_s``: wall time of the ``hetgym gavel`` process (Gavel's command line), the same way;
 * ``hetgym_run_s``: hetgym's simulation alone (``Simulator.run`` in this process, trace already read);
-* ``ratio_process`` = ``gavel_wall_s / hetgym_wall_s`` and ``ratio_run`` = ``gavel_wall_s / hetgym_run_s``.
+* ``ratio_process`` = ``gavel_wall_s / hetgym_wall_s``, ``ratio_gavel_command`` = ``gavel_wall_s /
+  hetgym_gavel_wall_s`` and ``ratio_run`` = ``gavel_wall_s / hetgym_run_s``.
 
 The load average is recorded before and after, since the machine may be shared.
 
@@ -100,20 +102,25 @@ def bench(scheduler: Path, python: Path, repeats: int, traces: Sequence[str]) ->
         for name in traces:
             trace = DATA / f"{name}.trace"
             for gavel_policy, policy in POLICIES.items():
-                s = samples.setdefault((name, gavel_policy), {"gavel": [], "hetgym": [], "run": []})
+                s = samples.setdefault((name, gavel_policy), {"gavel": [], "hetgym": [], "command": [], "run": []})
                 s["gavel"].append(
                     _timed([str(python), *SIMULATE.format(trace=trace, policy=gavel_policy).split()], scheduler)
                 )
                 cli = ["simulate", "--policy", policy, "--trace", str(trace), "--trace-format", "gavel"]
                 cli += ["--cluster", "gavel-108", "--compat", "gavel", "--no-progress"]
                 s["hetgym"].append(_timed([*hetgym_cli, *cli], ROOT))
+                flags = SIMULATE.format(trace=trace, policy=gavel_policy).split()[1:]
+                s["command"].append(_timed([*hetgym_cli, "gavel", *flags], ROOT))
                 s["run"].append(hetgym_run_s(trace, policy))
-                times = f"gavel {s['gavel'][-1]:.2f} s, hetgym {s['hetgym'][-1]:.2f} s (run {s['run'][-1]:.3f} s)"
+                times = (
+                    f"gavel {s['gavel'][-1]:.2f} s, hetgym {s['hetgym'][-1]:.2f} s, hetgym gavel "
+                    f"{s['command'][-1]:.2f} s (run {s['run'][-1]:.3f} s)"
+                )
                 print(f"repeat {rep} {name} {gavel_policy}: {times}", file=sys.stderr)
     load_after = os.getloadavg()
     rows = []
     for (name, gavel_policy), s in samples.items():
-        g, h, r = (statistics.median(s[k]) for k in ("gavel", "hetgym", "run"))
+        g, h, c, r = (statistics.median(s[k]) for k in ("gavel", "hetgym", "command", "run"))
         rows.append(
             {
                 "trace": name,
@@ -121,8 +128,10 @@ def bench(scheduler: Path, python: Path, repeats: int, traces: Sequence[str]) ->
                 "hetgym_policy": POLICIES[gavel_policy],
                 "gavel_wall_s": round(g, 3),
                 "hetgym_wall_s": round(h, 3),
+                "hetgym_gavel_wall_s": round(c, 3),
                 "hetgym_run_s": round(r, 4),
                 "ratio_process": round(g / h, 2),
+                "ratio_gavel_command": round(g / c, 2),
                 "ratio_run": round(g / r, 1),
                 "samples": {k: [round(x, 4) for x in v] for k, v in s.items()},
             }
