@@ -137,6 +137,13 @@ class ThroughputModel:
         default_scaling_exponent: float = 0.8,
         full_precision: bool = False,
     ) -> None:
+        self.clamp_superlinear = clamp_superlinear
+        self.monotone = monotone
+        self.full_precision = full_precision
+        self.default_scaling_exponent = float(default_scaling_exponent)
+        if table is None and gpu_types is None:  # the embedded tables, read without pandas
+            self._build(_embedded_rows(full_precision), _embedded_speed_index())
+            return
         import pandas as pd
 
         if table is None:
@@ -146,13 +153,9 @@ class ThroughputModel:
         missing = [c for c in TABLE_COLUMNS[:6] if c not in table.columns]
         if missing:
             raise ValueError(f"throughput table lacks column(s) {missing}; expected {list(TABLE_COLUMNS)}")
-        self.clamp_superlinear = clamp_superlinear
-        self.monotone = monotone
-        self.full_precision = full_precision
         if full_precision and FULL_PRECISION_COLUMN in table.columns:
             full = pd.to_numeric(table[FULL_PRECISION_COLUMN], errors="coerce")
             table = table.assign(iters_per_s=full.where(full.notna(), table["iters_per_s"]))
-        self.default_scaling_exponent = float(default_scaling_exponent)
         self.speed_index: dict[str, float] = {
             str(t): float(v) for t, v in zip(gpu_types["gpu_type"], gpu_types["speed_index"], strict=True)
         }
@@ -189,6 +192,30 @@ class ThroughputModel:
                 strict=True,
             )
         }
+
+    def _build(self, rows: list[tuple[str, int, str, int, str, float, str]], speed_index: dict[str, float]) -> None:
+        """The model from ``(job_type, batch_size, gpu_type, num_gpus, placement, rate, source)`` rows in the
+        table's order: the same curves, figures and sources as the frame path of ``__init__`` (rows sorted
+        stably by job type, GPU type, placement, batch size and count, and grouped)."""
+        self.speed_index = speed_index
+        ordered = sorted(rows, key=lambda r: (r[0], r[2], r[4], r[1], r[3]))
+        groups: dict[tuple[str, str, str, int], tuple[list[int], list[float]]] = {}
+        for job, bs, gpu, n, place, rate, _src in ordered:
+            ns, rates = groups.setdefault((job, gpu, place, bs), ([], []))
+            ns.append(n)
+            rates.append(rate)
+        self._curves = {}
+        for (job, gpu, place, bs), (ns, rates) in groups.items():
+            curve = _process(ns, rates, self.clamp_superlinear, self.monotone)
+            self._curves.setdefault((job, gpu, place), {})[bs] = curve
+        self._job_types = {}
+        self._sources = {}
+        for job, _bs, gpu, _n, _place, _rate, src in rows:
+            self._job_types.setdefault(job, set()).add(gpu)
+            self._sources.setdefault((job, gpu), src)
+        self._mean_factor = self._mean_consolidation_factors()
+        self._memo = {}
+        self._raw = {(job, bs, gpu, n, place): rate for job, bs, gpu, n, place, rate, _src in ordered}
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -439,6 +466,43 @@ def _read_package_csv(name: str) -> pd.DataFrame:
     with resources.as_file(ref) as path:
         # Python's own float parser for the full-precision column: exact to the last digit.
         return pd.read_csv(path, converters={FULL_PRECISION_COLUMN: float})
+
+
+def _embedded_csv(name: str) -> list[dict[str, str]]:
+    """The rows of an embedded CSV file, as text (no pandas)."""
+    import csv
+    import io
+
+    text = resources.files("hetgym.data").joinpath(name).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def _embedded_rows(full_precision: bool) -> list[tuple[str, int, str, int, str, float, str]]:
+    """The embedded throughput table's rows for :meth:`ThroughputModel._build`, parsed as ``load_table`` does
+    (``tests/sim/test_throughput.py`` checks that both give the same model)."""
+    rows = []
+    for r in _embedded_csv("throughputs.csv"):
+        rate = float(r["iters_per_s"])
+        if full_precision and r.get(FULL_PRECISION_COLUMN):
+            full = float(r[FULL_PRECISION_COLUMN])
+            rate = rate if math.isnan(full) else full
+        rows.append(
+            (
+                r["job_type"],
+                int(float(r["batch_size"])),
+                r["gpu_type"],
+                int(r["num_gpus"]),
+                r.get("placement") or "consolidated",
+                rate,
+                r.get("source") or "nan",
+            )
+        )
+    return rows
+
+
+def _embedded_speed_index() -> dict[str, float]:
+    """The embedded GPU types' speed indices (no pandas)."""
+    return {r["gpu_type"]: float(r["speed_index"]) for r in _embedded_csv("gpu_types.csv")}
 
 
 @cache

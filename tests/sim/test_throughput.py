@@ -119,3 +119,35 @@ def test_embedded_model_covers_every_job_type_on_every_known_gpu_type() -> None:
             assert rate >= 0 and math.isfinite(rate), (job_type, gpu)
     # The Recommendation inversion of Gavel's table is kept: faster on P100 than on V100.
     assert model.rate("recommendation", 2048, "p100", 1) > model.rate("recommendation", 2048, "v100", 1)
+
+
+@pytest.mark.parametrize("options", [{}, {"clamp_superlinear": False, "monotone": False, "full_precision": True}])
+def test_the_embedded_tables_read_without_pandas_give_the_frame_models_figures(options: dict[str, bool]) -> None:
+    """``ThroughputModel()`` reads the package's CSV files with the csv module (no pandas); the model must be
+    the one the pandas frames of ``load_table()`` give, to the last bit of every figure."""
+    from hetgym.sim.throughput import load_gpu_types, load_table
+
+    plain = ThroughputModel(**options)
+    framed = ThroughputModel(load_table(), load_gpu_types(), **options)
+    assert list(plain._curves) == list(framed._curves)
+    for key, curves in framed._curves.items():
+        assert list(plain._curves[key]) == list(curves)
+        for bs, curve in curves.items():
+            assert plain._curves[key][bs].ns == curve.ns
+            assert [r.hex() for r in plain._curves[key][bs].rates] == [r.hex() for r in curve.rates]
+    assert {k: v.hex() for k, v in plain._raw.items()} == {k: float(v).hex() for k, v in framed._raw.items()}
+    assert plain._sources == framed._sources and plain._job_types == framed._job_types
+    assert plain.speed_index == framed.speed_index and plain._mean_factor == framed._mean_factor
+
+
+def test_the_embedded_models_do_not_import_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom hetgym.sim.throughput import ThroughputModel\n"
+        "ThroughputModel.default().rate('resnet50', 64, 'v100', 2); ThroughputModel.raw()\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
