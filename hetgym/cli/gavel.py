@@ -8,7 +8,8 @@ prints, in its format: the total duration, every job's completion time, the aver
 (checkpoints, measurement windows, its interactive debug mode, another throughputs file) are refused with
 a message saying why. See ``docs/fidelity.md``.
 
-Only what a run needs is imported, when it runs: the simulator, the Gavel trace reader and the policy.
+Only what a run needs is imported, when it runs: the simulator, the Gavel trace reader and the policy (not
+pandas: the throughput table is read with the csv module and the figures come from the result's rows).
 """
 
 from __future__ import annotations
@@ -210,11 +211,15 @@ def gavel_report(result: Any, weights: dict[int, float], *, job_times: bool = Tr
     being weight 1 as in Gavel; ``Cluster utilization`` is the GPU time in use over every GPU's whole run.
     Then two lines of hetgym's own: the failed jobs (Gavel logs them) and the simulation's wall time.
     """
-    jobs = result.jobs
-    ids = jobs["job_id"].to_numpy()
-    status = jobs["status"].to_numpy()
-    jct = jobs["jct_s"].to_numpy(dtype=float)
-    finish = jobs["finish_s"].to_numpy(dtype=float)
+    from hetgym.sim.metrics import JOB_COLUMNS
+
+    # The result's rows, not its pandas table: the command never imports pandas.
+    at = {name: JOB_COLUMNS.index(name) for name in ("job_id", "status", "jct_s", "finish_s")}
+    rows = result.job_rows
+    ids = [row[at["job_id"]] for row in rows]
+    status = [row[at["status"]] for row in rows]
+    jct = [float(row[at["jct_s"]]) for row in rows]
+    finish = [float(row[at["finish_s"]]) for row in rows]
     done = [(int(j), float(t)) for j, s, t in zip(ids, status, jct, strict=True) if s == "completed"]
     total = float(max((f for f in finish if not math.isnan(f)), default=0.0))
     lines = [f"Total duration: {total:.3f} seconds ({total / 3600.0:.2f} hours)"]

@@ -148,8 +148,8 @@ def test_the_process_imports_only_what_the_run_needs() -> None:
         "from hetgym.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    main(['gavel', '-t', {str(TRACE)!r}, '-c', '36:36:36', '--num_gpus_per_server', '4:4:4'])\n"
-        "heavy = ('scipy', 'matplotlib', 'torch', 'gymnasium', 'rich', 'hetgym.experiments', 'hetgym.sweep',"
-        " 'agents')\n"
+        "heavy = ('pandas', 'pyarrow', 'scipy', 'matplotlib', 'torch', 'gymnasium', 'rich', 'hetgym.experiments',"
+        " 'hetgym.sweep', 'agents')\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
