@@ -61,11 +61,17 @@ _SIM_NAMES: frozenset[str] = frozenset(
 )
 
 
+#: Subpackages and modules reachable as attributes after ``import hetgym`` alone, as when it imported them.
+_SUBMODULES: frozenset[str] = frozenset({"envs", "sim", "workloads"})
+
+
 def __getattr__(name: str) -> Any:
     if name in _SIM_NAMES:
         value = getattr(importlib.import_module("hetgym.sim"), name)
         globals()[name] = value
         return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"hetgym.{name}")
     raise AttributeError(f"module 'hetgym' has no attribute {name!r}")
 
 
