@@ -220,28 +220,31 @@ class GavelRounds(Policy):
         # Gavel's arithmetic, to the bit: a micro-task ends at its start plus steps / throughput, adds its end
         # minus the end of the last round that ran something, and the round ends with its last micro-task
         # (``max_finish_time``). Ties between jobs fall by the last bits of these sums.
+        # The jobs still active are those with time counters (``_sync_jobs`` has just dropped the others).
         start, since = self._round_start_s, self._last_round_end_s
-        active = view.job_index
+        job_time, type_time = self._job_time, self._type_time
         end_s = since
         for jid, (k, exec_s, _) in self._tasks.items():
             finish_s = start + exec_s
             ran_s = finish_s - since
-            self._type_time[k] += ran_s
-            if jid in active:
-                self._job_time[jid][k] += ran_s
-            end_s = max(end_s, finish_s)
+            type_time[k] += ran_s
+            times = job_time.get(jid)
+            if times is not None:
+                times[k] += ran_s
+            if finish_s > end_s:
+                end_s = finish_s
         self._tasks = {}
         self._last_round_end_s = end_s
 
-    def _record_task(self, view: ClusterView, job: JobView, k: int) -> None:
-        """Remember a micro-task of ``job`` on type ``k`` starting now, with Gavel's execution time."""
-        steps_per_s = self._rates[job.job_id][k] * job.num_gpus
+    def _record_task(self, view: ClusterView, job_id: int, num_gpus: int, remaining_iters: float, k: int) -> None:
+        """Remember a micro-task of the job on type ``k`` starting now, with Gavel's execution time."""
+        steps_per_s = self._rates[job_id][k] * num_gpus
         full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
-        left = job.remaining_iters * job.num_gpus
+        left = remaining_iters * num_gpus
         if abs(left - round(left)) < 1e-6:  # whole steps, as the engine counts them
             left = float(round(left))
         steps = min(full, left)
-        self._tasks[job.job_id] = (k, steps / steps_per_s, left <= full)
+        self._tasks[job_id] = (k, steps / steps_per_s, left <= full)
         self._round_start_s = view.now_s
 
     @staticmethod
@@ -346,12 +349,12 @@ class GavelRounds(Policy):
                 self._greedy(view, builder, candidates)
         return builder.build()
 
-    def _fails(self, job: JobView) -> bool:
-        """Whether Gavel's micro-task of ``job`` fails this round: fewer steps left than GPUs."""
-        if not (self._compat and self.gavel_failures) or job.num_gpus <= 1:
+    def _fails(self, num_gpus: int, remaining_iters: float) -> bool:
+        """Whether Gavel's micro-task of a job fails this round: fewer steps left than GPUs."""
+        if not (self._compat and self.gavel_failures) or num_gpus <= 1:
             return False
-        steps = job.remaining_iters * job.num_gpus
-        return 0.0 < steps < job.num_gpus - 0.5
+        steps = remaining_iters * num_gpus
+        return 0.0 < steps < num_gpus - 0.5
 
     def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[int]) -> None:
         """Gavel's ``_schedule_jobs_on_workers_helper`` over the jobs ``candidates`` (ids, in submission
@@ -404,8 +407,9 @@ class GavelRounds(Policy):
             jid = candidates[c]
             if compat and jid not in alloc_of:
                 continue
-            job = view.job(jid) if compat else None  # only compat mode reads the job's progress
-            if may_fail and need > 1 and job is not None and self._fails(job):
+            # Only compat mode reads the job's progress (without building its view).
+            iters = view.remaining_iters(jid) if compat else None
+            if may_fail and need > 1 and iters is not None and self._fails(need, iters):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
                 self._pass_failures += 1
                 self._need_update = True
@@ -419,8 +423,8 @@ class GavelRounds(Policy):
                 builder.take(jid, current)  # what it holds, servers included: no change
             else:
                 builder.assign(jid, ja)
-            if job is not None:
-                self._record_task(view, job, k)
+            if iters is not None:
+                self._record_task(view, jid, need, iters, k)
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
         key = (gpu_type, num_gpus)

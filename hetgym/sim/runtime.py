@@ -93,6 +93,20 @@ class JobRecord:
             self.gpu_s_by_type = per_type
         self.last_update_s = now
 
+    def remaining_at_view(self, now: float) -> float:
+        """The ``remaining_iters`` of :meth:`make_view` at ``now``, without building the view."""
+        view = self.view
+        if view is not None:
+            return view.remaining_iters
+        remaining = self.remaining
+        if self.status == JobStatus.RUNNING and self.rate > 0:
+            effective = now - (self.last_update_s if self.last_update_s > self.penalty_until_s else self.penalty_until_s)
+            if effective > 0:
+                remaining = remaining - self.rate * effective
+                if not remaining > 0.0:
+                    remaining = 0.0
+        return remaining
+
     def make_view(self, now: float) -> JobView:
         view = self.view
         if view is not None:
@@ -100,7 +114,7 @@ class JobRecord:
         s = self.spec
         if self.status == JobStatus.RUNNING:
             dt = now - self.last_update_s
-            # remaining_at(now), inlined: this runs for every running job a policy looks at.
+            # remaining_at_view(now), inlined: this runs for every running job a policy looks at.
             remaining = self.remaining
             if self.rate > 0:
                 effective = now - (
