@@ -115,6 +115,7 @@ class Placements:
         job.status = JobStatus.REJECTED
         job.finish_s = now
         job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+        job.placed_rate = 0.0
         job.version += 1
         job.view = None
         self.changed.append(job.spec.job_id)
@@ -303,7 +304,7 @@ class Placements:
             self.waiting_views.pop(jid, None)
             job.groups = groups
             job.num_gpus_now = sum(g.num_gpus for g in groups)
-            job.rate = self._rate(job.spec, groups, ja)
+            job.rate = job.placed_rate = self._rate(job.spec, groups, ja)
             if job.rate > 0:
                 t_done = job.penalty_until_s + job.remaining / job.rate
                 self._seq += 1
@@ -317,6 +318,7 @@ class Placements:
             self.running.pop(jid, None)
             self.drop_alloc(jid)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+            job.placed_rate = 0.0
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:
@@ -427,29 +429,30 @@ class Placements:
         end: the last micro-task's end when ``extend`` (a round start), else ``now + span_s``."""
         tasks: list[tuple[JobRecord, float, float]] = []  # (job, rate or steps done, completion or -1)
         end = now
+        floor = math.floor
         for job in jobs:
-            ja = job.alloc
-            if ja is None or not job.groups:
+            if job.alloc is None or not job.groups:
                 continue
-            rate = self._rate(job.spec, job.groups, ja)
+            rate = job.placed_rate  # the placement's rate (self._rate), kept since the job was placed
             job.flush(now)
             if rate <= 0:
                 continue
-            gpus = ja.total_gpus
+            gpus = job.num_gpus_now  # the placed GPUs: the allocation's total
             steps_per_s = rate * gpus
             left = job.remaining * gpus
             whole = round(left)
             if abs(left - whole) < 1e-6:  # whole steps, as Gavel counts them (no drift from float sums)
                 left = float(whole)
                 job.remaining = left / gpus
-            full = math.floor(steps_per_s * span_s + 1e-9)
+            full = floor(steps_per_s * span_s + 1e-9)
             if left <= full:
                 t_done = now + left / steps_per_s
                 tasks.append((job, rate, t_done))
-                end = max(end, t_done)
             else:
                 tasks.append((job, full / gpus, -1.0))
-                end = max(end, now + full / steps_per_s)
+                t_done = now + full / steps_per_s
+            if t_done > end:
+                end = t_done
         if not extend:
             end = now + span_s
         length = end - now
