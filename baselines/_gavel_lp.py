@@ -165,12 +165,10 @@ def solve_max_min_fairness(
     coef = c_rates * (c_scale / (c_weight * c_prop))[:, None]
     n_cls = uniq.shape[0]
     n_x = n_cls * k
-    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k.
-    a_base, b_base = _base_constraints(c_scale * counts, capacity, k)
-    # z - sum_k coef[c,k] X[c,k] <= 0 for every class: z is the minimum normalised share.
-    a_min = sp.hstack([-_block_rows(coef), sp.csr_matrix(np.ones((n_cls, 1)))], format="csr")
-    a_ub = sp.vstack([sp.hstack([a_base, sp.csr_matrix((a_base.shape[0], 1))]), a_min], format="csr")
-    b_ub = np.concatenate([b_base, np.zeros(n_cls)])
+    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k; and z - sum_k coef[c,k] X[c,k] <= 0
+    # for every class: z is the minimum normalised share.
+    a_ub = _max_min_rows(c_scale * counts, coef)
+    b_ub = np.concatenate([np.ones(n_cls), capacity, np.zeros(n_cls)])
     c = np.zeros(n_x + 1)
     c[-1] = -1.0
     bounds = np.vstack([_x_bounds(c_rates > 0), [[0.0, np.inf]]])
@@ -178,6 +176,36 @@ def solve_max_min_fairness(
     if x is None:
         raise LPError(f"max-min fairness LP infeasible (status {status}); this is a bug")
     return np.clip(x[:n_x].reshape(n_cls, k), 0.0, 1.0)[cls]
+
+
+def _max_min_rows(class_gpus: np.ndarray, coef: np.ndarray) -> sp.csr_matrix:
+    """The max-min fairness LP's constraint matrix over ``X`` (row-major) and ``z`` (last column), built
+    as CSR arrays at once: per class ``sum_k X[c,k]`` (rows ``0..C-1``), per type ``sum_c g_c X[c,k]`` with
+    ``g_c`` the class's GPUs (rows ``C..C+K-1``), per class ``z - sum_k coef[c,k] X[c,k]`` (the last ``C``).
+
+    The same matrix, entry for entry (explicit zeros and their signs included), as stacking
+    :func:`_base_constraints`, a zero column, ``-_block_rows(coef)`` and a column of ones.
+    """
+    import scipy.sparse as sp
+
+    n_cls, k = coef.shape
+    n_x = n_cls * k
+    per_class = np.arange(n_x, dtype=np.int32).reshape(n_cls, k)
+    # Rows of each class: its K columns; rows of each type: column c*K + t for every class; min rows: the
+    # class's K columns then z.
+    minima = np.column_stack([per_class, np.full(n_cls, n_x, dtype=np.int32)])
+    indices = np.concatenate([per_class.ravel(), per_class.T.ravel(), minima.ravel()])
+    data = np.concatenate(
+        [
+            np.ones(n_x),
+            np.tile(np.asarray(class_gpus, dtype=float), k),
+            np.column_stack([-coef, np.ones(n_cls)]).ravel(),
+        ]
+    )
+    lengths = np.concatenate([np.full(n_cls, k), np.full(k, n_cls), np.full(n_cls, k + 1)])
+    indptr = np.zeros(lengths.size + 1, dtype=np.int32)
+    np.cumsum(lengths, out=indptr[1:])
+    return sp.csr_matrix((data, indices, indptr), shape=(2 * n_cls + k, n_x + 1))
 
 
 def _block_rows(coef: np.ndarray) -> sp.csr_matrix:
