@@ -144,7 +144,6 @@ def solve_max_min_fairness(
         priority_weights: Per-job weights (default 1); a larger weight gets a larger share.
         solver: ``"ipm"`` (default) or ``"simplex"``.
     """
-    import scipy.sparse as sp
 
     rates = np.asarray(rates, dtype=float)
     scale = np.asarray(scale, dtype=float)

@@ -13,7 +13,6 @@ the mechanism and its reconstructions; :class:`baselines.gavel.GavelPolicy` list
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from typing import ClassVar
@@ -236,15 +235,33 @@ class GavelRounds(Policy):
         self._tasks = {}
         self._last_round_end_s = end_s
 
-    def _record_task(self, view: ClusterView, job_id: int, num_gpus: int, remaining_iters: float, k: int) -> None:
-        """Remember a micro-task of the job on type ``k`` starting now, with Gavel's execution time."""
-        steps_per_s = self._rates[job_id][k] * num_gpus
-        full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
-        left = remaining_iters * num_gpus
-        if abs(left - round(left)) < 1e-6:  # whole steps, as the engine counts them
-            left = float(round(left))
-        steps = min(full, left)
-        self._tasks[job_id] = (k, steps / steps_per_s, left <= full)
+    def _record_tasks(
+        self,
+        view: ClusterView,
+        job_ids: Sequence[int],
+        types: Sequence[int],
+        num_gpus: Sequence[int],
+        remaining_iters: Sequence[float],
+        rates: np.ndarray,
+    ) -> None:
+        """Remember the micro-tasks starting now of the jobs ``job_ids`` (in order), each on its type of
+        ``types``, with Gavel's execution time; ``rates`` are the jobs' rates on those types.
+
+        Per job, as Gavel counts it: ``floor(T x round)`` whole steps at ``T = rate x GPUs`` steps/s, or
+        its steps left when fewer (snapped to a whole number when within 1e-6 of one, as the engine
+        counts them), taking ``steps / T``. Elementwise float arithmetic, the same bits as one job at a time.
+        """
+        gpus = np.array(num_gpus, dtype=np.int64)
+        steps_per_s = rates * gpus
+        full = np.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
+        left = np.array(remaining_iters, dtype=float) * gpus
+        whole = np.round(left)  # half to even, as Python's round()
+        left = np.where(np.abs(left - whole) < 1e-6, whole, left)
+        exec_s = (np.minimum(full, left) / steps_per_s).tolist()
+        completes = (left <= full).tolist()
+        tasks = self._tasks
+        for jid, k, e, d in zip(job_ids, types, exec_s, completes, strict=True):
+            tasks[jid] = (k, e, d)
         self._round_start_s = view.now_s
 
     @staticmethod
@@ -333,7 +350,7 @@ class GavelRounds(Policy):
             # Rounds of Gavel's simulator that take no time: one that only ran failing micro-tasks ends at
             # once, and one that ran nothing while no job is still to arrive forces a reset.
             for _ in range(len(candidates) * GAVEL_MAX_FAILED_ATTEMPTS + 2):
-                if builder.build().jobs:
+                if builder.assignments:  # (what builder.build().jobs holds)
                     break
                 if not self._pass_failures:
                     if view.num_pending or not self._need_update:
@@ -395,6 +412,12 @@ class GavelRounds(Policy):
         compat, alloc_of = self._compat, self._alloc
         may_fail = bool(compat and self.gavel_failures)
         types, job_allocs = self._types, self._job_allocs
+        # The micro-tasks started (compat="gavel"): job, type, GPUs, iterations left, candidate row.
+        task_jobs: list[int] = []
+        task_types: list[int] = []
+        task_gpus: list[int] = []
+        task_iters: list[float] = []
+        task_at: list[int] = []
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             if left < least:
                 break
@@ -424,7 +447,13 @@ class GavelRounds(Policy):
             else:
                 builder.assign(jid, ja)
             if iters is not None:
-                self._record_task(view, jid, need, iters, k)
+                task_jobs.append(jid)
+                task_types.append(k)
+                task_gpus.append(need)
+                task_iters.append(iters)
+                task_at.append(c)
+        if task_jobs:
+            self._record_tasks(view, task_jobs, task_types, task_gpus, task_iters, rates[task_at, task_types])
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
         key = (gpu_type, num_gpus)

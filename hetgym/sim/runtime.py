@@ -12,7 +12,6 @@ from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import JobView
 
-
 _RUNNING = JobStatus.RUNNING
 
 
@@ -113,7 +112,8 @@ class JobRecord:
             return view.remaining_iters
         remaining = self.remaining
         if self.status == JobStatus.RUNNING and self.rate > 0:
-            effective = now - (self.last_update_s if self.last_update_s > self.penalty_until_s else self.penalty_until_s)
+            last, until = self.last_update_s, self.penalty_until_s
+            effective = now - (last if last > until else until)
             if effective > 0:
                 remaining = remaining - self.rate * effective
                 if not remaining > 0.0:
