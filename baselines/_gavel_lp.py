@@ -74,6 +74,9 @@ def _solve(
     from scipy.optimize import OptimizeWarning, linprog
 
     if solver == "ipm":
+        direct = _ipm_direct(c, a_ub, b_ub, bounds)
+        if direct is not None:
+            return direct
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
             res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})
@@ -87,6 +90,88 @@ def _solve(
     if res.status == 2:  # infeasible
         return None, 2
     raise LPError(f"{what}: HiGHS returned status {res.status} ({res.message})")
+
+
+#: Whether :func:`_solve` may hand its interior-point LPs to scipy's HiGHS directly (:func:`_ipm_direct`).
+DIRECT_HIGHS = True
+#: The HiGHS options ``linprog(method="highs-ipm", options={"run_crossover": "off"})`` sets (scipy 1.17).
+_IPM_OPTIONS = (
+    ("presolve", "on"),
+    ("solver", "ipm"),
+    ("highs_debug_level", 0),
+    ("log_to_console", False),
+    ("output_flag", False),
+    ("simplex_strategy", 1),
+    ("run_crossover", "off"),
+)
+
+
+def _ipm_direct(
+    c: np.ndarray, a_ub: sp.csr_matrix, b_ub: np.ndarray, bounds: np.ndarray
+) -> tuple[np.ndarray | None, int] | None:
+    """``linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})``
+    as :func:`_solve` reads it (``(x, 0)`` solved, ``(None, 2)`` infeasible), without linprog's input checks
+    and result assembly: the same model and options passed to the same HiGHS (scipy's own build), so the same
+    solution, to the bit. ``None`` in every other case (another status, a solution outside linprog's
+    feasibility tolerance, scipy's HiGHS module not as expected): the caller then asks linprog itself.
+
+    linprog (scipy 1.17) hands HiGHS the constraint matrix in CSC form, the rows as ``-inf <= A x <= b``,
+    the bounds as columns' lower and upper limits and :data:`_IPM_OPTIONS`; it then reports a solution
+    whose bounds or rows are violated by more than ``sqrt(1e-9) x 10`` as failed (``_check_result``).
+    ``tests/baselines/test_gavel_lp_direct.py`` checks that the inputs are those linprog passes.
+    """
+    if not DIRECT_HIGHS:
+        return None
+    try:
+        import scipy.sparse as sp
+        from scipy.optimize._highspy import _core as highs_core
+    except ImportError:  # another scipy layout: linprog it is
+        return None
+    try:
+        a = sp.csc_array(a_ub)
+        n, m = c.size, b_ub.size
+        lp = highs_core.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = m
+        lp.a_matrix_.num_col_ = n
+        lp.a_matrix_.num_row_ = m
+        lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
+        lp.col_cost_ = c
+        lp.col_lower_ = np.ascontiguousarray(bounds[:, 0], dtype=float)
+        lp.col_upper_ = np.ascontiguousarray(bounds[:, 1], dtype=float)
+        lp.row_lower_ = np.full(m, -np.inf)
+        lp.row_upper_ = b_ub
+        lp.a_matrix_.start_ = a.indptr
+        lp.a_matrix_.index_ = a.indices
+        lp.a_matrix_.value_ = a.data
+        highs = highs_core._Highs()
+        options = highs_core.HighsOptions()
+        for key, value in _IPM_OPTIONS:
+            setattr(options, key, value)
+        if highs.passOptions(options) == highs_core.HighsStatus.kError:
+            return None
+        if highs.passModel(lp) == highs_core.HighsStatus.kError:
+            return None
+        if highs.run() == highs_core.HighsStatus.kError:
+            return None
+        status = highs.getModelStatus()
+        if status == highs_core.HighsModelStatus.kInfeasible:
+            return None, 2
+        if status != highs_core.HighsModelStatus.kOptimal:
+            return None
+        fun = highs.getInfo().objective_function_value
+        solution = highs.getSolution()
+        x = np.array(solution.col_value)
+        slack = b_ub - np.asarray(solution.row_value)
+    except (AttributeError, TypeError):  # another HiGHS binding: linprog it is
+        return None
+    # linprog's _check_result (no equality rows, no integrality).
+    tol = np.sqrt(1e-9) * 10
+    if np.isnan(x).any() or np.isnan(fun) or np.isnan(slack).any():
+        return None
+    if not np.all((x >= bounds[:, 0] - tol) & (x <= bounds[:, 1] + tol)) or (slack < -tol).any():
+        return None
+    return x, 0
 
 
 def _check_inputs(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> None:
