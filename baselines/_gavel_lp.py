@@ -65,8 +65,9 @@ def _solve(
     jobs of a degenerate optimum instead of giving some of them nothing. A failed interior-point
     solve (numerical trouble) is retried with the simplex method.
 
-    Each LP is solved cold by scipy's HiGHS (handed the model directly where :func:`_ipm_direct` can). The interior-point method has no warm start (a warm
-    simplex would return vertices, other allocations), and ``highspy``'s own HiGHS, though about twice
+    Each LP is solved cold by scipy's HiGHS (handed the model directly where :func:`_ipm_direct` can).
+    The interior-point method has no warm start (a warm simplex would return vertices, other
+    allocations), and ``highspy``'s own HiGHS, though about twice
     as fast on these LPs, does not return the same bits: on the 3,000-job Gavel trace (compat mode,
     scipy 1.17.1 with HiGHS 1.12, highspy 1.16) 2 of the 284 max-min fairness LPs and 172 of the 2,309
     finish-time fairness LPs came out different, by up to 0.012 in a time fraction.

@@ -220,18 +220,28 @@ class GavelRounds(Policy):
         # minus the end of the last round that ran something, and the round ends with its last micro-task
         # (``max_finish_time``). Ties between jobs fall by the last bits of these sums.
         # The jobs still active are those with time counters (``_sync_jobs`` has just dropped the others).
+        # Per type the additions run in the tasks' order (Python floats, the same sums); each job has one task,
+        # so its counter gets one addition, made for all of them at once.
         start, since = self._round_start_s, self._last_round_end_s
-        job_time, type_time = self._job_time, self._type_time
+        rows_of, type_time = self._row, self._type_time.tolist()
+        rows: list[int] = []
+        cols: list[int] = []
+        ran: list[float] = []
         end_s = since
         for jid, (k, exec_s, _) in self._tasks.items():
             finish_s = start + exec_s
             ran_s = finish_s - since
             type_time[k] += ran_s
-            times = job_time.get(jid)
-            if times is not None:
-                times[k] += ran_s
+            row = rows_of.get(jid)
+            if row is not None:
+                rows.append(row)
+                cols.append(k)
+                ran.append(ran_s)
             if finish_s > end_s:
                 end_s = finish_s
+        self._type_time[:] = type_time
+        if rows:
+            self._time_m[rows, cols] += ran
         self._tasks = {}
         self._last_round_end_s = end_s
 
