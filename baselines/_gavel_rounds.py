@@ -166,7 +166,7 @@ class GavelRounds(Policy):
         if token is not None and view.previous_token is token:
             gone = [jid for jid in view.completed if jid in self._job_time]
             for jid in view.changed:
-                if jid in self._job_time and not _is_active(view, jid):
+                if jid in self._job_time and not view.is_active(jid):
                     gone.append(jid)
             new = [view.job(jid) for jid in view.arrived if jid not in self._job_time]
         else:
@@ -471,15 +471,6 @@ class GavelRounds(Policy):
         if ja is None:
             ja = self._job_allocs[key] = JobAllocation({gpu_type: num_gpus})
         return ja
-
-
-def _is_active(view: ClusterView, job_id: int) -> bool:
-    """Whether ``job_id`` is active at ``view`` (building its view only)."""
-    try:
-        view.job(job_id)
-    except KeyError:
-        return False
-    return True
 
 
 __all__ = ["GAVEL_MAX_FAILED_ATTEMPTS", "GAVEL_MIN_RESET_INTERVAL_S", "GAVEL_ROUND_S", "GavelRounds"]

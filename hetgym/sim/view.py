@@ -180,6 +180,16 @@ class EpochJobs:
                 return job
         raise KeyError(job_id)
 
+    def has(self, job_id: int) -> bool:
+        """Whether ``job_id`` is active at the epoch, without building any view."""
+        records = self._records
+        if records is not None:
+            assert self._waiting_src is not None
+            return job_id in records or job_id in self._waiting_src
+        return any(job.job_id == job_id for job in self.running()) or any(
+            job.job_id == job_id for job in self.waiting()
+        )
+
     def remaining_of(self, job_id: int) -> float:
         """``view_of(job_id).remaining_iters`` without building the view (``KeyError`` if not active)."""
         records = self._records
@@ -331,6 +341,11 @@ class ClusterView:
         """The active job ``job_id`` (``KeyError`` if not active)."""
         index = self.__dict__.get("job_index")
         return self.active.view_of(job_id) if index is None else index[job_id]
+
+    def is_active(self, job_id: int) -> bool:
+        """Whether ``job_id`` is an active job (arrived, not ended) at this epoch, without building its view."""
+        index = self.__dict__.get("job_index")
+        return self.active.has(job_id) if index is None else job_id in index
 
     def remaining_iters(self, job_id: int) -> float:
         """``job(job_id).remaining_iters``, without building the job's view (``KeyError`` if not active)."""
