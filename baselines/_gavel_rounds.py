@@ -60,6 +60,7 @@ class GavelRounds(Policy):
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
         self._scale: dict[int, int] = {}  # each active job's requested GPUs (Gavel's scale factor)
+        self._weight: dict[int, float] = {}  # each active job's priority weight
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         # Per-job state as rows of preallocated matrices (job -> row in ``_row``, rows of departed jobs
@@ -119,6 +120,7 @@ class GavelRounds(Policy):
     def _forget_job(self, job_id: int) -> None:
         """Drop the per-job state of a job that left."""
         self._scale.pop(job_id, None)
+        self._weight.pop(job_id, None)
         for store in (self._job_time, self._deficit, self._alloc, self._rates):
             store.pop(job_id, None)
         row = self._row.pop(job_id, None)
@@ -180,6 +182,7 @@ class GavelRounds(Policy):
             jid = job.job_id
             row = self._new_row(jid)
             self._scale[jid] = self._scale_v[row] = job.num_gpus
+            self._weight[jid] = job.spec.priority_weight
             times = self._job_time[jid] = self._time_m[row]
             times[:] = half
             self._type_time += half

@@ -260,6 +260,8 @@ class GavelPolicy(GavelRounds):
         return usable * ref_rates[:, None]
 
     def _compute_allocation(self, view: ClusterView) -> dict[int, np.ndarray]:
+        if self.objective == "max_min_fairness" and self.heterogeneity_aware:
+            return self._max_min_fairness()
         jobs = [j for j in view.jobs if self._job_rates(view, j).max() > 0]
         if not jobs:
             return {}
@@ -280,6 +282,21 @@ class GavelPolicy(GavelRounds):
             self.last_solution = sol
             x = sol.allocation
         return {j.job_id: x[i] for i, j in enumerate(jobs)}
+
+    def _max_min_fairness(self) -> dict[int, np.ndarray]:
+        """The heterogeneity-aware max-min fairness LP over the per-job state (rates, GPUs and weights kept
+        for every active job, in submission order), without the jobs' views."""
+        rates_of = self._rates
+        ids = [jid for jid in self._job_time if rates_of[jid].max() > 0]
+        if not ids:
+            return {}
+        rows = self._rows_of(ids)
+        weights = np.array([self._weight[jid] for jid in ids])
+        x = solve_max_min_fairness(
+            self._rates_m[rows], self._scale_v[rows].astype(float), self._capacity, weights, solver=self.lp_solver
+        )
+        self.last_solution = x
+        return dict(zip(ids, x, strict=True))
 
     def _solve_ftf(
         self, view: ClusterView, jobs: Sequence[JobView], rates: np.ndarray, scale: np.ndarray
