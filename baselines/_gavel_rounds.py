@@ -426,11 +426,9 @@ class GavelRounds(Policy):
         may_fail = bool(compat and self.gavel_failures)
         types, job_allocs = self._types, self._job_allocs
         # The micro-tasks started (compat="gavel"): job, type, GPUs, iterations left, candidate row.
-        task_jobs: list[int] = []
-        task_types: list[int] = []
-        task_gpus: list[int] = []
-        task_iters: list[float] = []
-        task_at: list[int] = []
+        tasks: list[tuple[int, int, int, float, int]] = []
+        # A job's progress read without building its view (the snapshot's, as view.remaining_iters reads it).
+        remaining_of = view.active.remaining_of
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             if left < least:
                 break
@@ -444,7 +442,7 @@ class GavelRounds(Policy):
             if compat and jid not in alloc_of:
                 continue
             # Only compat mode reads the job's progress (without building its view).
-            iters = view.remaining_iters(jid) if compat else None
+            iters = remaining_of(jid) if compat else None
             if may_fail and need > 1 and iters is not None and self._fails(need, iters):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
                 self._pass_failures += 1
@@ -460,13 +458,12 @@ class GavelRounds(Policy):
             else:
                 builder.assign(jid, ja)
             if iters is not None:
-                task_jobs.append(jid)
-                task_types.append(k)
-                task_gpus.append(need)
-                task_iters.append(iters)
-                task_at.append(c)
-        if task_jobs:
-            self._record_tasks(view, task_jobs, task_types, task_gpus, task_iters, rates[task_at, task_types])
+                tasks.append((jid, k, need, iters, c))
+        if tasks:
+            task_jobs, task_types, task_gpus, task_iters, task_at = zip(*tasks, strict=True)
+            self._record_tasks(
+                view, task_jobs, task_types, task_gpus, task_iters, rates[list(task_at), list(task_types)]
+            )
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
         key = (gpu_type, num_gpus)
