@@ -65,8 +65,9 @@ def _solve(
     jobs of a degenerate optimum instead of giving some of them nothing. A failed interior-point
     solve (numerical trouble) is retried with the simplex method.
 
-    Each LP is solved cold through scipy's HiGHS. The interior-point method has no warm start (a warm
-    simplex would return vertices, other allocations), and ``highspy``'s own HiGHS, though about twice
+    Each LP is solved cold by scipy's HiGHS (handed the model directly where :func:`_ipm_direct` can).
+    The interior-point method has no warm start (a warm simplex would return vertices, other
+    allocations), and ``highspy``'s own HiGHS, though about twice
     as fast on these LPs, does not return the same bits: on the 3,000-job Gavel trace (compat mode,
     scipy 1.17.1 with HiGHS 1.12, highspy 1.16) 2 of the 284 max-min fairness LPs and 172 of the 2,309
     finish-time fairness LPs came out different, by up to 0.012 in a time fraction.
@@ -74,6 +75,9 @@ def _solve(
     from scipy.optimize import OptimizeWarning, linprog
 
     if solver == "ipm":
+        direct = _ipm_direct(c, a_ub, b_ub, bounds)
+        if direct is not None:
+            return direct
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
             res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})
@@ -87,6 +91,88 @@ def _solve(
     if res.status == 2:  # infeasible
         return None, 2
     raise LPError(f"{what}: HiGHS returned status {res.status} ({res.message})")
+
+
+#: Whether :func:`_solve` may hand its interior-point LPs to scipy's HiGHS directly (:func:`_ipm_direct`).
+DIRECT_HIGHS = True
+#: The HiGHS options ``linprog(method="highs-ipm", options={"run_crossover": "off"})`` sets (scipy 1.17).
+_IPM_OPTIONS = (
+    ("presolve", "on"),
+    ("solver", "ipm"),
+    ("highs_debug_level", 0),
+    ("log_to_console", False),
+    ("output_flag", False),
+    ("simplex_strategy", 1),
+    ("run_crossover", "off"),
+)
+
+
+def _ipm_direct(
+    c: np.ndarray, a_ub: sp.csr_matrix, b_ub: np.ndarray, bounds: np.ndarray
+) -> tuple[np.ndarray | None, int] | None:
+    """``linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs-ipm", options={"run_crossover": "off"})``
+    as :func:`_solve` reads it (``(x, 0)`` solved, ``(None, 2)`` infeasible), without linprog's input checks
+    and result assembly: the same model and options passed to the same HiGHS (scipy's own build), so the same
+    solution, to the bit. ``None`` in every other case (another status, a solution outside linprog's
+    feasibility tolerance, scipy's HiGHS module not as expected): the caller then asks linprog itself.
+
+    linprog (scipy 1.17) hands HiGHS the constraint matrix in CSC form, the rows as ``-inf <= A x <= b``,
+    the bounds as columns' lower and upper limits and :data:`_IPM_OPTIONS`; it then reports a solution
+    whose bounds or rows are violated by more than ``sqrt(1e-9) x 10`` as failed (``_check_result``).
+    ``tests/baselines/test_gavel_lp_direct.py`` checks that the inputs are those linprog passes.
+    """
+    if not DIRECT_HIGHS:
+        return None
+    try:
+        import scipy.sparse as sp
+        from scipy.optimize._highspy import _core as highs_core
+    except ImportError:  # another scipy layout: linprog it is
+        return None
+    try:
+        a = sp.csc_array(a_ub)
+        n, m = c.size, b_ub.size
+        lp = highs_core.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = m
+        lp.a_matrix_.num_col_ = n
+        lp.a_matrix_.num_row_ = m
+        lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
+        lp.col_cost_ = c
+        lp.col_lower_ = np.ascontiguousarray(bounds[:, 0], dtype=float)
+        lp.col_upper_ = np.ascontiguousarray(bounds[:, 1], dtype=float)
+        lp.row_lower_ = np.full(m, -np.inf)
+        lp.row_upper_ = b_ub
+        lp.a_matrix_.start_ = a.indptr
+        lp.a_matrix_.index_ = a.indices
+        lp.a_matrix_.value_ = a.data
+        highs = highs_core._Highs()
+        options = highs_core.HighsOptions()
+        for key, value in _IPM_OPTIONS:
+            setattr(options, key, value)
+        if highs.passOptions(options) == highs_core.HighsStatus.kError:
+            return None
+        if highs.passModel(lp) == highs_core.HighsStatus.kError:
+            return None
+        if highs.run() == highs_core.HighsStatus.kError:
+            return None
+        status = highs.getModelStatus()
+        if status == highs_core.HighsModelStatus.kInfeasible:
+            return None, 2
+        if status != highs_core.HighsModelStatus.kOptimal:
+            return None
+        fun = highs.getInfo().objective_function_value
+        solution = highs.getSolution()
+        x = np.array(solution.col_value)
+        slack = b_ub - np.asarray(solution.row_value)
+    except (AttributeError, TypeError):  # another HiGHS binding: linprog it is
+        return None
+    # linprog's _check_result (no equality rows, no integrality).
+    tol = np.sqrt(1e-9) * 10
+    if np.isnan(x).any() or np.isnan(fun) or np.isnan(slack).any():
+        return None
+    if not np.all((x >= bounds[:, 0] - tol) & (x <= bounds[:, 1] + tol)) or (slack < -tol).any():
+        return None
+    return x, 0
 
 
 def _check_inputs(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> None:
@@ -144,7 +230,6 @@ def solve_max_min_fairness(
         priority_weights: Per-job weights (default 1); a larger weight gets a larger share.
         solver: ``"ipm"`` (default) or ``"simplex"``.
     """
-    import scipy.sparse as sp
 
     rates = np.asarray(rates, dtype=float)
     scale = np.asarray(scale, dtype=float)
@@ -165,12 +250,10 @@ def solve_max_min_fairness(
     coef = c_rates * (c_scale / (c_weight * c_prop))[:, None]
     n_cls = uniq.shape[0]
     n_x = n_cls * k
-    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k.
-    a_base, b_base = _base_constraints(c_scale * counts, capacity, k)
-    # z - sum_k coef[c,k] X[c,k] <= 0 for every class: z is the minimum normalised share.
-    a_min = sp.hstack([-_block_rows(coef), sp.csr_matrix(np.ones((n_cls, 1)))], format="csr")
-    a_ub = sp.vstack([sp.hstack([a_base, sp.csr_matrix((a_base.shape[0], 1))]), a_min], format="csr")
-    b_ub = np.concatenate([b_base, np.zeros(n_cls)])
+    # Capacity counts every job of a class: sum_c n_c s_c X[c, k] <= N_k; and z - sum_k coef[c,k] X[c,k] <= 0
+    # for every class: z is the minimum normalised share.
+    a_ub = _max_min_rows(c_scale * counts, coef)
+    b_ub = np.concatenate([np.ones(n_cls), capacity, np.zeros(n_cls)])
     c = np.zeros(n_x + 1)
     c[-1] = -1.0
     bounds = np.vstack([_x_bounds(c_rates > 0), [[0.0, np.inf]]])
@@ -178,6 +261,36 @@ def solve_max_min_fairness(
     if x is None:
         raise LPError(f"max-min fairness LP infeasible (status {status}); this is a bug")
     return np.clip(x[:n_x].reshape(n_cls, k), 0.0, 1.0)[cls]
+
+
+def _max_min_rows(class_gpus: np.ndarray, coef: np.ndarray) -> sp.csr_matrix:
+    """The max-min fairness LP's constraint matrix over ``X`` (row-major) and ``z`` (last column), built
+    as CSR arrays at once: per class ``sum_k X[c,k]`` (rows ``0..C-1``), per type ``sum_c g_c X[c,k]`` with
+    ``g_c`` the class's GPUs (rows ``C..C+K-1``), per class ``z - sum_k coef[c,k] X[c,k]`` (the last ``C``).
+
+    The same matrix, entry for entry (explicit zeros and their signs included), as stacking
+    :func:`_base_constraints`, a zero column, ``-_block_rows(coef)`` and a column of ones.
+    """
+    import scipy.sparse as sp
+
+    n_cls, k = coef.shape
+    n_x = n_cls * k
+    per_class = np.arange(n_x, dtype=np.int32).reshape(n_cls, k)
+    # Rows of each class: its K columns; rows of each type: column c*K + t for every class; min rows: the
+    # class's K columns then z.
+    minima = np.column_stack([per_class, np.full(n_cls, n_x, dtype=np.int32)])
+    indices = np.concatenate([per_class.ravel(), per_class.T.ravel(), minima.ravel()])
+    data = np.concatenate(
+        [
+            np.ones(n_x),
+            np.tile(np.asarray(class_gpus, dtype=float), k),
+            np.column_stack([-coef, np.ones(n_cls)]).ravel(),
+        ]
+    )
+    lengths = np.concatenate([np.full(n_cls, k), np.full(k, n_cls), np.full(n_cls, k + 1)])
+    indptr = np.zeros(lengths.size + 1, dtype=np.int32)
+    np.cumsum(lengths, out=indptr[1:])
+    return sp.csr_matrix((data, indices, indptr), shape=(2 * n_cls + k, n_x + 1))
 
 
 def _block_rows(coef: np.ndarray) -> sp.csr_matrix:

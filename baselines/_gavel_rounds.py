@@ -13,7 +13,6 @@ the mechanism and its reconstructions; :class:`baselines.gavel.GavelPolicy` list
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from typing import ClassVar
@@ -61,6 +60,7 @@ class GavelRounds(Policy):
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=float)
         self._rates: dict[int, np.ndarray] = {}
         self._scale: dict[int, int] = {}  # each active job's requested GPUs (Gavel's scale factor)
+        self._weight: dict[int, float] = {}  # each active job's priority weight
         self._job_allocs: dict[tuple[str, int], JobAllocation] = {}
         self._alloc: dict[int, np.ndarray] = {}
         # Per-job state as rows of preallocated matrices (job -> row in ``_row``, rows of departed jobs
@@ -120,6 +120,7 @@ class GavelRounds(Policy):
     def _forget_job(self, job_id: int) -> None:
         """Drop the per-job state of a job that left."""
         self._scale.pop(job_id, None)
+        self._weight.pop(job_id, None)
         for store in (self._job_time, self._deficit, self._alloc, self._rates):
             store.pop(job_id, None)
         row = self._row.pop(job_id, None)
@@ -167,7 +168,7 @@ class GavelRounds(Policy):
         if token is not None and view.previous_token is token:
             gone = [jid for jid in view.completed if jid in self._job_time]
             for jid in view.changed:
-                if jid in self._job_time and not _is_active(view, jid):
+                if jid in self._job_time and not view.is_active(jid):
                     gone.append(jid)
             new = [view.job(jid) for jid in view.arrived if jid not in self._job_time]
         else:
@@ -181,6 +182,7 @@ class GavelRounds(Policy):
             jid = job.job_id
             row = self._new_row(jid)
             self._scale[jid] = self._scale_v[row] = job.num_gpus
+            self._weight[jid] = job.spec.priority_weight
             times = self._job_time[jid] = self._time_m[row]
             times[:] = half
             self._type_time += half
@@ -220,28 +222,59 @@ class GavelRounds(Policy):
         # Gavel's arithmetic, to the bit: a micro-task ends at its start plus steps / throughput, adds its end
         # minus the end of the last round that ran something, and the round ends with its last micro-task
         # (``max_finish_time``). Ties between jobs fall by the last bits of these sums.
+        # The jobs still active are those with time counters (``_sync_jobs`` has just dropped the others).
+        # Per type the additions run in the tasks' order (Python floats, the same sums); each job has one task,
+        # so its counter gets one addition, made for all of them at once.
         start, since = self._round_start_s, self._last_round_end_s
-        active = view.job_index
+        rows_of, type_time = self._row, self._type_time.tolist()
+        rows: list[int] = []
+        cols: list[int] = []
+        ran: list[float] = []
         end_s = since
         for jid, (k, exec_s, _) in self._tasks.items():
             finish_s = start + exec_s
             ran_s = finish_s - since
-            self._type_time[k] += ran_s
-            if jid in active:
-                self._job_time[jid][k] += ran_s
-            end_s = max(end_s, finish_s)
+            type_time[k] += ran_s
+            row = rows_of.get(jid)
+            if row is not None:
+                rows.append(row)
+                cols.append(k)
+                ran.append(ran_s)
+            if finish_s > end_s:
+                end_s = finish_s
+        self._type_time[:] = type_time
+        if rows:
+            self._time_m[rows, cols] += ran
         self._tasks = {}
         self._last_round_end_s = end_s
 
-    def _record_task(self, view: ClusterView, job: JobView, k: int) -> None:
-        """Remember a micro-task of ``job`` on type ``k`` starting now, with Gavel's execution time."""
-        steps_per_s = self._rates[job.job_id][k] * job.num_gpus
-        full = math.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
-        left = job.remaining_iters * job.num_gpus
-        if abs(left - round(left)) < 1e-6:  # whole steps, as the engine counts them
-            left = float(round(left))
-        steps = min(full, left)
-        self._tasks[job.job_id] = (k, steps / steps_per_s, left <= full)
+    def _record_tasks(
+        self,
+        view: ClusterView,
+        job_ids: Sequence[int],
+        types: Sequence[int],
+        num_gpus: Sequence[int],
+        remaining_iters: Sequence[float],
+        rates: np.ndarray,
+    ) -> None:
+        """Remember the micro-tasks starting now of the jobs ``job_ids`` (in order), each on its type of
+        ``types``, with Gavel's execution time; ``rates`` are the jobs' rates on those types.
+
+        Per job, as Gavel counts it: ``floor(T x round)`` whole steps at ``T = rate x GPUs`` steps/s, or
+        its steps left when fewer (snapped to a whole number when within 1e-6 of one, as the engine
+        counts them), taking ``steps / T``. Elementwise float arithmetic, the same bits as one job at a time.
+        """
+        gpus = np.array(num_gpus, dtype=np.int64)
+        steps_per_s = rates * gpus
+        full = np.floor(steps_per_s * self.round_s_in_force(view) + 1e-9)
+        left = np.array(remaining_iters, dtype=float) * gpus
+        whole = np.round(left)  # half to even, as Python's round()
+        left = np.where(np.abs(left - whole) < 1e-6, whole, left)
+        exec_s = (np.minimum(full, left) / steps_per_s).tolist()
+        completes = (left <= full).tolist()
+        tasks = self._tasks
+        for jid, k, e, d in zip(job_ids, types, exec_s, completes, strict=True):
+            tasks[jid] = (k, e, d)
         self._round_start_s = view.now_s
 
     @staticmethod
@@ -330,7 +363,7 @@ class GavelRounds(Policy):
             # Rounds of Gavel's simulator that take no time: one that only ran failing micro-tasks ends at
             # once, and one that ran nothing while no job is still to arrive forces a reset.
             for _ in range(len(candidates) * GAVEL_MAX_FAILED_ATTEMPTS + 2):
-                if builder.build().jobs:
+                if builder.assignments:  # (what builder.build().jobs holds)
                     break
                 if not self._pass_failures:
                     if view.num_pending or not self._need_update:
@@ -346,12 +379,12 @@ class GavelRounds(Policy):
                 self._greedy(view, builder, candidates)
         return builder.build()
 
-    def _fails(self, job: JobView) -> bool:
-        """Whether Gavel's micro-task of ``job`` fails this round: fewer steps left than GPUs."""
-        if not (self._compat and self.gavel_failures) or job.num_gpus <= 1:
+    def _fails(self, num_gpus: int, remaining_iters: float) -> bool:
+        """Whether Gavel's micro-task of a job fails this round: fewer steps left than GPUs."""
+        if not (self._compat and self.gavel_failures) or num_gpus <= 1:
             return False
-        steps = job.remaining_iters * job.num_gpus
-        return 0.0 < steps < job.num_gpus - 0.5
+        steps = remaining_iters * num_gpus
+        return 0.0 < steps < num_gpus - 0.5
 
     def _greedy(self, view: ClusterView, builder: AllocationBuilder, candidates: Sequence[int]) -> None:
         """Gavel's ``_schedule_jobs_on_workers_helper`` over the jobs ``candidates`` (ids, in submission
@@ -392,6 +425,10 @@ class GavelRounds(Policy):
         compat, alloc_of = self._compat, self._alloc
         may_fail = bool(compat and self.gavel_failures)
         types, job_allocs = self._types, self._job_allocs
+        # The micro-tasks started (compat="gavel"): job, type, GPUs, iterations left, candidate row.
+        tasks: list[tuple[int, int, int, float, int]] = []
+        # A job's progress read without building its view (the snapshot's, as view.remaining_iters reads it).
+        remaining_of = view.active.remaining_of
         for c, k in zip((flat // n_types).tolist(), (flat % n_types).tolist(), strict=True):
             if left < least:
                 break
@@ -404,8 +441,9 @@ class GavelRounds(Policy):
             jid = candidates[c]
             if compat and jid not in alloc_of:
                 continue
-            job = view.job(jid) if compat else None  # only compat mode reads the job's progress
-            if may_fail and need > 1 and job is not None and self._fails(job):
+            # Only compat mode reads the job's progress (without building its view).
+            iters = remaining_of(jid) if compat else None
+            if may_fail and need > 1 and iters is not None and self._fails(need, iters):
                 self._failures[jid] = self._failures.get(jid, 0) + 1
                 self._pass_failures += 1
                 self._need_update = True
@@ -419,8 +457,13 @@ class GavelRounds(Policy):
                 builder.take(jid, current)  # what it holds, servers included: no change
             else:
                 builder.assign(jid, ja)
-            if job is not None:
-                self._record_task(view, job, k)
+            if iters is not None:
+                tasks.append((jid, k, need, iters, c))
+        if tasks:
+            task_jobs, task_types, task_gpus, task_iters, task_at = zip(*tasks, strict=True)
+            self._record_tasks(
+                view, task_jobs, task_types, task_gpus, task_iters, rates[list(task_at), list(task_types)]
+            )
 
     def _job_allocation(self, gpu_type: str, num_gpus: int) -> JobAllocation:
         key = (gpu_type, num_gpus)
@@ -428,15 +471,6 @@ class GavelRounds(Policy):
         if ja is None:
             ja = self._job_allocs[key] = JobAllocation({gpu_type: num_gpus})
         return ja
-
-
-def _is_active(view: ClusterView, job_id: int) -> bool:
-    """Whether ``job_id`` is active at ``view`` (building its view only)."""
-    try:
-        view.job(job_id)
-    except KeyError:
-        return False
-    return True
 
 
 __all__ = ["GAVEL_MAX_FAILED_ATTEMPTS", "GAVEL_MIN_RESET_INTERVAL_S", "GAVEL_ROUND_S", "GavelRounds"]

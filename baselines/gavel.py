@@ -260,6 +260,8 @@ class GavelPolicy(GavelRounds):
         return usable * ref_rates[:, None]
 
     def _compute_allocation(self, view: ClusterView) -> dict[int, np.ndarray]:
+        if self.objective == "max_min_fairness" and self.heterogeneity_aware:
+            return self._max_min_fairness()
         jobs = [j for j in view.jobs if self._job_rates(view, j).max() > 0]
         if not jobs:
             return {}
@@ -280,6 +282,21 @@ class GavelPolicy(GavelRounds):
             self.last_solution = sol
             x = sol.allocation
         return {j.job_id: x[i] for i, j in enumerate(jobs)}
+
+    def _max_min_fairness(self) -> dict[int, np.ndarray]:
+        """The heterogeneity-aware max-min fairness LP over the per-job state (rates, GPUs and weights kept
+        for every active job, in submission order), without the jobs' views."""
+        rates_of = self._rates
+        ids = [jid for jid in self._job_time if rates_of[jid].max() > 0]
+        if not ids:
+            return {}
+        rows = self._rows_of(ids)
+        weights = np.array([self._weight[jid] for jid in ids])
+        x = solve_max_min_fairness(
+            self._rates_m[rows], self._scale_v[rows].astype(float), self._capacity, weights, solver=self.lp_solver
+        )
+        self.last_solution = x
+        return dict(zip(ids, x, strict=True))
 
     def _solve_ftf(
         self, view: ClusterView, jobs: Sequence[JobView], rates: np.ndarray, scale: np.ndarray
@@ -383,7 +400,9 @@ class GavelFifo(GavelPolicy):
         if self._fifo_rng is None:
             self._fifo_rng = random.Random(view.config.seed)
         rng = self._fifo_rng
-        active = {j.job_id: j for j in view.jobs if self._job_rates(view, j).max() > 0}
+        # The active jobs' GPUs and rates from the per-job state (kept for every active job), not their views.
+        rates, gpus_of = self._rates, self._scale
+        active = {jid for jid in self._job_time if rates[jid].max() > 0}
         names = self._types
         free = {k: int(c) for k, c in enumerate(self._capacity)}
         chosen = self._fifo_types
@@ -391,27 +410,28 @@ class GavelFifo(GavelPolicy):
         for jid in sorted(chosen):
             k = chosen[jid]
             if jid in active:
-                free[k] -= active[jid].num_gpus
+                free[k] -= gpus_of[jid]
                 continue
             # A completed job's type goes to the head of the queue if it fits there.
             if queue:
-                head = active[queue[0]]
-                if head.num_gpus <= free[k] and self._job_rates(view, head)[k] > 0:
+                head = queue[0]
+                if gpus_of[head] <= free[k] and rates[head][k] > 0:
                     queue.pop(0)
-                    chosen[head.job_id] = k
-                    free[k] -= head.num_gpus
+                    chosen[head] = k
+                    free[k] -= gpus_of[head]
             del chosen[jid]
         open_types = sorted((k for k in free if free[k] > 0), key=lambda k: names[k])
         while queue and open_types:
-            job = active[queue.pop(0)]
-            fits = [i for i, k in enumerate(open_types) if free[k] >= job.num_gpus]
+            jid = queue.pop(0)
+            need = gpus_of[jid]
+            fits = [i for i, k in enumerate(open_types) if free[k] >= need]
             if not fits:
                 break
             draw = rng.randrange(len(fits))
             k = open_types[-1] if self.type_choice == "gavel-code" else open_types[fits[draw]]
-            if self._job_rates(view, job)[k] > 0:
-                chosen[job.job_id] = k
-                free[k] -= job.num_gpus
+            if rates[jid][k] > 0:
+                chosen[jid] = k
+                free[k] -= need
                 if free[k] == 0:
                     open_types.pop(fits[draw])
         allocation: dict[int, np.ndarray] = {}

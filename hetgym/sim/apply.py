@@ -115,6 +115,7 @@ class Placements:
         job.status = JobStatus.REJECTED
         job.finish_s = now
         job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+        job.placed_rate = 0.0
         job.version += 1
         job.view = None
         self.changed.append(job.spec.job_id)
@@ -303,7 +304,7 @@ class Placements:
             self.waiting_views.pop(jid, None)
             job.groups = groups
             job.num_gpus_now = sum(g.num_gpus for g in groups)
-            job.rate = self._rate(job.spec, groups, ja)
+            job.rate = job.placed_rate = self._rate(job.spec, groups, ja)
             if job.rate > 0:
                 t_done = job.penalty_until_s + job.remaining / job.rate
                 self._seq += 1
@@ -317,6 +318,7 @@ class Placements:
             self.running.pop(jid, None)
             self.drop_alloc(jid)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
+            job.placed_rate = 0.0
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:
@@ -424,52 +426,70 @@ class Placements:
 
     def gavel_micro_tasks(self, jobs: Sequence[JobRecord], now: float, span_s: float, *, extend: bool) -> float:
         """Set the rates of ``jobs`` for Gavel micro-tasks of at most ``span_s`` from ``now``; return the round's
-        end: the last micro-task's end when ``extend`` (a round start), else ``now + span_s``."""
-        tasks: list[tuple[JobRecord, float, float]] = []  # (job, rate or steps done, completion or -1)
-        end = now
+        end: the last micro-task's end when ``extend`` (a round start), else ``now + span_s``.
+
+        The arithmetic runs elementwise over the jobs (numpy), each job's the same float operations in the
+        same order as one job at a time, so the rates and completion times are the same bits.
+        """
+        tasked: list[JobRecord] = []
+        rates: list[float] = []
+        gpus_of: list[int] = []
+        remaining: list[float] = []
         for job in jobs:
-            ja = job.alloc
-            if ja is None or not job.groups:
+            if job.alloc is None or not job.groups:
                 continue
-            rate = self._rate(job.spec, job.groups, ja)
+            rate = job.placed_rate  # the placement's rate (self._rate), kept since the job was placed
             job.flush(now)
             if rate <= 0:
                 continue
-            gpus = ja.total_gpus
-            steps_per_s = rate * gpus
-            left = job.remaining * gpus
-            whole = round(left)
-            if abs(left - whole) < 1e-6:  # whole steps, as Gavel counts them (no drift from float sums)
-                left = float(whole)
-                job.remaining = left / gpus
-            full = math.floor(steps_per_s * span_s + 1e-9)
-            if left <= full:
-                t_done = now + left / steps_per_s
-                tasks.append((job, rate, t_done))
-                end = max(end, t_done)
-            else:
-                tasks.append((job, full / gpus, -1.0))
-                end = max(end, now + full / steps_per_s)
-        if not extend:
-            end = now + span_s
+            tasked.append(job)
+            rates.append(rate)
+            gpus_of.append(job.num_gpus_now)  # the placed GPUs: the allocation's total
+            remaining.append(job.remaining)
+        if not tasked:
+            return now if extend else now + span_s
+        rate_v = np.array(rates)
+        gpus = np.array(gpus_of, dtype=np.int64)
+        steps_per_s = rate_v * gpus
+        left = np.array(remaining) * gpus
+        whole = np.round(left)  # half to even, as Python's round()
+        snap = np.abs(left - whole) < 1e-6  # whole steps, as Gavel counts them (no drift from float sums)
+        left = np.where(snap, whole, left)
+        left_iters = np.where(snap, left / gpus, remaining)
+        full = np.floor(steps_per_s * span_s + 1e-9)
+        completes = left <= full
+        # A job that completes in the micro-task runs at its rate and ends when its steps are done; the others
+        # do their whole steps by the round's end.
+        t_done = now + np.where(completes, left, full) / steps_per_s
+        end = max(now, float(t_done.max())) if extend else now + span_s
         length = end - now
+        done_v = full / gpus
         heap = self.heap
-        for job, x, t_done in tasks:
-            if t_done < 0:
+        for job, left_i, snapped, ends, t, rate, done in zip(
+            tasked,
+            left_iters.tolist(),
+            snap.tolist(),
+            completes.tolist(),
+            t_done.tolist(),
+            rates,
+            done_v.tolist(),
+            strict=True,
+        ):
+            if snapped:
+                job.remaining = left_i
+            if not ends:
                 if length <= 0:
                     continue
-                if x <= 0:  # under one whole step a round: no progress (Gavel's task would fail)
+                if done <= 0:  # under one whole step a round: no progress (Gavel's task would fail)
                     job.rate = 0.0
                     job.version += 1
                     continue
-                rate = x / length
-                t_done = now + job.remaining / rate
-            else:
-                rate = x
+                rate = done / length
+                t = now + left_i / rate
             job.rate = rate
             job.version += 1
             self._seq += 1
-            heapq.heappush(heap, (t_done, self._seq, job.spec.job_id, job.version))
+            heapq.heappush(heap, (t, self._seq, job.spec.job_id, job.version))
         if len(heap) > 2 * len(self.running) + 64:
             self.prune_heap()
         return end

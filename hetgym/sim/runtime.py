@@ -12,6 +12,8 @@ from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import JobView
 
+_RUNNING = JobStatus.RUNNING
+
 
 class JobRecord:
     """Mutable runtime record of one job (simulator-internal).
@@ -36,6 +38,7 @@ class JobRecord:
         "num_gpus_now",
         "num_reconfigs",
         "penalty_until_s",
+        "placed_rate",
         "rank",
         "rate",
         "remaining",
@@ -54,6 +57,9 @@ class JobRecord:
         self.groups: tuple[ServerGroup, ...] = ()
         self.num_gpus_now = 0
         self.rate = 0.0
+        #: The rate of the job's current placement (``rate`` once a restart penalty is paid, unless Gavel's
+        #: micro-tasks under ``compat="gavel"`` set ``rate`` round by round from it); 0 while waiting.
+        self.placed_rate = 0.0
         self.penalty_until_s = 0.0
         self.last_update_s = spec.submit_s
         self.attained_gpu_s = 0.0
@@ -83,8 +89,14 @@ class JobRecord:
     def flush(self, now: float) -> None:
         """Bring the accounted progress and service up to ``now``."""
         dt = now - self.last_update_s
-        if dt > 0 and self.status == JobStatus.RUNNING:
-            self.remaining = self.remaining_at(now)
+        if dt > 0 and self.status is _RUNNING:
+            rate = self.rate
+            if rate > 0:  # remaining_at(now), inlined (the same arithmetic)
+                last, until = self.last_update_s, self.penalty_until_s
+                effective = now - (until if until > last else last)
+                if effective > 0:
+                    left = self.remaining - rate * effective
+                    self.remaining = left if left > 0.0 else 0.0
             self.attained_gpu_s += self.num_gpus_now * dt
             self.executed_s += dt
             per_type = dict(self.gpu_s_by_type)  # copy on write: views keep the old mapping
@@ -93,6 +105,21 @@ class JobRecord:
             self.gpu_s_by_type = per_type
         self.last_update_s = now
 
+    def remaining_at_view(self, now: float) -> float:
+        """The ``remaining_iters`` of :meth:`make_view` at ``now``, without building the view."""
+        view = self.view
+        if view is not None:
+            return view.remaining_iters
+        remaining = self.remaining
+        if self.status == JobStatus.RUNNING and self.rate > 0:
+            last, until = self.last_update_s, self.penalty_until_s
+            effective = now - (last if last > until else until)
+            if effective > 0:
+                remaining = remaining - self.rate * effective
+                if not remaining > 0.0:
+                    remaining = 0.0
+        return remaining
+
     def make_view(self, now: float) -> JobView:
         view = self.view
         if view is not None:
@@ -100,7 +127,7 @@ class JobRecord:
         s = self.spec
         if self.status == JobStatus.RUNNING:
             dt = now - self.last_update_s
-            # remaining_at(now), inlined: this runs for every running job a policy looks at.
+            # remaining_at_view(now), inlined: this runs for every running job a policy looks at.
             remaining = self.remaining
             if self.rate > 0:
                 effective = now - (

@@ -180,6 +180,27 @@ class EpochJobs:
                 return job
         raise KeyError(job_id)
 
+    def has(self, job_id: int) -> bool:
+        """Whether ``job_id`` is active at the epoch, without building any view."""
+        records = self._records
+        if records is not None:
+            assert self._waiting_src is not None
+            return job_id in records or job_id in self._waiting_src
+        return any(job.job_id == job_id for job in self.running()) or any(
+            job.job_id == job_id for job in self.waiting()
+        )
+
+    def remaining_of(self, job_id: int) -> float:
+        """``view_of(job_id).remaining_iters`` without building the view (``KeyError`` if not active)."""
+        records = self._records
+        if records is not None:
+            record = records.get(job_id)
+            if record is not None:
+                return record.remaining_at_view(self.now_s)
+            assert self._waiting_src is not None
+            return self._waiting_src[job_id].remaining_iters
+        return self.view_of(job_id).remaining_iters
+
     @property
     def allocations(self) -> Mapping[int, JobAllocation]:
         """``{job_id: JobAllocation}`` of the running jobs, in submission order (read-only)."""
@@ -220,6 +241,8 @@ class _Record(Protocol):
     def spec(self) -> JobSpec: ...
 
     def make_view(self, now: float) -> JobView: ...
+
+    def remaining_at_view(self, now: float) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -318,6 +341,16 @@ class ClusterView:
         """The active job ``job_id`` (``KeyError`` if not active)."""
         index = self.__dict__.get("job_index")
         return self.active.view_of(job_id) if index is None else index[job_id]
+
+    def is_active(self, job_id: int) -> bool:
+        """Whether ``job_id`` is an active job (arrived, not ended) at this epoch, without building its view."""
+        index = self.__dict__.get("job_index")
+        return self.active.has(job_id) if index is None else job_id in index
+
+    def remaining_iters(self, job_id: int) -> float:
+        """``job(job_id).remaining_iters``, without building the job's view (``KeyError`` if not active)."""
+        index = self.__dict__.get("job_index")
+        return self.active.remaining_of(job_id) if index is None else index[job_id].remaining_iters
 
     def allowed_types(self, job: JobView) -> tuple[str, ...]:
         """GPU types of this cluster the job may use, in the cluster's order."""
