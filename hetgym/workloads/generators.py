@@ -103,11 +103,19 @@ def _streams(seed: int, n: int) -> list[np.random.Generator]:
     return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(n)]
 
 
+#: A scale table's (values, cumulative bounds) as arrays, built once per table.
+_SCALE_ARRAYS: dict[tuple[tuple[int, float], ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
 def _draw_scale(rng: np.random.Generator, table: Sequence[tuple[int, float]], size: int) -> np.ndarray:
+    key = tuple(table)
+    arrays = _SCALE_ARRAYS.get(key)
+    if arrays is None:
+        arrays = _SCALE_ARRAYS[key] = (np.array([v for v, _ in key]), np.array([b for _, b in key]))
+    values, bounds = arrays
     r = rng.uniform(0, 1, size=size)
-    bounds = np.array([b for _, b in table])
     idx = np.searchsorted(bounds, r, side="right")
-    return np.array([v for v, _ in table])[np.minimum(idx, len(table) - 1)]
+    return values[np.minimum(idx, len(key) - 1)]
 
 
 def reference_gpu(cluster: ClusterSpec, throughput: ThroughputModel, preferred: str) -> str:
@@ -186,7 +194,8 @@ def _arrivals(
         rate_per_s = load.arrival_rate_per_h / 3600.0
     else:
         assert load.target_utilisation is not None
-        rate_per_s = load.target_utilisation * cluster.total_gpus / float(np.mean(gpu_s))
+        # np.mean's value (its sum, then one division), without its dispatch.
+        rate_per_s = load.target_utilisation * cluster.total_gpus / (float(gpu_s.sum()) / n)
     gaps = rng.exponential(1.0 / rate_per_s, size=n)
     gaps[0] = 0.0  # the first job arrives at time 0
     return np.cumsum(gaps), rate_per_s * 3600.0
