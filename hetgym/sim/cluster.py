@@ -209,20 +209,29 @@ class ClusterState:
 # Presets
 
 _PRESETS: dict[str, tuple[Callable[[], ClusterSpec], str]] = {}
+#: Presets built so far: a :class:`ClusterSpec` is immutable, so one instance per name serves every
+#: call (an environment resolves its cluster name on each reset); :func:`register_cluster` drops the
+#: entry of the name it (re)registers.
+_BUILT: dict[str, ClusterSpec] = {}
 
 
 def register_cluster(name: str, factory: Callable[[], ClusterSpec], description: str = "") -> None:
     """Register a named cluster preset (idempotent for the same name)."""
     _PRESETS[name] = (factory, description)
+    _BUILT.pop(name, None)
 
 
 def get_cluster(name: str | ClusterSpec) -> ClusterSpec:
     """Return the preset ``name`` (or ``name`` itself if it already is a :class:`ClusterSpec`)."""
     if isinstance(name, ClusterSpec):
         return name
+    spec = _BUILT.get(name)
+    if spec is not None:
+        return spec
     if name not in _PRESETS:
         raise UnknownNameError("cluster preset", name, _PRESETS, "List them with `hetgym presets`.")
-    return _PRESETS[name][0]()
+    spec = _BUILT[name] = _PRESETS[name][0]()
+    return spec
 
 
 def list_clusters() -> dict[str, str]:

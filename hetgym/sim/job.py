@@ -61,9 +61,7 @@ class JobSpec:
     features: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, hash=False, compare=False)
 
     def __post_init__(self) -> None:
-        def bad(field_name: str, why: str) -> InvalidJobError:
-            return InvalidJobError(f"job {self.job_id}: field {field_name!r} {why}")
-
+        bad = self._bad
         if not 0 <= self.job_id <= MAX_JOB_ID:
             raise bad("job_id", f"is {self.job_id}; it must be an integer in [0, 2**63 - 1]: renumber the jobs")
         if not (math.isfinite(self.submit_s) and self.submit_s >= 0):
@@ -95,6 +93,9 @@ class JobSpec:
             raise bad("model_bytes", f"is {self.model_bytes}; it must be >= 0")
         if not self.priority_weight > 0:
             raise bad("priority_weight", f"is {self.priority_weight}; it must be > 0")
+
+    def _bad(self, field_name: str, why: str) -> InvalidJobError:
+        return InvalidJobError(f"job {self.job_id}: field {field_name!r} {why}")
 
     @property
     def has_deadline(self) -> bool:

@@ -26,6 +26,7 @@ the others.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,14 +99,23 @@ def check_num_jobs(num_jobs: Any) -> int:
 
 
 def _streams(seed: int, n: int) -> list[np.random.Generator]:
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+    # What ``np.random.default_rng(child)`` builds, without its argument dispatch.
+    return [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+#: A scale table's (values, cumulative bounds) as arrays, built once per table.
+_SCALE_ARRAYS: dict[tuple[tuple[int, float], ...], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _draw_scale(rng: np.random.Generator, table: Sequence[tuple[int, float]], size: int) -> np.ndarray:
+    key = tuple(table)
+    arrays = _SCALE_ARRAYS.get(key)
+    if arrays is None:
+        arrays = _SCALE_ARRAYS[key] = (np.array([v for v, _ in key]), np.array([b for _, b in key]))
+    values, bounds = arrays
     r = rng.uniform(0, 1, size=size)
-    bounds = np.array([b for _, b in table])
     idx = np.searchsorted(bounds, r, side="right")
-    return np.array([v for v, _ in table])[np.minimum(idx, len(table) - 1)]
+    return values[np.minimum(idx, len(key) - 1)]
 
 
 def reference_gpu(cluster: ClusterSpec, throughput: ThroughputModel, preferred: str) -> str:
@@ -126,6 +136,51 @@ def mean_rate(
     return sum(cap[t] / total * throughput.rate(job_type, batch_size, t, num_gpus) for t in cap)
 
 
+class _Rates:
+    """A memo of :meth:`ThroughputModel.rate` and :func:`mean_rate` for one (throughput model, cluster)
+    pair: a workload repeats few (job type, batch, GPUs) triples, and both objects are immutable, so
+    each value is the one the uncached call returns. :func:`_rates_for` shares one between draws."""
+
+    def __init__(self, throughput: ThroughputModel, cluster: ClusterSpec) -> None:
+        self.throughput = throughput
+        self.cluster = cluster
+        self._rate: dict[tuple[str, int, str, int], float] = {}
+        self._mean: dict[tuple[str, int, int], float] = {}
+
+    def rate(self, job_type: str, batch_size: int, gpu_type: str, num_gpus: int) -> float:
+        key = (job_type, batch_size, gpu_type, num_gpus)
+        out = self._rate.get(key)
+        if out is None:
+            out = self._rate[key] = self.throughput.rate(job_type, batch_size, gpu_type, num_gpus)
+        return out
+
+    def mean(self, job_type: str, batch_size: int, num_gpus: int) -> float:
+        key = (job_type, batch_size, num_gpus)
+        out = self._mean.get(key)
+        if out is None:
+            out = self._mean[key] = mean_rate(self.throughput, self.cluster, job_type, batch_size, num_gpus)
+        return out
+
+
+#: The memos of :func:`_rates_for`: per throughput model (held weakly), per cluster (by identity, the
+#: cluster held with its memo so that its id stays its own); at most :data:`_MEMO_CLUSTERS` clusters each.
+_MEMOS: weakref.WeakKeyDictionary[ThroughputModel, dict[int, _Rates]] = weakref.WeakKeyDictionary()
+_MEMO_CLUSTERS = 16
+
+
+def _rates_for(throughput: ThroughputModel, cluster: ClusterSpec) -> _Rates:
+    """The shared :class:`_Rates` of ``throughput`` on ``cluster``."""
+    by_cluster = _MEMOS.get(throughput)
+    if by_cluster is None:
+        by_cluster = _MEMOS[throughput] = {}
+    rates = by_cluster.get(id(cluster))
+    if rates is None:
+        if len(by_cluster) >= _MEMO_CLUSTERS:
+            by_cluster.clear()
+        rates = by_cluster[id(cluster)] = _Rates(throughput, cluster)
+    return rates
+
+
 def _arrivals(
     rng: np.random.Generator,
     load: Load,
@@ -139,7 +194,8 @@ def _arrivals(
         rate_per_s = load.arrival_rate_per_h / 3600.0
     else:
         assert load.target_utilisation is not None
-        rate_per_s = load.target_utilisation * cluster.total_gpus / float(np.mean(gpu_s))
+        # np.mean's value (its sum, then one division), without its dispatch.
+        rate_per_s = load.target_utilisation * cluster.total_gpus / (float(gpu_s.sum()) / n)
     gaps = rng.exponential(1.0 / rate_per_s, size=n)
     gaps[0] = 0.0  # the first job arrives at time 0
     return np.cumsum(gaps), rate_per_s * 3600.0
@@ -156,15 +212,19 @@ def _finish(
     streams: list[np.random.Generator],
     load: Load,
     cluster: ClusterSpec,
-    throughput: ThroughputModel,
+    rates: _Rates,
     deadline: DeadlineModel,
     max_gpus_per_job: int | None,
 ) -> Workload:
     rng_arrival, rng_deadline = streams
+    # Python scalars (``tolist``) rather than numpy ones: the same IEEE values, cheaper per element.
+    batch_l: list[int] = batch.tolist()
+    gpus_l: list[int] = gpus.tolist()
+    iters_l: list[float] = iters.tolist()
     gpu_s = np.array(
         [
-            g * it / max(mean_rate(throughput, cluster, jt, int(b), int(g)), 1e-12)
-            for jt, b, g, it in zip(job_types, batch, gpus, iters, strict=True)
+            g * it / max(rates.mean(jt, b, g), 1e-12)
+            for jt, b, g, it in zip(job_types, batch_l, gpus_l, iters_l, strict=True)
         ]
     )
     submit, rate_per_h = _arrivals(rng_arrival, load, gpu_s, cluster)
@@ -172,16 +232,27 @@ def _finish(
     jobs = [
         JobSpec(
             job_id=i,
-            submit_s=float(submit[i]),
-            job_type=job_types[i],
-            batch_size=int(batch[i]),
-            total_iters=float(iters[i]),
-            num_gpus=int(gpus[i]),
-            deadline_s=float(deadlines[i]),
-            duration_s=float(duration_s[i]),
-            max_gpus=max_gpus_per_job if max_gpus_per_job is not None and max_gpus_per_job >= gpus[i] else None,
+            submit_s=sub,
+            job_type=jt,
+            batch_size=b,
+            total_iters=it,
+            num_gpus=g,
+            deadline_s=ddl,
+            duration_s=dur,
+            max_gpus=max_gpus_per_job if max_gpus_per_job is not None and max_gpus_per_job >= g else None,
         )
-        for i in range(len(job_types))
+        for i, (sub, jt, b, it, g, ddl, dur) in enumerate(
+            zip(
+                submit.tolist(),
+                job_types,
+                batch_l,
+                iters_l,
+                gpus_l,
+                np.asarray(deadlines, dtype=np.float64).tolist(),
+                duration_s.tolist(),
+                strict=True,
+            )
+        )
     ]
     meta = {
         "generator": name,
@@ -192,6 +263,19 @@ def _finish(
         "deadline_model": deadline.name,
     }
     return Workload(tuple(jobs), meta)
+
+
+#: ElasticFlow's batch sizes per model on the A100, per throughput model (immutable once built).
+_EF_BATCHES: weakref.WeakKeyDictionary[ThroughputModel, dict[str, tuple[int, ...]]] = weakref.WeakKeyDictionary()
+
+
+def _elasticflow_batches(throughput: ThroughputModel) -> dict[str, tuple[int, ...]]:
+    """``{model: throughput.batch_sizes(model, "a100")}`` over :data:`ELASTICFLOW_MODELS`, built once
+    per throughput model (a scan of its whole table per model)."""
+    out = _EF_BATCHES.get(throughput)
+    if out is None:
+        out = _EF_BATCHES[throughput] = {m: throughput.batch_sizes(m, "a100") for m in ELASTICFLOW_MODELS}
+    return out
 
 
 def gavel_philly(
@@ -230,18 +314,24 @@ def gavel_philly(
     expo = np.where(long_job, rng_dur.uniform(3, 4, size=num_jobs), rng_dur.uniform(1.5, 3, size=num_jobs))
     duration_s = 60.0 * portable.power(10.0, expo)
     job_types: list[str] = []
-    batch = np.empty(num_jobs, dtype=np.int64)
-    gpus = np.empty(num_jobs, dtype=np.int64)
-    for i, k in enumerate(tpl_idx):
-        jt, per_gpu_bs, distributed = GAVEL_TEMPLATES[int(k)]
-        sf = int(scale[i]) if distributed else 1
+    batch_l: list[int] = []
+    gpus_l: list[int] = []
+    for k, scale_i in zip(tpl_idx.tolist(), scale.tolist(), strict=True):
+        jt, per_gpu_bs, distributed = GAVEL_TEMPLATES[k]
+        sf = int(scale_i) if distributed else 1
         if max_gpus_per_job is not None:
             sf = min(sf, max_gpus_per_job)
         job_types.append(jt)
-        gpus[i] = sf
-        batch[i] = per_gpu_bs * sf
+        gpus_l.append(sf)
+        batch_l.append(per_gpu_bs * sf)
+    batch = np.array(batch_l, dtype=np.int64)
+    gpus = np.array(gpus_l, dtype=np.int64)
+    rates = _rates_for(throughput, cluster)
     iters = np.array(
-        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), ref, int(gpus[i])) for i in range(num_jobs)]
+        [
+            dur * rates.rate(jt, b, ref, g)
+            for dur, jt, b, g in zip(duration_s.tolist(), job_types, batch_l, gpus_l, strict=True)
+        ]
     )
     params = {
         "num_jobs": num_jobs,
@@ -261,7 +351,7 @@ def gavel_philly(
         [rng_arr, rng_ddl],
         load,
         cluster,
-        throughput,
+        rates,
         ddl,
         max_gpus_per_job,
     )
@@ -303,11 +393,20 @@ def elasticflow(
     long_job = rng_long.uniform(0, 1, size=num_jobs) < 0.2
     expo = np.where(long_job, rng_dur.uniform(2.5, 4, size=num_jobs), rng_dur.uniform(1, 2.5, size=num_jobs))
     duration_s = 60.0 * portable.power(10.0, expo)
-    job_types = [ELASTICFLOW_MODELS[int(k)] for k in model_idx]
-    batches = {m: throughput.batch_sizes(m, "a100") for m in ELASTICFLOW_MODELS}
-    batch = np.array([batches[jt][int(rng_model.integers(0, len(batches[jt])))] for jt in job_types], dtype=np.int64)
+    job_types = [ELASTICFLOW_MODELS[k] for k in model_idx.tolist()]
+    batches = _elasticflow_batches(throughput)
+    # One draw per job from U{0, len - 1} of its model's sizes: one call with an array of bounds takes
+    # the same draws, in the same order, as a call per job (numpy's bounded integers draw element by
+    # element either way; tests/workloads/test_generators.py holds the equality).
+    picks = rng_model.integers(0, np.array([len(batches[jt]) for jt in job_types], dtype=np.int64)).tolist()
+    batch_l = [batches[jt][k] for jt, k in zip(job_types, picks, strict=True)]
+    batch = np.array(batch_l, dtype=np.int64)
+    rates = _rates_for(throughput, cluster)
     iters = np.array(
-        [duration_s[i] * throughput.rate(job_types[i], int(batch[i]), ref, int(scale[i])) for i in range(num_jobs)]
+        [
+            dur * rates.rate(jt, b, ref, g)
+            for dur, jt, b, g in zip(duration_s.tolist(), job_types, batch_l, scale.tolist(), strict=True)
+        ]
     )
     params = {
         "num_jobs": num_jobs,
@@ -327,7 +426,7 @@ def elasticflow(
         [rng_arr, rng_ddl],
         load,
         cluster,
-        throughput,
+        rates,
         ddl,
         max_gpus_per_job,
     )

@@ -46,3 +46,18 @@ def test_malformed_clusters_are_rejected(servers: tuple[Server, ...], match: str
 def test_unknown_gpu_type_in_cluster_check() -> None:
     with pytest.raises(UnknownNameError, match="GPU type 'h100'"):
         get_cluster("tiny").check_gpu_type("h100")
+
+
+def test_a_preset_is_built_once_and_rebuilt_when_its_name_is_registered_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetgym.sim import cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "_PRESETS", dict(cluster_module._PRESETS))
+    monkeypatch.setattr(cluster_module, "_BUILT", {})
+    first = get_cluster("tiny")
+    assert get_cluster("tiny") is first
+    assert first == ClusterSpec.from_inventory("tiny", {"v100": (2, 2), "k80": (2, 2)})
+    cluster_module.register_cluster("tiny", lambda: ClusterSpec.from_inventory("tiny", {"a100": (1, 8)}))
+    again = get_cluster("tiny")
+    assert again is not first
+    assert again.capacity == {"a100": 8}
+    assert get_cluster("tiny") is again

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hetgym.sim import ThroughputModel, get_cluster
+from hetgym.sim import ClusterSpec, ThroughputModel, get_cluster
 from hetgym.workloads import (
     ElasticFlowDeadline,
     GavelSLODeadline,
@@ -143,3 +143,34 @@ def test_durations_refer_to_the_recipes_gpu_or_the_clusters_fastest() -> None:
         assert j.total_iters == pytest.approx(j.duration_s * model.rate(j.job_type, j.batch_size, "v100", j.num_gpus))
     assert gavel_philly(5, seed=0, cluster="large").metadata["params"]["reference_gpu"] == "v100"
     assert gavel_philly(5, seed=0, cluster="tiny").metadata["params"]["reference_gpu"] == "v100"
+
+
+def test_one_call_with_an_array_of_bounds_draws_as_a_call_per_bound() -> None:
+    # elasticflow draws every job's batch size in one call; the per-job calls it replaced took the same draws.
+    for seed in range(200):
+        highs = [1 + (seed + i) % 3 for i in range(1 + seed % 130)]
+        one_by_one, at_once = np.random.default_rng(seed), np.random.default_rng(seed)
+        expected = [int(one_by_one.integers(0, h)) for h in highs]
+        assert at_once.integers(0, np.array(highs, dtype=np.int64)).tolist() == expected
+        assert at_once.random() == one_by_one.random()  # and the stream goes on from the same state
+
+
+def test_shared_rate_memo_returns_the_uncached_values_per_model_and_cluster() -> None:
+    from hetgym.workloads.generators import _rates_for
+
+    tp = ThroughputModel.default()
+    tiny, default = get_cluster("tiny"), get_cluster("default")
+    rates = _rates_for(tp, tiny)
+    assert _rates_for(tp, tiny) is rates
+    assert _rates_for(tp, default) is not rates
+    assert _rates_for(ThroughputModel(full_precision=True), tiny) is not rates
+    for jt, b, g in (("resnet50", 64, 1), ("bert", 32, 4), ("gpt2", 8, 2)):
+        for cluster in (tiny, default):
+            memo = _rates_for(tp, cluster)
+            assert memo.mean(jt, b, g) == mean_rate(tp, cluster, jt, b, g)
+            assert memo.mean(jt, b, g) == mean_rate(tp, cluster, jt, b, g)  # from the memo
+        assert rates.rate(jt, b, "v100", g) == tp.rate(jt, b, "v100", g)
+    # A cluster equal to a preset but another object has its own memo, with the same values.
+    twin = ClusterSpec.from_inventory("tiny", {"v100": (2, 2), "k80": (2, 2)})
+    assert _rates_for(tp, twin) is not rates
+    assert _rates_for(tp, twin).mean("bert", 32, 4) == rates.mean("bert", 32, 4)
