@@ -43,6 +43,7 @@ features and mask, the observation, the codec, the info, the Gymnasium wrappers;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -52,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +333,43 @@ RESIDUE_PARTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+@contextlib.contextmanager
+def timed_parts(raw: Any) -> Iterator[dict[str, float]]:
+    """Wrap every part of :data:`RESIDUE_PARTS` of the unwrapped env ``raw`` in a CPU timer for the ``with`` block.
+
+    Yields the CPU seconds spent in each part so far (a dict the timers update, keyed by label); the classes'
+    methods are restored when the block ends, an error included.
+    """
+    from hetgym.sim.engine import Simulator
+
+    cpu = time.process_time
+    spent = dict.fromkeys((label for label, _, _ in RESIDUE_PARTS), 0.0)
+    patched: list[tuple[type, str, Any]] = []
+    try:
+        for label, owner, name in RESIDUE_PARTS:
+            cls = Simulator if owner == "Simulator" else type(raw) if owner == "env" else type(getattr(raw, owner))
+            method = cls.__dict__.get(name)
+            if method is None:  # inherited: wrap it on the class the instance has
+                method = getattr(cls, name)
+
+            def timed(*args: Any, _method: Any = method, _label: str = label, **kwargs: Any) -> Any:
+                t = cpu()
+                try:
+                    return _method(*args, **kwargs)
+                finally:
+                    spent[_label] += cpu() - t
+
+            patched.append((cls, name, cls.__dict__.get(name)))
+            setattr(cls, name, timed)
+        yield spent
+    finally:
+        for cls, name, original in reversed(patched):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
 def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
     """Where a step of ``gym.make(env_id)`` goes: CPU µs per step of each part (a random masked agent).
 
@@ -344,33 +383,13 @@ def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
     ``info``, ``transition_rest`` (the rest of ``transition``: reward, flags) and ``gymnasium_wrappers``
     (``gym.make``'s wrappers around ``env.step``). ``commits`` is the share of steps that commit.
     """
-    from hetgym.sim.engine import Simulator
-
     env = gym.make(env_id)
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
-    raw = env.unwrapped
     cpu = time.process_time
-    spent = dict.fromkeys((label for label, _, _ in RESIDUE_PARTS), 0.0)
-    patched: list[tuple[type, str, Any]] = []
-    for label, owner, name in RESIDUE_PARTS:
-        cls = Simulator if owner == "Simulator" else type(raw) if owner == "env" else type(getattr(raw, owner))
-        method = cls.__dict__.get(name)
-        if method is None:  # inherited: wrap it on the class the instance has
-            method = getattr(cls, name)
-
-        def timed(*args: Any, _method: Any = method, _label: str = label, **kwargs: Any) -> Any:
-            t = cpu()
-            try:
-                return _method(*args, **kwargs)
-            finally:
-                spent[_label] += cpu() - t
-
-        patched.append((cls, name, cls.__dict__.get(name)))
-        setattr(cls, name, timed)
     commits = 0
     outer = 0.0
-    try:
+    with timed_parts(env.unwrapped) as spent:
         space = env.action_space
         for _ in range(steps):
             action = random_masked_action(space, info["action_mask"], rng)
@@ -380,12 +399,6 @@ def residue(env_id: str, steps: int, seed: int) -> dict[str, float]:
             commits += int(info["committed"])
             if terminated or truncated:
                 _, info = env.reset()
-    finally:
-        for cls, name, original in reversed(patched):
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
     us = {k: v / steps * 1e6 for k, v in spent.items()}
     parts = {
         "simulator_step": us["simulator_step"] + us["simulator_step_counts"],

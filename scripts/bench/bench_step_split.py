@@ -33,7 +33,6 @@ import gymnasium as gym
 import numpy as np
 
 from hetgym.envs.flat import FlatObservation
-from hetgym.sim.engine import Simulator
 
 
 def _bench_env() -> Any:
@@ -90,27 +89,11 @@ def non_commit_parts(steps: int, seed: int) -> dict[str, float]:
     env = gym.make(ENV_ID)
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
-    raw = env.unwrapped
     cpu = time.process_time
-    spent = dict.fromkeys((label for label, _, _ in bench_env.RESIDUE_PARTS), 0.0)
-    patched: list[tuple[type, str, Any]] = []
-    for label, owner, name in bench_env.RESIDUE_PARTS:
-        cls = Simulator if owner == "Simulator" else type(raw) if owner == "env" else type(getattr(raw, owner))
-        method = cls.__dict__.get(name) or getattr(cls, name)
-
-        def timed(*args: Any, _method: Any = method, _label: str = label, **kwargs: Any) -> Any:
-            t = cpu()
-            try:
-                return _method(*args, **kwargs)
-            finally:
-                spent[_label] += cpu() - t
-
-        patched.append((cls, name, cls.__dict__.get(name)))
-        setattr(cls, name, timed)
-    own = dict.fromkeys(spent, 0.0)
     outer = 0.0
     n = 0
-    try:
+    with bench_env.timed_parts(env.unwrapped) as spent:
+        own = dict.fromkeys(spent, 0.0)
         for _ in range(steps):
             action = bench_env.random_masked_action(env.action_space, info["action_mask"], rng)
             before = dict(spent)
@@ -124,12 +107,6 @@ def non_commit_parts(steps: int, seed: int) -> dict[str, float]:
                     own[key] += spent[key] - before[key]
             if terminated or truncated:
                 _, info = env.reset()
-    finally:
-        for cls, name, original in reversed(patched):
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
     us = {k: v / max(n, 1) * 1e6 for k, v in own.items()}
     inside = us["codec_apply"] + us["info"] + us["commit"] + us["window_load"] + us["epoch_present"]
     return {
