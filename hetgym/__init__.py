@@ -39,27 +39,27 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The public names, each imported from :mod:`hetgym.sim` on first access.
-_SIM_NAMES: frozenset[str] = frozenset(
-    {
-        "Allocation",
-        "ClusterSpec",
-        "ClusterView",
-        "InvalidAllocationError",
-        "JobAllocation",
-        "JobSpec",
-        "JobView",
-        "Policy",
-        "SimConfig",
-        "SimulationResult",
-        "Simulator",
-        "ThroughputModel",
-        "get_cluster",
-        "list_policies",
-        "make_policy",
-    }
-)
+__all__ = [
+    "Allocation",
+    "ClusterSpec",
+    "ClusterView",
+    "InvalidAllocationError",
+    "JobAllocation",
+    "JobSpec",
+    "JobView",
+    "Policy",
+    "SimConfig",
+    "SimulationResult",
+    "Simulator",
+    "ThroughputModel",
+    "__version__",
+    "get_cluster",
+    "list_policies",
+    "make_policy",
+]
 
+#: The public names, each imported from :mod:`hetgym.sim` on first access.
+_SIM_NAMES: frozenset[str] = frozenset(__all__) - {"__version__"}
 
 #: Subpackages and modules reachable as attributes after ``import hetgym`` alone, as when it imported them.
 _SUBMODULES: frozenset[str] = frozenset({"envs", "sim", "workloads"})
@@ -119,22 +119,3 @@ if "gymnasium" in sys.modules:
     _register_envs()
 elif not any(isinstance(f, _RegisterWithGymnasium) for f in sys.meta_path):
     sys.meta_path.insert(0, _RegisterWithGymnasium())
-
-__all__ = [
-    "Allocation",
-    "ClusterSpec",
-    "ClusterView",
-    "InvalidAllocationError",
-    "JobAllocation",
-    "JobSpec",
-    "JobView",
-    "Policy",
-    "SimConfig",
-    "SimulationResult",
-    "Simulator",
-    "ThroughputModel",
-    "__version__",
-    "get_cluster",
-    "list_policies",
-    "make_policy",
-]
