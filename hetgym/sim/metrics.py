@@ -135,17 +135,6 @@ def job_rows(
     return rows
 
 
-def jobs_frame(
-    records: Sequence[tuple[JobSpec, JobStatus, float | None, float | None, float, int, float]],
-    throughput: ThroughputModel,
-    cluster: ClusterSpec,
-) -> pd.DataFrame:
-    """The per-job table from ``(spec, status, start, finish, attained_gpu_s, reconfigs, remaining)``."""
-    import pandas as pd
-
-    return pd.DataFrame(job_rows(records, throughput, cluster), columns=list(JOB_COLUMNS))
-
-
 @dataclass(frozen=True)
 class _JobArrays:
     """The per-job columns the scalar metrics read (one entry a job, in the table's order)."""
