@@ -38,22 +38,44 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], Any], *, 
             Stable-Baselines3's ``save``).
 
     Returns:
-        ``path``. On any error the temporary file is removed and the error propagates.
+        ``path``. On any error the temporary file is removed and the error propagates; an ``OSError``
+        about the temporary file (none can be created in that folder, the disk is full) names ``path``
+        instead, with the same type, number and reason.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     suffix = target.suffix if keep_suffix else ".tmp"
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    except OSError as exc:  # e.g. a folder no file can be created in (/proc, /sys, read-only, no permission)
+        raise _naming(exc, target, exc.filename) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         write(tmp)
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _naming(exc, target, tmp) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+def _naming(exc: OSError, target: Path, tmp: object) -> OSError:
+    """``exc`` naming ``target`` (the path the caller gave) where it named the temporary file ``tmp``.
+
+    The temporary file is an implementation detail the user never asked for; the error keeps its type,
+    number and reason. An error about another path (a writer's own input, a missing folder) is kept as it is.
+    """
+    if tmp is None or exc.errno is None or str(exc.filename) != str(tmp):
+        return exc
+    try:
+        return type(exc)(exc.errno, exc.strerror, str(target))
+    except TypeError:  # a subclass with a constructor of its own
+        return OSError(exc.errno, exc.strerror, str(target))
 
 
 @contextlib.contextmanager
@@ -83,6 +105,9 @@ def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterat
         created, claimed = _claim(target)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        _release(target, created, claimed)
+        raise _naming(exc, target, exc.filename) from None
     except BaseException:
         _release(target, created, claimed)
         raise

@@ -36,6 +36,7 @@ from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, InvalidJobError, UnknownNameError
 from hetgym.sim.policy import make_policy, policy_class
 from hetgym.sim.throughput import ThroughputModel
+from hetgym.sim.usercode import UserCodeError, describe, user_place
 from hetgym.workloads.scenario import SCENARIOS, Scenario, get_scenario
 from hetgym.workloads.schema import Workload
 
@@ -94,7 +95,9 @@ def check_policy_options(name: str, options: Mapping[str, Any]) -> None:
         raise
     except (TypeError, ValueError) as exc:
         shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
-        raise HetgymError(f"policy {name!r} refuses the knobs {shown}: {exc}") from None
+        raise HetgymError(f"policy {name!r} refuses the knobs {shown}: {exc}{user_place(exc)}") from exc
+    except Exception as exc:  # a custom policy's constructor failing: its file and line
+        raise UserCodeError(f"policy {name!r} could not be made", exc) from exc
 
 
 def run_one(
@@ -421,7 +424,7 @@ def compare(
             except Exception as exc:
                 if fail_fast:
                     raise
-                errors[(name, seed)] = f"{type(exc).__name__}: {exc}"
+                errors[(name, seed)] = describe(exc)
                 if on_run:
                     on_run(name, seed, None)
                 continue

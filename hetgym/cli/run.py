@@ -27,9 +27,11 @@ from hetgym.cli._common import (
     scenario_from_args,
     writing_out_dir,
 )
+from hetgym.cli._errors import DEBUG_HINT, debug_wanted
 from hetgym.limits import check_runs
 from hetgym.progress import ProgressReport, format_duration
 from hetgym.sim.errors import HetgymError
+from hetgym.sim.usercode import describe
 
 if TYPE_CHECKING:  # the commands import the experiments (pandas) and rich's tables when they run
     from hetgym.experiments import Comparison
@@ -135,11 +137,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except HetgymError:
         raise
     except Exception as exc:  # the policy's own failure: a message, like compare's, and nothing written
-        if args.debug:
+        if debug_wanted(args):
             raise
         print(
-            f"hetgym simulate: error: {args.policy} seed {args.seed} failed: {type(exc).__name__}: {exc}; "
-            "nothing written",
+            f"hetgym simulate: error: {args.policy} seed {args.seed} failed: {describe(exc)}; nothing written "
+            f"({DEBUG_HINT})",
             file=sys.stderr,
         )
         return 1
@@ -244,7 +246,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 if found:
                     problems[(policy, seed)] = found
 
-        comparison = compare(scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports)
+        comparison = compare(
+            scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports,
+            fail_fast=debug_wanted(args),  # --debug: the first failing run's traceback
+        )  # fmt: skip
     if not comparison.runs.empty:
         print_comparison(comparison, wide=args.wide)
     elapsed_s = time.perf_counter() - started
@@ -266,7 +271,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"  {policy} seed {seed} failed: {msg}", file=sys.stderr)
         print(
             f"hetgym compare: error: {len(comparison.errors)} of {len(policies) * len(seeds)} runs failed "
-            f"(listed above); no results written{'' if args.out is None else ' to ' + str(out)}",
+            f"(listed above); no results written{'' if args.out is None else ' to ' + str(out)} ({DEBUG_HINT} "
+            "of the first failure)",
             file=sys.stderr,
         )
         return 1

@@ -39,6 +39,7 @@ from typing import Any
 
 from hetgym.limits import MAX_RAY_WORKERS, MAX_WORKERS_PER_CPU, max_local_workers
 from hetgym.sim.errors import HetgymError
+from hetgym.sim.usercode import describe
 from hetgym.sweep.reaper import Reaper, start_reaper
 from hetgym.sweep.spec import RunSpec, SweepSpec, load_imports
 from hetgym.sweep.store import ResultsStore
@@ -95,7 +96,7 @@ def execute_run(run: RunSpec) -> dict[str, Any]:
         tb = traceback.format_exc()
         if len(tb) > _TRACEBACK_CHARS:
             tb = "...\n" + tb[-_TRACEBACK_CHARS:]
-        return failed_row(run, f"{type(exc).__name__}: {exc}", tb)
+        return failed_row(run, describe(exc), tb)
     row.update({k: float(v) for k, v in result.metrics.items()})
     row.update(
         status="ok",

@@ -25,6 +25,7 @@ from hetgym.limits import MAX_CLUSTER_SERVERS
 from hetgym.sim.cluster import ClusterSpec, Server, get_cluster, register_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.usercode import UserCodeError
 from hetgym.sweep.checks import SweepConfigError
 from hetgym.workloads.scenario import Scenario, WorkloadConfig
 
@@ -196,6 +197,9 @@ def load_imports(imports: Iterable[str]) -> None:
             sys.modules[mod_name] = module
             try:
                 spec.loader.exec_module(module)
+            except (Exception, SystemExit) as exc:  # the file's own error: named by file and line
+                del sys.modules[mod_name]
+                raise UserCodeError(f"imports: {item} failed", exc) from exc
             except BaseException:
                 del sys.modules[mod_name]
                 raise
@@ -203,9 +207,14 @@ def load_imports(imports: Iterable[str]) -> None:
             try:
                 importlib.import_module(item)
             except ModuleNotFoundError as exc:
+                if exc.name is None or not (item == exc.name or item.startswith(exc.name + ".")):
+                    # a module the user's module imports is missing: name the line that imports it
+                    raise UserCodeError(f"imports: {item} failed", exc) from exc
                 raise SweepConfigError(
                     f"imports: module {item!r} cannot be imported ({exc}); give an importable module or a .py file"
                 ) from exc
+            except (Exception, SystemExit) as exc:
+                raise UserCodeError(f"imports: {item} failed", exc) from exc
         _IMPORTED.add(item)
 
 

@@ -37,6 +37,7 @@ from hetgym.sim.cluster import get_cluster, list_clusters
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.policy import list_policies, make_policy
+from hetgym.sim.usercode import UserCodeError, user_place
 from hetgym.sweep.checks import (
     SweepConfigError,
     as_axis,
@@ -342,7 +343,7 @@ class SweepSpec:
         """
         try:
             return self._expand(run_imports)
-        except SweepConfigError:
+        except (SweepConfigError, UserCodeError):  # the latter names the user's file and line already
             raise
         except (HetgymError, KeyError, ValueError, TypeError) as exc:
             raise SweepConfigError(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
@@ -386,7 +387,7 @@ class SweepSpec:
                     make_policy(entry.name, **knobs)  # unknown policies, knobs and bad knob values fail here
                 except (HetgymError, KeyError, ValueError, TypeError) as exc:
                     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-                    raise SweepConfigError(f"policy {label!r}: {msg}") from None
+                    raise SweepConfigError(f"policy {label!r}: {msg}{user_place(exc)}") from None
                 variants.append((entry, label, knobs))
         loads: list[dict[str, Any]] = [{}]
         if self.loads is not None:
