@@ -25,7 +25,7 @@ from typing import Any
 from hetgym.cli._errors import DEBUG_ENV, DEBUG_HELP, DEBUG_HINT, add_debug_flag, debug_wanted
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.layout import require_project_package
-from hetgym.sim.usercode import UserCodeError, describe, user_place
+from hetgym.sim.usercode import UserCodeError, describe, locate, user_place
 
 #: The end of ``hetgym --help``: how errors are reported.
 ERRORS_EPILOG = (
@@ -139,10 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (HetgymError, KeyError, ValueError, OSError) as exc:
         if debug:
             raise
+        if not isinstance(exc, HetgymError) and locate(exc) is not None:  # raised by the user's code: where
+            print(f"hetgym {args.command}: error: {describe(exc)} ({DEBUG_HINT})", file=sys.stderr)
+            return 1
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        # raised in the user's code (a plug-in command, a custom policy's own check): say where
-        place = "" if isinstance(exc, HetgymError) else user_place(exc)
-        print(f"hetgym {args.command}: error: {message}{place}", file=sys.stderr)
+        print(f"hetgym {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

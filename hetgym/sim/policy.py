@@ -21,6 +21,7 @@ import numpy as np
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.layout import require_project_package
 from hetgym.sim.registry import Knobs, Registry
+from hetgym.sim.usercode import UserCodeError
 
 if TYPE_CHECKING:
     from hetgym.sim.allocation import Allocation
@@ -163,7 +164,12 @@ def _load_builtin() -> None:
             # A stray baselines.py in the working directory would otherwise be loaded in its place and
             # leave the registry empty ("unknown policy 'edf'"): name the file instead.
             require_project_package(top_level)
-        ep.load()
+        try:
+            ep.load()
+        except Exception as exc:
+            if top_level in ("baselines", "agents"):
+                raise
+            raise UserCodeError(f"policy plug-in {ep.name!r} ({ep.value}, entry points hetgym.policies)", exc) from exc
     if not len(POLICIES):
         raise HetgymError(
             "no policy is registered: the 'hetgym.policies' entry points are missing; reinstall the package "
