@@ -29,8 +29,9 @@ from hetgym.sim.usercode import UserCodeError, describe, locate, user_place
 
 #: The end of ``hetgym --help``: how errors are reported.
 ERRORS_EPILOG = (
-    "Errors are reported in one line: for an --import file, a custom policy or a plug-in, the file, line and\n"
-    f"exception. --debug (before or after the command's name) or {DEBUG_ENV}=1 shows the full traceback instead."
+    "Errors come as one line; for an --import file, a custom policy or a plug-in it\n"
+    "names the file, the line and the exception. --debug (before or after the\n"
+    f"command's name) or {DEBUG_ENV}=1 shows the full traceback instead."
 )
 
 
