@@ -128,8 +128,12 @@ def describe(exc: BaseException) -> str:
     """``exc`` in one line: ``Type: message (file, line N)``, the place being the user's code (:func:`locate`).
 
     Without a frame of the user's, the innermost frame of hetgym's own is named (``in hetgym's FILE``, which
-    makes a bug in hetgym recognisable as such), else the innermost frame; with no traceback, no place.
+    makes a bug in hetgym recognisable as such), else the innermost frame; with no traceback, no place. A
+    :class:`UserCodeError` is its own message (it names the place already), and hetgym's input errors
+    (:class:`HetgymError`) raised by hetgym itself name no place: their message says what to fix.
     """
+    if isinstance(exc, UserCodeError):
+        return str(exc)
     if isinstance(exc, SyntaxError):
         text = f"{type(exc).__name__}: {exc.msg}"
     elif isinstance(exc, SystemExit):
@@ -140,6 +144,8 @@ def describe(exc: BaseException) -> str:
     where = locate(exc)
     if where is not None:
         return f"{text} ({shown_path(where[0])}, line {where[1]})"
+    if isinstance(exc, HetgymError):
+        return text
     frames = _frames(exc)
     own = [f for f in frames if _is_own(f[0])]
     if own:
