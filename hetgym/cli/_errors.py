@@ -33,12 +33,18 @@ def debug_wanted(args: argparse.Namespace | None = None, argv: Sequence[str] = (
 
 
 def add_debug_flag(parser: argparse.ArgumentParser) -> None:
-    """Accept ``--debug`` after the command's name too (``hetgym compare ... --debug``).
+    """Accept ``--debug`` after the command's name too (``hetgym compare ... --debug``), and after the names
+    of its own subcommands (``hetgym trace sample ... --debug``).
 
-    Its default is left unset so that the flag given before the command's name is not overwritten.
+    Its default is left unset so that the flag given before the command's name is not overwritten. A
+    command that has an option of that name already (``hetgym gavel``'s, Gavel's own) keeps it.
     """
     if "--debug" not in parser._option_string_actions:
         parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subcommand in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                add_debug_flag(subcommand)
 
 
 __all__ = ["DEBUG_ENV", "DEBUG_HELP", "DEBUG_HINT", "add_debug_flag", "debug_from_env", "debug_wanted"]

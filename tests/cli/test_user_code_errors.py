@@ -289,3 +289,11 @@ def test_a_policy_plugin_that_raises_is_named_with_its_entry_point_file_and_line
     err = capsys.readouterr().err
     assert "policy plug-in 'mine' (user_policies" in err
     assert "user_policies.py, line 3" in err, err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be created")
+def test_debug_is_accepted_after_a_nested_subcommand_too(tmp_path: Path) -> None:
+    argv = ["trace", "sample", "--recipe", "elasticflow", "--num-jobs", "5", "--out", "/proc/hetgym-x.csv", "--debug"]
+    done = _hetgym(argv, tmp_path)
+    assert TRACEBACK in done.stderr
+    assert done.stderr.rstrip().endswith("FileNotFoundError: [Errno 2] No such file or directory: '/proc/hetgym-x.csv'")
