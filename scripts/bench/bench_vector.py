@@ -233,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{summary['steps_per_cpu_s']:>8,.0f} steps/CPU-s (main {summary['main_cpu_s']:.2f} + "
                     f"workers {summary['workers_cpu_s']:.2f} CPU-s)"
                 )
-    if hasattr(os, "sched_setaffinity"):
+    pinned = "pinned" in args.sections
+    if pinned and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     rows: list[dict[str, Any]] = []
-    pinned = "pinned" in args.sections
     cartpole = statistics.median(cartpole_steps_per_cpu_s(50_000, s) for s in range(args.repeats)) if pinned else None
     if cartpole is not None:
         print(f"CartPole-v1 (one env): {cartpole:,.0f} steps/CPU-s")
