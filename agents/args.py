@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hetgym.limits import RUNS_ENV, max_runs
+from hetgym.limits import MAX_NUM_ENVS, RUNS_ENV, max_runs
 from hetgym.sim.errors import HetgymError
 
 
@@ -88,6 +88,29 @@ def parse_seeds(text: str | Sequence[int]) -> list[int]:
     if not out:
         raise AgentError(f"no seeds in {text!r}; give e.g. 0-3 or 0,1,2")
     return out
+
+
+#: ``hetgym train --vec``: where the training environments run (``agents.vec.make_train_venv``): ``dummy``,
+#: SB3's ``DummyVecEnv`` (in this process); ``subproc``, its ``SubprocVecEnv`` (a worker process each).
+VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
+
+
+def check_vec_options(n_envs: Any, vec: Any) -> None:
+    """Refuse an ``n_envs`` / ``vec`` pair no vector env can be built from, saying what to give instead."""
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise AgentError(
+            f"--n-envs {n_envs!r}: give the number of environments stepped together, an integer >= 1 "
+            "(--n-envs 1 for one; --n-envs 2 --vec subproc runs two in worker processes)"
+        )
+    if n_envs > MAX_NUM_ENVS:
+        raise AgentError(
+            f"--n-envs {n_envs} is more than {MAX_NUM_ENVS}: each environment holds its own simulator; "
+            f"give at most {MAX_NUM_ENVS} (about the number of cores with --vec subproc)"
+        )
+    if vec not in VEC_KINDS:
+        raise AgentError(
+            f"--vec {vec!r}: give dummy (every environment in this process) or subproc (one worker process each)"
+        )
 
 
 #: ``hetgym train --smoke``: budgets under which every recipe checks its whole pipeline (collection,
@@ -321,7 +344,10 @@ class PPOArgs:
     total_timesteps: int = 50_000
     """Environment steps to train for."""
     n_envs: int = 1
-    """Environments stepped together (in this process)."""
+    """Environments stepped together (each rollout holds n_steps of each)."""
+    vec: str = "dummy"
+    """Where they run: dummy (in this process, SB3's DummyVecEnv) or subproc (one worker process each,
+    SubprocVecEnv, started by forkserver or spawn: their steps use other cores)."""
     n_steps: int = 2048
     """Steps per environment and rollout."""
     batch_size: int = 256
@@ -365,16 +391,21 @@ class PPOArgs:
     track: bool = True
     """Log to TensorBoard."""
 
+    def __post_init__(self) -> None:
+        check_vec_options(self.n_envs, self.vec)  # before any run folder or process exists
+
 
 __all__ = [
     "LR_SCHEDULES",
     "SMOKE_BUDGETS",
     "SMOKE_OUT_DIR",
+    "VEC_KINDS",
     "AgentError",
     "BCArgs",
     "DAggerArgs",
     "PPOArgs",
     "check_lr_schedule",
+    "check_vec_options",
     "parse_seeds",
     "parse_teacher",
     "smoke_options",

@@ -223,12 +223,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         fixed["algo"] = args.save_as or "maskable-ppo"
         result = dagger.train(dataclass_from_options(DAggerArgs, args, classes, **fixed), progress=not args.no_progress)
     else:
-        from agents import ppo
-
         if args.save_as:
             raise ValueError("--save-as applies to bc and dagger; ppo runs are saved as their own algorithm")
         fixed["algo"] = args.algo
-        result = ppo.train(dataclass_from_options(PPOArgs, args, classes, **fixed), progress=not args.no_progress)
+        ppo_args = dataclass_from_options(PPOArgs, args, classes, **fixed)  # checks --n-envs and --vec first
+        from agents import ppo
+
+        result = ppo.train(ppo_args, progress=not args.no_progress)
     print_run_summary(result.meta, result.path, time.perf_counter() - started, smoke=args.smoke)
     return 0
 

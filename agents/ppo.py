@@ -28,16 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-from stable_baselines3.common.vec_env import DummyVecEnv
 
-from agents.args import PPOArgs
+from agents.args import PPOArgs, check_vec_options
 from agents.bc import RunResult, evaluate_against_teacher, log_evaluation, make_logger, new_model
 from agents.callbacks import CriticWarmup, EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
 from agents.common import (
     AgentError,
     AgentMeta,
     agent_env_kwargs,
-    env_factory,
     load_agent,
     parse_seeds,
     run_name,
@@ -47,6 +45,7 @@ from agents.common import (
 )
 from agents.progress import progress_report
 from agents.smdp import TimeDiscountCallback, time_discount_kwargs
+from agents.vec import make_train_venv
 from hetgym.progress import ProgressReport
 
 #: ``gym.make`` settings a fine-tuning run may change: they shape the reward only.
@@ -60,8 +59,9 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     seed_everything(args.seed, args.torch_threads)
     if args.algo not in ("ppo", "maskable-ppo"):
         raise AgentError(f"algo={args.algo!r}: use 'ppo' or 'maskable-ppo'")
-    if args.total_timesteps < 1 or args.n_envs < 1 or args.n_steps < 1:
-        raise AgentError("total_timesteps, n_envs and n_steps must be >= 1")
+    if args.total_timesteps < 1 or args.n_steps < 1:
+        raise AgentError("total_timesteps and n_steps must be >= 1")
+    check_vec_options(args.n_envs, args.vec)  # (PPOArgs checks them too; fields may be set after it)
     finetune = args.init is not None
     if args.critic_warmup_steps < 0:
         raise AgentError(f"critic_warmup_steps={args.critic_warmup_steps}: give 0 (none) or a positive step count")
@@ -96,76 +96,85 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     lr = args.learning_rate if args.learning_rate is not None else (1e-5 if finetune else 3e-4)
     clip = args.clip_range if args.clip_range is not None else (0.1 if finetune else 0.2)
     ent = args.ent_coef if args.ent_coef is not None else (0.0 if finetune else 0.01)
-    venv = DummyVecEnv([env_factory(args.env_id, env_kwargs)] * args.n_envs)
-    extra = time_discount_kwargs(args.algo, venv.observation_space) if args.time_discount else {}
-    model = new_model(
-        args.algo,
-        venv,
-        arch,
-        hidden,
-        attention,
-        args.seed,
-        decoding=getattr(init_model.policy, "decoding", None) if finetune else None,
-        learning_rate=lr,
-        n_steps=args.n_steps,
-        batch_size=args.batch_size,
-        n_epochs=args.n_epochs,
-        gamma=args.gamma,
-        gae_lambda=args.gae_lambda,
-        clip_range=clip,
-        ent_coef=ent,
-        vf_coef=args.vf_coef,
-        target_kl=args.target_kl,
-        **extra,
-    )
-    if finetune:
-        missing = model.policy.load_state_dict(init_model.policy.state_dict(), strict=True)
-        del missing
-    logger = make_logger(folder / "tb", args.track)
-    model.set_logger(logger)
-    meta = AgentMeta(
-        env_id=args.env_id,
-        env_kwargs=env_kwargs,
-        teacher=teacher,
-        recipe=recipe,
-        algo=args.algo,
-        arch=arch,
-        seed=args.seed,
-        args={**dataclasses.asdict(args), "learning_rate": lr, "clip_range": clip, "ent_coef": ent},
-        parent=str(args.init) if finetune else None,
-        reference=args.reference,
-    )
-    reference = TeacherReference(args.reference, args.env_id, env_kwargs) if args.reference else None
-    episodes = EpisodeMetricsCallback(reference)
-    callbacks: list[Any] = [episodes]
-    if args.time_discount:
-        time_scale_s = float(venv.envs[0].unwrapped.config.time_scale_s)  # type: ignore[attr-defined]
-        callbacks.insert(0, TimeDiscountCallback(args.gamma, time_scale_s))
-    warmup = CriticWarmup(args.critic_warmup_steps)
-    if args.critic_warmup_steps > 0:
-        callbacks.append(warmup)
-    if args.checkpoint_every > 0:
-        callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
-    with progress_report(progress) as bar:
-        bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
-        callbacks.append(_ProgressCallback(bar))
-        model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
-        meta.results = {
-            "stage": "trained",
-            "timesteps": int(model.num_timesteps),
-            "episodes": episodes.episodes,
-            "critic_warmup_updates": warmup.frozen_updates,
-        }
-        if init_meta is not None:
-            meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
-        save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
-        if eval_seeds:
-            bar.task("evaluating on held-out workloads", None)
-        evaluation = evaluate_against_teacher(
-            model, args.env_id, env_kwargs, args.reference, eval_seeds, max_steps=args.max_steps, on_step=bar.advance
+    # DummyVecEnv or SubprocVecEnv (--vec); MaskablePPO reads the masks through env_method("action_masks").
+    venv = make_train_venv(args.env_id, env_kwargs, args.n_envs, args.vec)
+    try:
+        extra = time_discount_kwargs(args.algo, venv.observation_space) if args.time_discount else {}
+        model = new_model(
+            args.algo,
+            venv,
+            arch,
+            hidden,
+            attention,
+            args.seed,
+            decoding=getattr(init_model.policy, "decoding", None) if finetune else None,
+            learning_rate=lr,
+            n_steps=args.n_steps,
+            batch_size=args.batch_size,
+            n_epochs=args.n_epochs,
+            gamma=args.gamma,
+            gae_lambda=args.gae_lambda,
+            clip_range=clip,
+            ent_coef=ent,
+            vf_coef=args.vf_coef,
+            target_kl=args.target_kl,
+            **extra,
         )
-        log_evaluation(logger, evaluation, model.num_timesteps)
-    venv.close()
+        if finetune:
+            missing = model.policy.load_state_dict(init_model.policy.state_dict(), strict=True)
+            del missing
+        logger = make_logger(folder / "tb", args.track)
+        model.set_logger(logger)
+        meta = AgentMeta(
+            env_id=args.env_id,
+            env_kwargs=env_kwargs,
+            teacher=teacher,
+            recipe=recipe,
+            algo=args.algo,
+            arch=arch,
+            seed=args.seed,
+            args={**dataclasses.asdict(args), "learning_rate": lr, "clip_range": clip, "ent_coef": ent},
+            parent=str(args.init) if finetune else None,
+            reference=args.reference,
+        )
+        reference = TeacherReference(args.reference, args.env_id, env_kwargs) if args.reference else None
+        episodes = EpisodeMetricsCallback(reference)
+        callbacks: list[Any] = [episodes]
+        if args.time_discount:
+            time_scale_s = float(venv.get_attr("config", [0])[0].time_scale_s)  # from a worker too
+            callbacks.insert(0, TimeDiscountCallback(args.gamma, time_scale_s))
+        warmup = CriticWarmup(args.critic_warmup_steps)
+        if args.critic_warmup_steps > 0:
+            callbacks.append(warmup)
+        if args.checkpoint_every > 0:
+            callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
+        with progress_report(progress) as bar:
+            bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
+            callbacks.append(_ProgressCallback(bar))
+            model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
+            meta.results = {
+                "stage": "trained",
+                "timesteps": int(model.num_timesteps),
+                "episodes": episodes.episodes,
+                "critic_warmup_updates": warmup.frozen_updates,
+            }
+            if init_meta is not None:
+                meta.results["init_evaluation"] = init_meta.results.get("evaluation", {})
+            save_agent(model, meta, folder)  # before the evaluation: an interrupted one leaves a usable agent
+            if eval_seeds:
+                bar.task("evaluating on held-out workloads", None)
+            evaluation = evaluate_against_teacher(
+                model,
+                args.env_id,
+                env_kwargs,
+                args.reference,
+                eval_seeds,
+                max_steps=args.max_steps,
+                on_step=bar.advance,
+            )
+            log_evaluation(logger, evaluation, model.num_timesteps)
+    finally:
+        venv.close()  # a SubprocVecEnv's workers end with it, on an error too
     meta.results.update(stage="evaluated", evaluation=evaluation, wall_s=time.perf_counter() - started)
     save_meta(meta, folder)
     logger.close()

@@ -16,6 +16,8 @@ EVENT_ENTRY_POINT = "hetgym.envs.events.env:HetClusterEventEnv"
 #: ``gym.make_vec(id, num_envs=N)`` builds this batched vector env (``vectorization_mode="sync"`` still gives
 #: Gymnasium's ``SyncVectorEnv``).
 VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_vector_env"
+#: The same for the event-driven ids: a ``SyncVectorEnv`` of ``HetClusterEventEnv`` with ``action_masks()``.
+EVENT_VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_event_vector_env"
 
 #: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses). The ``-v1`` ids
 #: take the decision interface built for learning (``interface="v1"``: see ``HetClusterConfig``); the
@@ -46,5 +48,10 @@ def register_envs() -> list[str]:
             )
     for env_id, kwargs in EVENT_ENV_IDS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point=EVENT_ENTRY_POINT, kwargs=dict(kwargs))
+            gymnasium.register(
+                id=env_id,
+                entry_point=EVENT_ENTRY_POINT,
+                vector_entry_point=EVENT_VECTOR_ENTRY_POINT,
+                kwargs=dict(kwargs),
+            )
     return [*ENV_IDS, *EVENT_ENV_IDS]

@@ -22,18 +22,31 @@ infos for the same seeds and actions: ``tests/envs/test_vector.py``); what diffe
   enforcing wrappers (the vector env enforces reset-before-step itself); ``max_episode_steps`` is applied as
   Gymnasium's ``TimeLimit`` would.
 
-Autoreset follows Gymnasium's default ``NEXT_STEP`` mode: the step after a sub-env terminates or truncates
-resets it (its action is ignored, its reward is 0).
+Autoreset follows Gymnasium's modes (``autoreset_mode=``, declared in ``metadata["autoreset_mode"]``), as
+``SyncVectorEnv`` applies them: ``NEXT_STEP`` (the default) resets a sub-env on the step after it terminates
+or truncates (its action is ignored, its reward is 0, its flags are False); ``SAME_STEP`` resets it within
+the step that ended it, returning the new episode's first observation and the ended episode's last under
+``info["final_obs"]`` / ``info["final_info"]``; ``DISABLED`` never resets: stepping an ended sub-env raises
+until ``reset(options={"reset_mask": mask})`` resets it.
+
+The event-driven ids (``HetClusterEvents-*``) have their own ``vector_entry_point``,
+:func:`make_event_vector_env`: Gymnasium's ``SyncVectorEnv`` over ``HetClusterEventEnv`` with the same
+``num_envs`` / ``max_episode_steps`` / ``autoreset_mode`` arguments and ``action_masks()``.
+
+Masks, batched. Every vector env of every id gives the sub-envs' valid actions as ``info["action_mask"]``, a
+bool array of shape ``(num_envs, n)`` after ``reset`` and each ``step`` (in all three vectorisation modes:
+``sync``, ``async``, ``vector_entry_point``); :func:`batched_action_masks` returns the same array on demand for
+any of them and for Stable-Baselines3's ``VecEnv`` (``action_masks()``, ``call`` or ``env_method``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
@@ -58,6 +71,9 @@ class HetClusterVectorEnv(VectorEnv):
         max_episode_steps: Truncate a sub-env's episode after this many steps (``None``: the env's own caps
             only), as ``gym.make(..., max_episode_steps=...)`` would.
         render_mode: Passed to every sub-env; :meth:`render` returns a tuple of their renders.
+        autoreset_mode: Gymnasium's ``AutoresetMode`` (or its value, ``"NextStep"``, ``"SameStep"``,
+            ``"Disabled"``), applied as ``SyncVectorEnv`` applies it (see the module docstring) and declared in
+            ``metadata["autoreset_mode"]``.
         **kwargs: ``HetClusterEnv`` keyword arguments (the same for every sub-env).
 
     ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list of seeds gives one per sub-env), as
@@ -75,21 +91,11 @@ class HetClusterVectorEnv(VectorEnv):
         *,
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         **kwargs: Any,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-        if num_envs > MAX_NUM_ENVS:
-            raise ValueError(
-                f"num_envs={num_envs} is more than {MAX_NUM_ENVS}: every sub-environment holds its own simulator "
-                "and buffers and is stepped in this process; for more parallel episodes, run several processes"
-            )
-        if max_episode_steps is not None and (
-            isinstance(max_episode_steps, bool)
-            or not isinstance(max_episode_steps, (int, np.integer))
-            or max_episode_steps < 1
-        ):
-            raise ValueError(f"max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
+        _check_vector_args(num_envs, max_episode_steps)
+        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.num_envs = int(num_envs)
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.render_mode = render_mode
@@ -99,7 +105,7 @@ class HetClusterVectorEnv(VectorEnv):
         self.single_action_space = first.action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata = dict(self.metadata, env_metadata=first.metadata)
+        self.metadata = dict(self.metadata, env_metadata=first.metadata, autoreset_mode=self.autoreset_mode)
         obs_space: Any = first.observation_space
         self._obs_spaces: dict[str, gym.spaces.Space[Any]] = dict(obs_space.spaces)
         # The flat layout of every sub-env's observation (the same encoder for all), or None: per-key copies.
@@ -163,6 +169,13 @@ class HetClusterVectorEnv(VectorEnv):
         """Step every sub-env with its action (autoresetting those that ended on the previous step)."""
         if not self._started.all():
             raise HetgymError("call reset() on the vector env before step()")
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        if self.autoreset_mode is AutoresetMode.DISABLED and self._autoreset.any():
+            ended = np.flatnonzero(self._autoreset).tolist()
+            raise HetgymError(
+                f"sub-envs {ended} ended and autoreset_mode is DISABLED: reset them first, "
+                f"reset(options={{'reset_mask': mask}}) with mask True at {ended}"
+            )
         actions = self._split_actions(actions)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=bool)
@@ -174,6 +187,7 @@ class HetClusterVectorEnv(VectorEnv):
         autoreset = self._autoreset.tolist()
         elapsed = self._elapsed
         batched = self._batched and flat is not None
+        final_obs: np.ndarray | None = None
         for i, env in enumerate(self.envs):
             if autoreset[i]:
                 obs, info = env.reset()
@@ -192,15 +206,32 @@ class HetClusterVectorEnv(VectorEnv):
                 if limit is not None and elapsed[i] >= limit:
                     trunc = True
                 rewards[i], terminated[i], truncated[i] = reward, term, trunc
+                if same_step and (term or trunc):
+                    # Gymnasium's SAME_STEP: the ended episode's last observation and info go under
+                    # final_obs / final_info, the step returns the new episode's first observation.
+                    row = None if flat is None or batched else flat[i]
+                    if final_obs is None:  # an object array of sub-env observations, as Gymnasium batches it
+                        final_obs = np.full(self.num_envs, None, dtype=object)
+                    final_obs[i] = self._final_obs(env, obs if flat is None else None, row)
+                    obs, reset_info = env.reset()
+                    elapsed[i] = 0
+                    if flat is not None and not batched:
+                        env.encoder.observe_into(env.state, flat[i])
+                    info = {"final_info": info, **reset_info}
             if flat is None:
                 self._last_obs[i] = obs
             infos[i] = info
-        self._autoreset = terminated | truncated
+        # NEXT_STEP resets the ended sub-envs on the next step; DISABLED refuses to step them.
+        self._autoreset = np.zeros(self.num_envs, dtype=bool) if same_step else terminated | truncated
         if batched:
             assert flat is not None
             envs = self.envs
             envs[0].encoder.observe_batch([env.encoder for env in envs], [env.state for env in envs], flat)  # type: ignore[attr-defined]
-        return self._batch_obs(flat), rewards, terminated, truncated, _batch_infos(infos, self.num_envs)
+        batch_infos = _batch_infos(infos, self.num_envs)
+        if final_obs is not None:
+            batch_infos["final_obs"] = final_obs
+            batch_infos["_final_obs"] = np.array([o is not None for o in final_obs], dtype=bool)
+        return self._batch_obs(flat), rewards, terminated, truncated, batch_infos
 
     def render(self) -> tuple[Any, ...] | None:
         """Every sub-env's render (``None`` without a ``render_mode``)."""
@@ -247,6 +278,25 @@ class HetClusterVectorEnv(VectorEnv):
 
     # ----------------------------------------------------------------------------------------
     # Batching
+
+    def _final_obs(
+        self, env: HetClusterEnv, obs: dict[str, np.ndarray] | None, row: np.ndarray | None
+    ) -> dict[str, np.ndarray]:
+        """An ended sub-env's last observation as its own ``Dict`` (``SAME_STEP``'s ``info["final_obs"]``).
+
+        ``obs``: the step's own ``Dict`` (the per-key path); ``row``: its batch row, written by ``step_into``
+        and about to be overwritten by the reset's; neither (batched encoding, which runs after every
+        sub-env has moved): encoded here, before the reset.
+        """
+        if obs is not None:
+            return obs
+        assert self._layout is not None
+        final = np.empty(self._flat_size, dtype=np.float32)
+        if row is not None:
+            final[:] = row
+        else:
+            env.encoder.observe_into(env.state, final)
+        return {key: final[sl] for key, sl in self._layout.items()}
 
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -399,4 +449,109 @@ def make_vector_env(num_envs: int = 1, **kwargs: Any) -> HetClusterVectorEnv:
     return HetClusterVectorEnv(num_envs, **kwargs)
 
 
-__all__ = ["HetClusterVectorEnv", "make_vector_env"]
+def parse_autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
+    """``mode`` as an ``AutoresetMode`` (an instance or its value); anything else raises naming the valid ones."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    try:
+        return AutoresetMode(mode)
+    except ValueError:
+        valid = ", ".join(repr(m.value) for m in AutoresetMode)
+        raise ValueError(
+            f"autoreset_mode={mode!r} is not a Gymnasium autoreset mode; give gymnasium.vector.AutoresetMode.X "
+            f"or one of {valid}"
+        ) from None
+
+
+def _check_vector_args(num_envs: Any, max_episode_steps: Any) -> None:
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+    if num_envs > MAX_NUM_ENVS:
+        raise ValueError(
+            f"num_envs={num_envs} is more than {MAX_NUM_ENVS}: every sub-environment holds its own simulator "
+            "and buffers and is stepped in this process; for more parallel episodes, run several processes"
+        )
+    if max_episode_steps is not None and (
+        isinstance(max_episode_steps, bool)
+        or not isinstance(max_episode_steps, (int, np.integer))
+        or max_episode_steps < 1
+    ):
+        raise ValueError(f"max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
+
+
+class HetClusterEventVectorEnv(SyncVectorEnv):
+    """Gymnasium's ``SyncVectorEnv`` over ``HetClusterEventEnv`` sub-envs, with :meth:`action_masks`.
+
+    The event-driven ids' ``vector_entry_point`` (:func:`make_event_vector_env`); steps, seeds, infos and
+    autoreset are ``SyncVectorEnv``'s own.
+    """
+
+    def action_masks(self) -> np.ndarray:
+        """Every sub-env's valid actions, stacked: shape ``(num_envs, mask_size)``."""
+        return np.stack(self.call("action_masks"))
+
+
+def make_event_vector_env(
+    num_envs: int = 1,
+    *,
+    max_episode_steps: int | None = None,
+    render_mode: str | None = None,
+    autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    **kwargs: Any,
+) -> HetClusterEventVectorEnv:
+    """The event-driven ids' ``vector_entry_point``: ``num_envs`` ``HetClusterEventEnv(**kwargs)``.
+
+    The arguments are :class:`HetClusterVectorEnv`'s; ``max_episode_steps`` wraps each sub-env in
+    Gymnasium's ``TimeLimit``.
+    """
+    _check_vector_args(num_envs, max_episode_steps)
+    mode = parse_autoreset_mode(autoreset_mode)
+    factories = [_EventEnvFactory(max_episode_steps, render_mode, dict(kwargs))] * int(num_envs)
+    return HetClusterEventVectorEnv(factories, autoreset_mode=mode)
+
+
+class _EventEnvFactory:
+    """Builds one event-driven sub-env (a class, not a closure: the settings stay inspectable)."""
+
+    def __init__(self, max_episode_steps: int | None, render_mode: str | None, kwargs: dict[str, Any]) -> None:
+        self.max_episode_steps = max_episode_steps
+        self.render_mode = render_mode
+        self.kwargs = kwargs
+
+    def __call__(self) -> gym.Env[Any, Any]:
+        from hetgym.envs.events.env import HetClusterEventEnv  # imported when an env is first made
+
+        env: gym.Env[Any, Any] = HetClusterEventEnv(render_mode=self.render_mode, **self.kwargs)
+        if self.max_episode_steps is not None:
+            env = gym.wrappers.TimeLimit(env, max_episode_steps=self.max_episode_steps)
+        return env
+
+
+def batched_action_masks(envs: Any) -> np.ndarray:
+    """The valid actions of every sub-env of a vector env, a bool array of shape ``(num_envs, n)``.
+
+    Works for the ids' vector envs (their ``action_masks()``), Gymnasium's ``SyncVectorEnv`` and
+    ``AsyncVectorEnv`` (``call("action_masks")``, which ``AsyncVectorEnv`` answers from its workers) and
+    Stable-Baselines3's ``VecEnv`` (``env_method("action_masks")``, what sb3-contrib's ``get_action_masks``
+    reads). After ``reset`` or ``step`` it equals that call's ``info["action_mask"]``.
+    """
+    method: Callable[[], Any] | None = getattr(envs, "action_masks", None)
+    if callable(method):
+        return np.asarray(method(), dtype=bool)
+    if hasattr(envs, "env_method"):
+        return np.stack(envs.env_method("action_masks")).astype(bool, copy=False)
+    if hasattr(envs, "call"):
+        return np.stack(envs.call("action_masks")).astype(bool, copy=False)
+    raise TypeError(
+        f"{type(envs).__name__} is not a vector env: give a gymnasium VectorEnv (gym.make_vec) or an SB3 VecEnv"
+    )
+
+
+__all__ = [
+    "HetClusterEventVectorEnv",
+    "HetClusterVectorEnv",
+    "batched_action_masks",
+    "make_event_vector_env",
+    "make_vector_env",
+    "parse_autoreset_mode",
+]

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector import SyncVectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import hetgym  # noqa: F401  (registers the ids)
 from hetgym.envs.vector import BATCH_MIN_ENVS, HetClusterVectorEnv
@@ -25,7 +25,12 @@ def _assert_tree_equal(a: Any, b: Any, path: str = "") -> None:
         return
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     assert a_arr.shape == b_arr.shape, path
-    if a_arr.dtype == object:
+    if a_arr.dtype == object and any(isinstance(v, dict) for v in a_arr.tolist()):
+        for i, (x, y) in enumerate(zip(a_arr.tolist(), b_arr.tolist(), strict=True)):  # final_obs: a Dict each
+            assert (x is None) == (y is None), f"{path}[{i}]"
+            if x is not None:
+                _assert_tree_equal(x, y, f"{path}[{i}]")
+    elif a_arr.dtype == object:
         assert a_arr.tolist() == b_arr.tolist(), path
     else:
         assert a_arr.dtype == b_arr.dtype, f"{path}: {a_arr.dtype} != {b_arr.dtype}"
@@ -77,6 +82,36 @@ def test_steps_equal_sync_vector_env_including_autoresets(env_id: str, kwargs: d
         _assert_tree_equal(info_a, info_b, "info")
         ended += int((term_a | trunc_a).sum())
     assert ended >= num_envs  # autoreset was exercised
+
+
+@pytest.mark.parametrize("num_envs", [3, BATCH_MIN_ENVS])
+def test_same_step_autoreset_equals_sync_vector_env(num_envs: int) -> None:
+    """``autoreset_mode=SAME_STEP``: the same observations, flags and ``final_obs`` / ``final_info`` infos."""
+    mode = AutoresetMode.SAME_STEP
+    ours = gym.make_vec(ENV_ID, num_envs=num_envs, max_episode_steps=25, autoreset_mode=mode)
+    ref = gym.make_vec(
+        ENV_ID,
+        num_envs=num_envs,
+        vectorization_mode="sync",
+        max_episode_steps=25,
+        vector_kwargs={"autoreset_mode": mode},
+    )
+    assert ours.metadata["autoreset_mode"] is ref.metadata["autoreset_mode"] is mode
+    obs_a, info_a = ours.reset(seed=7)
+    obs_b, info_b = ref.reset(seed=7)
+    _assert_tree_equal(obs_a, obs_b, "reset obs")
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(80):
+        actions = _masked_actions(rng, info_a["action_mask"])
+        obs_a, rew_a, term_a, trunc_a, info_a = ours.step(actions)
+        obs_b, rew_b, term_b, trunc_b, info_b = ref.step(actions)
+        _assert_tree_equal(obs_a, obs_b, "obs")
+        np.testing.assert_array_equal(rew_a, rew_b)
+        np.testing.assert_array_equal(term_a | trunc_a, term_b | trunc_b)
+        _assert_tree_equal(info_a, info_b, "info")
+        ended += int((term_a | trunc_a).sum())
+    assert ended >= num_envs
 
 
 def test_observations_do_not_share_memory_across_steps() -> None:
