@@ -414,6 +414,8 @@ class Simulator(FastForwardMixin):
                         "remaining jobs waiting, or reconfigures them faster than their restart penalty"
                     )
                     return None
+            if self._placements.idle_holders and self._stop_idle_holders(t_next):
+                return None  # a job held GPUs at zero rate for too long (the watchdog names it)
             if self._epoch >= self._epoch_limit:
                 self._stop(
                     f"the run reached {self._epoch_limit} decision epochs, the bound derived from the workload "
@@ -445,7 +447,8 @@ class Simulator(FastForwardMixin):
             # so the stall detector, not an empty heap, decides that nothing can progress.
             t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
             self._next_tick_s = t_tick
-        return min(t_completion, t_arrival, t_tick)
+        t_idle = self._idle_holders_until_s() if self._placements.idle_holders else math.inf
+        return min(t_completion, t_arrival, t_tick, t_idle)
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
         heap = self._heap
