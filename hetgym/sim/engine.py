@@ -306,6 +306,7 @@ class Simulator(FastForwardMixin):
         if ticks is None:
             ticks = getattr(policy, "uses_ticks", True)
         view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        self._placements.watch_idle = True  # a policy holding GPUs at zero rate is stopped (fastforward.py)
         latencies = self._latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
@@ -447,8 +448,7 @@ class Simulator(FastForwardMixin):
             # so the stall detector, not an empty heap, decides that nothing can progress.
             t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
             self._next_tick_s = t_tick
-        t_idle = self._idle_holders_until_s() if self._placements.idle_holders else math.inf
-        return min(t_completion, t_arrival, t_tick, t_idle)
+        return min(t_completion, t_arrival, t_tick, self._idle_holders_until_s())
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
         heap = self._heap

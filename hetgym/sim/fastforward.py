@@ -201,7 +201,8 @@ class FastForwardMixin:
 
     def _idle_holders_until_s(self) -> float:
         """When the watchdog stops the run for the jobs holding GPUs at zero rate (``inf`` if none)."""
-        return min(self._placements.idle_holders.values(), default=math.inf) + self._patience_s
+        holders = self._placements.idle_holders
+        return min(holders.values()) + self._patience_s if holders else math.inf
 
     def _stop_idle_holders(self, now: float) -> bool:
         """Stop the run (and return ``True``) if a job has held GPUs at zero rate for the watchdog's patience.
