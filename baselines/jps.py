@@ -145,6 +145,8 @@ class JPSPolicy(Policy):
 
     name = "jps"
     knobs = JPSKnobs
+    # The categories are sampled with the run's generator (all of them are evaluated only when few).
+    randomised = True
     # Workers of one class are interchangeable, so the matching step decides GPU counts per type and the
     # simulator's default placer maps them onto servers; every job runs in the proportional mode.
     modes = ("proportional",)
