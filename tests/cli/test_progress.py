@@ -77,8 +77,9 @@ def test_compare_redirected_to_a_file_logs_its_plan_and_progress(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     text = log.read_text()
     assert "6 runs (3 policies x 2 seeds, 12 jobs each)" in text
-    assert re.search(r"^estimate: about \d+:\d\d for the 6 runs \(the first run took", text, re.M)
-    assert re.search(r"^estimate: about \d+:\d\d in all, \d+:\d\d left", text, re.M)
+    # One estimate, once each policy has run (after the first seed), none extrapolated from the first run.
+    assert len(re.findall(r"^estimate: about \d+:\d\d in all, \d+:\d\d left", text, re.M)) == 1
+    assert "the first run took" not in text
     running = [m for m in map(RUNNING.match, text.splitlines()) if m]
     assert [int(m.group(2)) for m in running] == [1, 2, 3, 4, 5, 6]
     assert all(m.group(1) == "compare" and m.group(3) == "6" and m.group(4) == "runs" for m in running)
@@ -92,3 +93,52 @@ def test_simulate_reports_its_jobs_off_a_terminal(capsys: pytest.CaptureFixture[
     assert main(["simulate", "--scenario", "tiny", "--policy", "fifo"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^progress: simulate fifo 12/12 jobs ended \(100%\), done in \d+:\d\d$", out, re.M), out
+
+
+class _FakeClock:
+    """Seconds that the test advances by hand."""
+
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_the_estimate_counts_each_policys_own_time_and_the_start_up_once() -> None:
+    from hetgym.cli.run import RunClock
+
+    clock = _FakeClock()
+    runs = RunClock(["slow", "fast", "mid"], [0, 1, 2], clock=clock)
+    assert runs.left_s() is None and runs.estimate_note() is None
+    # The first run took 60 s of which 50 s were the comparison's start-up (imports, the first workload).
+    clock.now_s += 60.0
+    runs.ran("slow", 0, sim_s=10.0)
+    assert runs.times["slow"] == [10.0]
+    # Untimed policies count the median of the timed ones' means: 2 x 10 s + 3 x 10 s + 3 x 10 s.
+    assert runs.left_s() == pytest.approx(80.0)
+    assert runs.estimate_note() is None  # not every policy has run yet: no estimate printed
+    clock.now_s += 1.0
+    runs.ran("fast", 0, sim_s=0.9)  # after the first run, the time between two ends counts (the workload too)
+    # slow 2 x 10, fast 2 x 1, mid 3 x median(10, 1) = 5.5.
+    assert runs.left_s() == pytest.approx(20.0 + 2.0 + 16.5)
+    clock.now_s += 4.0
+    runs.ran("mid", 0, sim_s=4.0)
+    assert runs.left_s() == pytest.approx(2 * 10.0 + 2 * 1.0 + 2 * 4.0)
+    note = runs.estimate_note()
+    assert note == "estimate: about 1:35 in all, 0:30 left (each policy's time on its runs so far, times its runs left)"
+    assert runs.estimate_note() is None  # printed once
+
+
+def test_the_estimate_counts_only_the_runs_each_policy_has() -> None:
+    from hetgym.cli.run import RunClock
+
+    clock = _FakeClock()
+    runs = RunClock(["fifo", "jps"], [0, 1, 2], {"fifo": [0]}, clock=clock)
+    assert runs.total == 4
+    clock.now_s += 2.0
+    runs.ran("fifo", 0, sim_s=2.0)
+    clock.now_s += 8.0
+    runs.ran("jps", 0, sim_s=8.0)
+    assert runs.left_s() == pytest.approx(2 * 8.0)  # fifo is done; jps has two seeds left
+    assert runs.estimate_note() is not None
