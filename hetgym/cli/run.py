@@ -264,7 +264,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         progress.task("compare", total, unit="runs")
 
         def on_run(policy: str, seed: int, result: Any) -> None:
-            clock.ran(policy, seed, None if result is None else result.wall_s)
+            clock.ran(policy, seed)
             progress.eta_s = clock.left_s()
             progress.update(advance=1, detail=f"{policy} seed {seed}")
             note = clock.estimate_note()
@@ -342,13 +342,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 class RunClock:
     """The time a comparison's runs take, and an estimate of the time left.
 
-    Each run's time is the wall time between two runs' ends (so it counts building the seed's workload),
-    except the first run's, which also paid the comparison's one-off start-up (importing the policies'
-    libraries, the first workload): with the simulation's own time given (``sim_s``) only that counts,
-    the start-up being paid once. The time left is each remaining run's policy's mean time so far; a policy
-    not yet timed counts the median of the timed policies' means (policies differ in cost by orders of
-    magnitude, so one run says little about the others). An estimate is printed once every policy has run
-    once (:meth:`estimate_note`), not extrapolated from the first run.
+    Each run's time is the wall time between two runs' ends (so it counts building the seed's workload).
+    The first run of a comparison also pays one-off costs (libraries a policy imports on first use, such
+    as scikit-learn for asrpt's predictor, and first-call caches), so its time does not stand for its
+    policy's until that policy has run again: until then the policy counts as not yet timed. The time
+    left is each remaining run's policy's mean time so far; a policy not yet timed counts the median of the
+    timed policies' means (policies differ in cost by orders of magnitude, so one run says little about
+    the others), or the first run's time while it is the only figure. An estimate is printed once every
+    policy has run once (:meth:`estimate_note`), never extrapolated from the first run alone.
 
     Args:
         policies: The policies, in the order they run within a seed.
@@ -368,45 +369,53 @@ class RunClock:
         self.runs_of = {p: len((seeds_by_policy or {}).get(p, seeds)) for p in self.policies}
         self.total = sum(self.runs_of.values())
         self.times: dict[str, list[float]] = {}
+        self.runs_done = dict.fromkeys(self.policies, 0)
         self.done = 0
+        self.first_s: float | None = None  # the first run's time, kept out of its policy's times
         self._clock = clock
         self._last = clock()
         self._started = self._last
         self._noted = False
 
-    def ran(self, policy: str, seed: int, sim_s: float | None = None) -> None:
-        """Record that ``policy`` finished ``seed`` now (``sim_s``: the simulation's own time, if known)."""
+    def ran(self, policy: str, seed: int) -> None:
+        """Record that ``policy`` finished ``seed`` now."""
         now = self._clock()
-        took = now - self._last
-        if self.done == 0 and sim_s is not None:
-            took = min(took, sim_s)  # the one-off start-up is not a cost of every run
-        self.times.setdefault(policy, []).append(took)
+        if self.done == 0:
+            self.first_s = now - self._last
+        else:
+            self.times.setdefault(policy, []).append(now - self._last)
         self._last = now
+        self.runs_done[policy] = self.runs_done.get(policy, 0) + 1
         self.done += 1
 
     def left_s(self) -> float | None:
         """Estimated seconds until the last run ends (``None`` before the first run)."""
-        if not self.times:
+        if self.first_s is None:
             return None
         means = sorted(sum(ts) / len(ts) for ts in self.times.values())
-        median = means[len(means) // 2] if len(means) % 2 else (means[len(means) // 2 - 1] + means[len(means) // 2]) / 2
+        if not means:
+            untimed = self.first_s
+        elif len(means) % 2:
+            untimed = means[len(means) // 2]
+        else:
+            untimed = (means[len(means) // 2 - 1] + means[len(means) // 2]) / 2
         left = 0.0
         for policy in self.policies:
             ts = self.times.get(policy)
-            runs_left = self.runs_of[policy] - len(ts or ())
-            left += runs_left * (sum(ts) / len(ts) if ts else median)
+            left += (self.runs_of[policy] - self.runs_done[policy]) * (sum(ts) / len(ts) if ts else untimed)
         return left
 
     def estimate_note(self) -> str | None:
         """A line to print once, when every policy has run once and runs remain, else ``None``."""
-        if self._noted or self.done == self.total or any(p not in self.times for p in self.policies):
+        if self._noted or self.done == self.total or not all(self.runs_done.values()):
             return None
         self._noted = True
         left = self.left_s() or 0.0
         elapsed = self._clock() - self._started
         return (
             f"estimate: about {format_duration(elapsed + left)} in all, {format_duration(left)} left "
-            "(each policy's time on its runs so far, times its runs left)"
+            "(each policy's mean time on its runs so far, the first run left out as it pays one-off costs, "
+            "times its runs left)"
         )
 
 

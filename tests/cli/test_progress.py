@@ -105,29 +105,31 @@ class _FakeClock:
         return self.now_s
 
 
-def test_the_estimate_counts_each_policys_own_time_and_the_start_up_once() -> None:
+def test_the_estimate_leaves_out_the_first_run_and_counts_each_policys_own_time() -> None:
     from hetgym.cli.run import RunClock
 
     clock = _FakeClock()
     runs = RunClock(["slow", "fast", "mid"], [0, 1, 2], clock=clock)
     assert runs.left_s() is None and runs.estimate_note() is None
-    # The first run took 60 s of which 50 s were the comparison's start-up (imports, the first workload).
+    # The first run took 60 s, most of it one-off costs: while it is the only figure, it stands for all.
     clock.now_s += 60.0
-    runs.ran("slow", 0, sim_s=10.0)
-    assert runs.times["slow"] == [10.0]
-    # Untimed policies count the median of the timed ones' means: 2 x 10 s + 3 x 10 s + 3 x 10 s.
-    assert runs.left_s() == pytest.approx(80.0)
+    runs.ran("slow", 0)
+    assert runs.times == {} and runs.left_s() == pytest.approx(8 * 60.0)
     assert runs.estimate_note() is None  # not every policy has run yet: no estimate printed
     clock.now_s += 1.0
-    runs.ran("fast", 0, sim_s=0.9)  # after the first run, the time between two ends counts (the workload too)
-    # slow 2 x 10, fast 2 x 1, mid 3 x median(10, 1) = 5.5.
-    assert runs.left_s() == pytest.approx(20.0 + 2.0 + 16.5)
+    runs.ran("fast", 0)
+    # slow and mid are not timed: they count fast's 1 s (the median of the timed policies' means).
+    assert runs.left_s() == pytest.approx(2 * 1.0 + 2 * 1.0 + 3 * 1.0)
     clock.now_s += 4.0
-    runs.ran("mid", 0, sim_s=4.0)
-    assert runs.left_s() == pytest.approx(2 * 10.0 + 2 * 1.0 + 2 * 4.0)
+    runs.ran("mid", 0)
+    # slow 2 x median(1, 4) = 2.5, fast 2 x 1, mid 2 x 4.
+    assert runs.left_s() == pytest.approx(2 * 2.5 + 2 * 1.0 + 2 * 4.0)
     note = runs.estimate_note()
-    assert note == "estimate: about 1:35 in all, 0:30 left (each policy's time on its runs so far, times its runs left)"
+    assert note is not None and note.startswith("estimate: about 1:20 in all, 0:15 left")
     assert runs.estimate_note() is None  # printed once
+    clock.now_s += 9.0
+    runs.ran("slow", 1)  # slow's own time from its second run on
+    assert runs.times["slow"] == [9.0] and runs.left_s() == pytest.approx(9.0 + 2 * 1.0 + 2 * 4.0)
 
 
 def test_the_estimate_counts_only_the_runs_each_policy_has() -> None:
@@ -137,8 +139,8 @@ def test_the_estimate_counts_only_the_runs_each_policy_has() -> None:
     runs = RunClock(["fifo", "jps"], [0, 1, 2], {"fifo": [0]}, clock=clock)
     assert runs.total == 4
     clock.now_s += 2.0
-    runs.ran("fifo", 0, sim_s=2.0)
+    runs.ran("fifo", 0)
     clock.now_s += 8.0
-    runs.ran("jps", 0, sim_s=8.0)
+    runs.ran("jps", 0)
     assert runs.left_s() == pytest.approx(2 * 8.0)  # fifo is done; jps has two seeds left
     assert runs.estimate_note() is not None
