@@ -321,6 +321,8 @@ class ASRPT(Policy):
         self.min_run_s = min_run_s
         self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+        # The predictor (all but the oracle) and the random placement are seeded by the run's generator.
+        self.randomised = not (isinstance(predictor, str) and predictor == "oracle") or placement == "random"
 
     def _reset(self) -> None:
         self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
@@ -490,6 +492,8 @@ class PredictedSRTF(Policy):
         self.overrun_margin = overrun_margin
         self.type_choice = type_choice
         self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+        # The predictor (all but the oracle) is seeded by the run's generator.
+        self.randomised = not (isinstance(predictor, str) and predictor == "oracle")
 
     def _reset(self) -> None:
         self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))

@@ -209,6 +209,8 @@ class GavelPolicy(GavelRounds):
         # Validate every knob first (a KnobError names the bad one).
         GavelKnobs.of(locals())
         self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
+        # Without the measured throughputs the GPU types are shuffled (by the run's seed) at each pass.
+        self.randomised = not self.heterogeneity_aware
         self.min_recompute_interval_s = float(min_recompute_interval_s)
         self.fill_between_rounds = fill_between_rounds
         # Leftover GPUs go to zero-priority entries (Gavel is work conserving); between rounds only

@@ -145,6 +145,8 @@ class JPSPolicy(Policy):
 
     name = "jps"
     knobs = JPSKnobs
+    # The categories are sampled with the run's generator (all of them are evaluated only when few).
+    randomised = True
     # Workers of one class are interchangeable, so the matching step decides GPU counts per type and the
     # simulator's default placer maps them onto servers; every job runs in the proportional mode.
     modes = ("proportional",)
@@ -235,6 +237,7 @@ class JPSPolicy(Policy):
             counts = _within_bounds(
                 {t: n for t, n in counts.items() if n > 0}, job, dict(zip(types, rho[row], strict=True))
             )
+            counts = _runnable(counts, job, view)
             if counts:
                 builder.assign(job.job_id, JobAllocation(counts, mode="proportional"))
         return builder.build()
@@ -256,6 +259,28 @@ def _within_bounds(counts: dict[str, int], job: JobView, rho: dict[str, float]) 
         excess -= cut
     counts = {t: n for t, n in counts.items() if n > 0}
     return counts if sum(counts.values()) >= spec.min_gpus else {}
+
+
+def _runnable(counts: dict[str, int], job: JobView, view: ClusterView) -> dict[str, int]:
+    """``counts`` without the types on which the job has no throughput at its total count, or ``{}`` when
+    what is left has none at all or falls short of its ``min_gpus`` (the job then waits).
+
+    The model's per-worker throughput ``rho`` is the table's at the job's requested count, and it assumes
+    that a worker's throughput does not depend on how many workers the job has. The table disagrees where
+    a type cannot hold the job below some count (a batch too large for fewer GPUs' memory, e.g.
+    ResNet-50 at batch 512 on fewer than 8 K80s): there the rate is 0, and a job matched fewer workers
+    would hold them at zero throughput until it is moved, which the non-preemptive mode never does. In the
+    proportional mode every type runs at the job's total count, so a type is kept only where its rate at
+    that total is positive; dropping workers lowers the total, hence the loop.
+    """
+    table = view.rate_table
+    while counts:
+        rates = table.rates_at(job, sum(counts.values()))
+        useless = [t for t in counts if rates[table.types.index(t)] <= 0]
+        if not useless:
+            break
+        counts = {t: n for t, n in counts.items() if t not in useless}
+    return counts if counts and sum(counts.values()) >= job.spec.min_gpus else {}
 
 
 def matchable_jobs(rho: np.ndarray, workers: np.ndarray, order: np.ndarray) -> list[int]:

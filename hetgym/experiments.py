@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,11 @@ class Comparison:
         policy_kwargs: ``{policy: {knob: value}}`` as given.
         timings: One row per (policy, seed) with the wall-clock columns (:data:`TIMING_COLUMNS`).
         imports: Modules or files imported to register custom policies.
+        left_out: ``{(policy, seed): problem}`` for runs that finished but were taken out of the results
+            (a stall, jobs left unfinished: :meth:`leave_out`).
+        seeds_by_policy: The seeds each policy ran when not every policy ran every seed (a policy that
+            is not :attr:`~hetgym.sim.policy.Policy.randomised` on a fixed workload: see
+            :func:`seeds_that_matter`); empty when every policy ran :attr:`seeds`.
     """
 
     scenario: Scenario
@@ -177,6 +182,39 @@ class Comparison:
     policy_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
     imports: list[str] = field(default_factory=list)
+    left_out: dict[tuple[str, int], str] = field(default_factory=dict)
+    seeds_by_policy: dict[str, list[int]] = field(default_factory=dict)
+
+    def leave_out(self, problems: Mapping[tuple[str, int], str]) -> Comparison:
+        """A copy without the runs in ``problems`` (``{(policy, seed): problem}``), which it lists in
+        :attr:`left_out` (``failed_runs.csv`` when saved): the other runs' results stay whole."""
+        if not problems:
+            return self
+
+        def kept(df: pd.DataFrame) -> pd.DataFrame:
+            if df.empty:
+                return df
+            keys = zip(df["policy"], df["seed"], strict=True)
+            drop = pd.Series([key in problems for key in keys], index=df.index)
+            return df.loc[~drop].reset_index(drop=True)
+
+        return replace(
+            self,
+            runs=kept(self.runs),
+            jobs=kept(self.jobs),
+            timelines=kept(self.timelines),
+            timings=kept(self.timings),
+            left_out={**self.left_out, **problems},
+        )
+
+    def failed_runs(self) -> pd.DataFrame:
+        """The runs left out of the results (:attr:`left_out`) and those that failed (:attr:`errors`):
+        columns ``policy``, ``seed``, ``outcome`` (``left out`` or ``failed``) and ``problem``."""
+        rows = [(p, s, "left out", msg) for (p, s), msg in self.left_out.items()]
+        rows += [(p, s, "failed", msg) for (p, s), msg in self.errors.items()]
+        order = {p: i for i, p in enumerate(self.policies)}
+        rows.sort(key=lambda r: (r[1], order.get(r[0], len(order)), r[0]))
+        return pd.DataFrame(rows, columns=["policy", "seed", "outcome", "problem"])
 
     def aggregate(self, *, timings: bool = False) -> pd.DataFrame:
         """Mean and standard deviation over seeds of each metric, one row per policy.
@@ -235,6 +273,8 @@ class Comparison:
                 "policy_options": {p: dict(v) for p, v in self.policy_kwargs.items() if v},
                 "seeds": list(self.seeds),
                 "imports": list(self.imports),
+                # Only when some policy ran fewer seeds, so every other configuration keeps its hash.
+                **({"seeds_by_policy": self.seeds_by_policy} if self.seeds_by_policy else {}),
             }
         )
 
@@ -273,6 +313,8 @@ class Comparison:
             ),
             atomic_write(out / "timings.csv", lambda p: self.timings.to_csv(p, index=False)),
         ]
+        if self.left_out or self.errors:  # the runs whose results are not in the files above, and why
+            written.append(atomic_write(out / "failed_runs.csv", lambda p: self.failed_runs().to_csv(p, index=False)))
         if plots:
             from hetgym.plots import plot_comparison
 
@@ -313,6 +355,7 @@ class Comparison:
             "seeds": self.seeds,
             "metrics": {p: {k: _clean(v) for k, v in row.items()} for p, row in agg.iterrows()},
             "errors": {f"{p}@{s}": msg for (p, s), msg in self.errors.items()},
+            **({"left_out": {f"{p}@{s}": msg for (p, s), msg in self.left_out.items()}} if self.left_out else {}),
         }
 
 
@@ -374,6 +417,7 @@ def compare(
     on_run: Callable[[str, int, SimulationResult | None], None] | None = None,
     fail_fast: bool = False,
     imports: Sequence[str] = (),
+    seeds_by_policy: Mapping[str, Sequence[int]] | None = None,
 ) -> Comparison:
     """Run every policy on the scenario's workload for every seed.
 
@@ -387,6 +431,8 @@ def compare(
             advance a progress bar.
         fail_fast: Re-raise the first error instead of recording it and going on.
         imports: Modules or ``.py`` files to import first (they register custom policies).
+        seeds_by_policy: ``{policy: seeds}`` for policies that run only some of ``seeds`` (e.g. one seed
+            of a deterministic policy on a fixed workload: :func:`seeds_that_matter`); the others run all.
 
     Raises:
         InvalidJobError: A seed's workload has a job the cluster can never run (before any run).
@@ -411,12 +457,17 @@ def compare(
     timelines: list[pd.DataFrame] = []
     timing_rows: list[dict[str, Any]] = []
     errors: dict[tuple[str, int], str] = {}
+    runs_of = {name: [s for s in seeds if s in (seeds_by_policy or {}).get(name, seeds)] for name in policies}
     for seed in seeds:
+        if not any(seed in runs_of[name] for name in policies):
+            continue
         workload = scenario.workload.build(cluster, seed=seed, throughput=throughput)
         # A workload the cluster can never run (a job too large, too much work) fails the comparison
         # here, naming the job, rather than every run one by one.
         simulator_for(cluster, workload, scenario.sim, throughput)
         for name in policies:
+            if seed not in runs_of[name]:
+                continue
             try:
                 result = run_one(
                     scenario, name, seed, policy_kwargs=kwargs.get(name), workload=workload, throughput=throughput
@@ -455,7 +506,30 @@ def compare(
         policy_kwargs={p: kwargs[p] for p in policies if kwargs.get(p)},
         timings=pd.DataFrame(timing_rows),
         imports=[str(i) for i in imports],
+        seeds_by_policy={p: ss for p, ss in runs_of.items() if ss != list(seeds)},
     )
+
+
+def fixed_workload(scenario: Scenario) -> bool:
+    """Whether every seed gives the scenario the same workload: a canonical trace read whole or in its
+    first jobs (a public trace's fill samplers and a trace window are seeded; recipes draw by seed)."""
+    wl = scenario.workload
+    return wl.trace is not None and wl.trace_format is None and not wl.trace_window
+
+
+def seeds_that_matter(
+    scenario: Scenario, policy: str, seeds: Sequence[int], policy_kwargs: Mapping[str, Any] | None = None
+) -> list[int]:
+    """The seeds whose runs of ``policy`` can differ: all of them, or only the first when the workload is
+    fixed (:func:`fixed_workload`), the policy declares itself not :attr:`~hetgym.sim.policy.Policy.randomised`
+    with these knobs, and no random placer is in force (the other seeds would repeat the first run)."""
+    if not seeds or not fixed_workload(scenario):
+        return list(seeds)
+    instance = make_policy(policy, **dict(policy_kwargs or {}))
+    placer = scenario.sim.placer or getattr(instance, "placer", "default")
+    if getattr(instance, "randomised", True) or placer == "random":
+        return list(seeds)
+    return [seeds[0]]
 
 
 def default_policies() -> list[str]:

@@ -1,7 +1,7 @@
 """``hetgym simulate`` (one policy, one scenario) and ``hetgym compare`` (several policies x seeds).
 
 Both check every name (policies, knobs, their values, the scenario's overrides) and the output folder
-before anything runs, and write results only when every run succeeded: into a temporary folder renamed
+before anything runs, and write results into a temporary folder renamed
 into place, so a failure or Ctrl-C leaves nothing behind. ``compare`` names its default folder by the
 scenario and a hash of the whole configuration (``results/compare-<scenario>-<hash>``), so different
 configurations never replace each other's results; the same configuration writes the same files.
@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="POLICY:KEY=VALUE",
         help="a policy's knob, e.g. srtf:type_choice=order (repeatable)",
     )
-    c.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
+    c.add_argument(
+        "--seeds",
+        help="comma-separated seeds (default 0,1,2; on a canonical --trace, whose workload is the same for every "
+        "seed, a policy that is not randomised runs seed 0 only, its other seeds repeating that run)",
+    )
     c.add_argument(
         "--out",
         type=Path,
@@ -185,7 +190,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from hetgym.experiments import Comparison, check_policy_options, compare, default_policies
+    from hetgym.experiments import (
+        Comparison,
+        check_policy_options,
+        compare,
+        default_policies,
+        fixed_workload,
+        seeds_that_matter,
+    )
 
     imports = _load_imports(args)
     scenario = scenario_from_args(args)
@@ -193,7 +205,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not policies:
         raise ValueError("--policies is empty; give e.g. --policies fifo,srtf")
     try:
-        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+        seeds = [int(s) for s in str(args.seeds or "0,1,2").split(",") if s.strip()]
     except ValueError:
         raise ValueError(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. --seeds 0,1,2") from None
     if not seeds:
@@ -207,9 +219,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise ValueError(f"-P gives knobs for policy {name!r}, which is not among the compared {policies}")
     for name in policies:
         check_policy_options(name, options.get(name, {}))  # names and values, before any run
+    seeds_by_policy: dict[str, list[int]] = {}
+    if args.seeds is None and len(seeds) > 1 and fixed_workload(scenario):
+        chosen = {p: seeds_that_matter(scenario, p, seeds, options.get(p)) for p in policies}
+        seeds_by_policy = {p: ss for p, ss in chosen.items() if ss != seeds}
     planned = Comparison(
         scenario, policies, seeds, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
         policy_kwargs={p: options[p] for p in policies if options.get(p)}, imports=imports,
+        seeds_by_policy=seeds_by_policy,
     )  # fmt: skip
     if args.out is not None:
         out = args.out
@@ -221,15 +238,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(
         f"{planned.describe().capitalize()}: cluster {scenario.cluster} ({scenario.cluster_spec().describe()}); {about}"
     )
-    total = len(policies) * len(seeds)
+    total = sum(len(seeds_by_policy.get(p, seeds)) for p in policies)
+    if seeds_by_policy:
+        randomised = [p for p in policies if p not in seeds_by_policy]
+        verb = "runs" if len(randomised) == 1 else "run"
+        console.print(
+            f"The workload is the same for every seed ({scenario.workload.trace}): {len(seeds_by_policy)} "
+            f"policies that are not randomised run seed {seeds[0]} only"
+            + (f"; {', '.join(randomised)} (randomised) {verb} seeds {args.seeds or '0,1,2'}" if randomised else "")
+            + "; give --seeds to run every policy on each seed",
+            highlight=False,
+        )
     console.print(
-        f"{total} runs ({len(policies)} policies x {len(seeds)} seeds"
+        (
+            f"{total} runs ({len(policies)} policies x {len(seeds)} seeds"
+            if not seeds_by_policy
+            else f"{total} runs ({len(policies)} policies"
+        )
         + (f", {scenario.workload.num_jobs} jobs each" if scenario.workload.num_jobs < 10**9 else "")
-        + "); the time they take is estimated after the first run",
+        + "); the time they take is estimated once each policy has run",
         highlight=False,
     )
     started = time.perf_counter()
-    clock = RunClock(policies, seeds)
+    clock = RunClock(policies, seeds, seeds_by_policy)
     problems: dict[tuple[str, int], list[tuple[str, bool]]] = {}
     with ProgressReport(enabled=not args.no_progress, console=console) as progress:
         progress.task("compare", total, unit="runs")
@@ -247,34 +278,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     problems[(policy, seed)] = found
 
         comparison = compare(
-            scenario, policies, seeds, policy_kwargs=options, on_run=on_run, imports=imports,
+            scenario,
+            policies,
+            seeds,
+            policy_kwargs=options,
+            on_run=on_run,
+            imports=imports,
+            seeds_by_policy=seeds_by_policy,
             fail_fast=debug_wanted(args),  # --debug: the first failing run's traceback
-        )  # fmt: skip
+        )
+    # Runs that stalled or left jobs unfinished are taken out of the results (and listed); the others are kept.
+    failing = {key: "; ".join(p for p, fails in found if fails) for key, found in problems.items()}
+    comparison = comparison.leave_out({key: why for key, why in failing.items() if why})
     if not comparison.runs.empty:
         print_comparison(comparison, wide=args.wide)
     elapsed_s = time.perf_counter() - started
-    failing = 0
     for (policy, seed), found in problems.items():
         for problem, fails in found:
             console.print(
                 f"[red]{policy} seed {seed}: {problem}[/red]" if fails else f"{policy} seed {seed}: {problem}"
             )
-        failing += any(fails for _, fails in found)
-    if failing and not comparison.errors:
-        console.print(
-            f"[red]{failing} of {len(policies) * len(seeds)} runs stalled or left jobs unfinished; no results written"
-            f"{'' if args.out is None else ' to ' + str(out)}[/red]"
-        )
-        return 1
-    if comparison.errors:
-        for (policy, seed), msg in comparison.errors.items():
-            print(f"  {policy} seed {seed} failed: {msg}", file=sys.stderr)
-        print(
-            f"hetgym compare: error: {len(comparison.errors)} of {len(policies) * len(seeds)} runs failed "
-            f"(listed above); no results written{'' if args.out is None else ' to ' + str(out)} ({DEBUG_HINT} "
-            "of the first failure)",
-            file=sys.stderr,
-        )
+    for (policy, seed), msg in comparison.errors.items():
+        print(f"  {policy} seed {seed} failed: {msg}", file=sys.stderr)
+    bad = len(comparison.left_out) + len(comparison.errors)
+    if comparison.runs.empty:
+        where = "" if args.out is None else " to " + str(out)
+        if comparison.errors:  # a run that raised is an error of the command, on stderr
+            print(
+                f"hetgym compare: error: {len(comparison.errors)} of {total} runs failed, the others stalled or "
+                f"left jobs unfinished (listed above); no results written{where} ({DEBUG_HINT} "
+                "of the first failure)",
+                file=sys.stderr,
+            )
+        else:
+            console.print(
+                f"[red]all {total} runs stalled or left jobs unfinished (listed above); no results written{where}[/red]"
+            )
         return 1
     # An explicit --out is claimed (two runs at once: one fails); the default folder is this configuration's.
     with writing_out_dir(out, replace=args.force or args.out is None) as tmp:
@@ -282,64 +321,106 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(
         f"{len(comparison.runs)} runs in {elapsed_s:.1f} s; wrote {out}/: " + ", ".join(p.name for p in written)
     )
+    if bad:
+        what = ", ".join(
+            part
+            for part in (
+                f"{len(comparison.left_out)} stalled or left jobs unfinished" if comparison.left_out else "",
+                f"{len(comparison.errors)} failed" if comparison.errors else "",
+            )
+            if part
+        )
+        console.print(
+            f"[red]{bad} of {total} runs are not in the results ({what}): listed above and in "
+            f"{out}/failed_runs.csv; the other {len(comparison.runs)} are[/red]"
+        )
+        if comparison.errors:  # a run that raised is an error of the command, on stderr as before
+            print(
+                f"hetgym compare: error: {len(comparison.errors)} of {total} runs failed (listed above)",
+                file=sys.stderr,
+            )
+        return 1
     return 0
 
 
 class RunClock:
     """The time a comparison's runs take, and an estimate of the time left.
 
-    Each run's time is the wall time between two runs' ends (so it counts building the workload). The
-    time left is each remaining run's policy's mean time so far, or, for a policy not yet timed, the mean of
-    every run so far: rough during the first seed (policies differ in cost by orders of magnitude), then
-    each policy's own pace, since every seed runs every policy.
+    Each run's time is the wall time between two runs' ends (so it counts building the seed's workload).
+    The first run of a comparison also pays one-off costs (libraries a policy imports on first use, such
+    as scikit-learn for asrpt's predictor, and first-call caches), so its time does not stand for its
+    policy's until that policy has run again: until then the policy counts as not yet timed. The time
+    left is each remaining run's policy's mean time so far; a policy not yet timed counts the median of the
+    timed policies' means (policies differ in cost by orders of magnitude, so one run says little about
+    the others), or the first run's time while it is the only figure. An estimate is printed once every
+    policy has run once (:meth:`estimate_note`), never extrapolated from the first run alone.
+
+    Args:
+        policies: The policies, in the order they run within a seed.
+        seeds: The seeds, in order.
+        seeds_by_policy: The seeds of the policies that run only some of ``seeds``.
+        clock: The time in seconds (tests give their own).
     """
 
-    def __init__(self, policies: list[str], seeds: list[int]) -> None:
+    def __init__(
+        self,
+        policies: list[str],
+        seeds: list[int],
+        seeds_by_policy: dict[str, list[int]] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.policies = list(policies)
-        self.seeds = list(seeds)
+        self.runs_of = {p: len((seeds_by_policy or {}).get(p, seeds)) for p in self.policies}
+        self.total = sum(self.runs_of.values())
         self.times: dict[str, list[float]] = {}
+        self.runs_done = dict.fromkeys(self.policies, 0)
         self.done = 0
-        self._last = time.perf_counter()
+        self.first_s: float | None = None  # the first run's time, kept out of its policy's times
+        self._clock = clock
+        self._last = clock()
         self._started = self._last
+        self._noted = False
 
     def ran(self, policy: str, seed: int) -> None:
         """Record that ``policy`` finished ``seed`` now."""
-        now = time.perf_counter()
-        self.times.setdefault(policy, []).append(now - self._last)
+        now = self._clock()
+        if self.done == 0:
+            self.first_s = now - self._last
+        else:
+            self.times.setdefault(policy, []).append(now - self._last)
         self._last = now
+        self.runs_done[policy] = self.runs_done.get(policy, 0) + 1
         self.done += 1
 
     def left_s(self) -> float | None:
         """Estimated seconds until the last run ends (``None`` before the first run)."""
-        if not self.times:
+        if self.first_s is None:
             return None
-        every = [t for ts in self.times.values() for t in ts]
-        overall = sum(every) / len(every)
+        means = sorted(sum(ts) / len(ts) for ts in self.times.values())
+        if not means:
+            untimed = self.first_s
+        elif len(means) % 2:
+            untimed = means[len(means) // 2]
+        else:
+            untimed = (means[len(means) // 2 - 1] + means[len(means) // 2]) / 2
         left = 0.0
         for policy in self.policies:
-            runs_left = len(self.seeds) - len(self.times.get(policy, []))
             ts = self.times.get(policy)
-            left += runs_left * (sum(ts) / len(ts) if ts else overall)
+            left += (self.runs_of[policy] - self.runs_done[policy]) * (sum(ts) / len(ts) if ts else untimed)
         return left
 
     def estimate_note(self) -> str | None:
-        """A line to print after the first run and after the first seed (when others follow), else ``None``."""
-        total = len(self.policies) * len(self.seeds)
-        left = self.left_s()
-        if left is None or self.done == total:
+        """A line to print once, when every policy has run once and runs remain, else ``None``."""
+        if self._noted or self.done == self.total or not all(self.runs_done.values()):
             return None
-        elapsed = time.perf_counter() - self._started
-        if self.done == 1:
-            return (
-                f"estimate: about {format_duration(elapsed * total)} for the {total} runs (the first run took "
-                f"{elapsed:.1f} s; a rough guess, as policies differ in cost; refined after the first seed)"
-            )
-        if self.done == len(self.policies) and len(self.seeds) > 1:
-            return (
-                f"estimate: about {format_duration(elapsed + left)} in all, {format_duration(left)} left "
-                f"(each policy's time on the first seed, times the seeds left)"
-            )
-        return None
+        self._noted = True
+        left = self.left_s() or 0.0
+        elapsed = self._clock() - self._started
+        return (
+            f"estimate: about {format_duration(elapsed + left)} in all, {format_duration(left)} left "
+            "(each policy's mean time on its runs so far, the first run left out as it pays one-off costs, "
+            "times its runs left)"
+        )
 
 
 def _workload_text(scenario: Any) -> str:
@@ -370,7 +451,12 @@ def print_comparison(comparison: Comparison, *, wide: bool = False) -> None:
     agg = comparison.aggregate(timings=wide)
     metrics = [m for m in HEADLINE_METRICS if wide or m[0] in NARROW_METRICS]
     table = Table(
-        title=f"{comparison.describe()}, seeds {comparison.seeds} (mean ± sd over seeds)",
+        title=f"{comparison.describe()}, seeds {comparison.seeds} (mean ± sd over seeds)"
+        + (
+            f"; {', '.join(comparison.seeds_by_policy)} seed {comparison.seeds[0]} only"
+            if comparison.seeds_by_policy
+            else ""
+        ),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         padding=(0, 1),
@@ -380,12 +466,13 @@ def print_comparison(comparison: Comparison, *, wide: bool = False) -> None:
     for key, label, _, _ in metrics:
         table.add_column(label if wide else SHORT_LABELS.get(key, label), justify="right", no_wrap=not wide)
     best_dsr = agg["dsr"].max() if "dsr" in agg and agg["dsr"].notna().any() else None
+    runs_of = comparison.runs.groupby("policy").size().to_dict()  # ± only over two runs or more
     for policy, row in agg.iterrows():
         cells = []
         for key, _, scale, fmt in metrics:
             cell = _fmt(row.get(key, math.nan), scale, fmt)
             sd = row.get(f"{key}_std", math.nan)
-            if key in ("dsr", "jct_mean_s") and len(comparison.seeds) > 1 and not math.isnan(sd):
+            if key in ("dsr", "jct_mean_s") and runs_of.get(policy, 0) > 1 and not math.isnan(sd):
                 cell += f"{' ± ' if wide else '±'}{_fmt(sd, scale, fmt)}"
             if key == "dsr" and best_dsr is not None and row.get("dsr") == best_dsr:
                 cell = f"[bold green]{cell}[/bold green]"

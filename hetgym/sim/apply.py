@@ -52,6 +52,12 @@ class Placements:
         heap: Completion events ``(time, seq, job_id, version)``; stale ones (a job reconfigured since)
             are dropped when they reach the top, or by :meth:`prune_heap`.
         changed: The jobs whose allocation the current step changed, in order (the next view's ``changed``).
+        idle_holders: With :attr:`watch_idle`, the running jobs whose placement has a rate of 0 (they hold
+            GPUs and can make no progress until moved), each with the time since which it has held GPUs at
+            zero rate: the watchdog stops a run in which one keeps them too long (:mod:`hetgym.sim.fastforward`).
+        watch_idle: Whether :attr:`idle_holders` is kept: set by ``Simulator.run`` for a policy; off for
+            callers that step the simulator themselves (the Gym environment, whose agents may try such
+            placements and whose episodes end by their own rules).
     """
 
     def __init__(
@@ -81,6 +87,8 @@ class Placements:
         self.servers = ClusterState(cluster)
         self.heap: list[tuple[float, int, int, int]] = []
         self.changed: list[int] = []
+        self.idle_holders: dict[int, float] = {}
+        self.watch_idle = False
         self._seq = 0
         self._order_dirty = False  # running or waiting jobs out of submission order until restore_order
         self._rate_cache: dict[tuple[object, ...], float] = {}  # rates by job kind, mode, type and count (one run)
@@ -105,6 +113,7 @@ class Placements:
         self.running.pop(jid, None)
         self.drop_alloc(jid)
         self.waiting_views.pop(jid, None)
+        self.idle_holders.pop(jid, None)
 
     def reject(self, job: JobRecord, now: float) -> None:
         """A job is rejected at ``now`` (the engine has taken it off the active jobs): it ends, its GPUs freed."""
@@ -311,6 +320,9 @@ class Placements:
                 heapq.heappush(self.heap, (t_done, self._seq, jid, job.version))
                 if len(self.heap) > 2 * len(self.running) + 64:
                     self.prune_heap()
+                self.idle_holders.pop(jid, None)
+            elif self.watch_idle:  # held at zero rate (from the first such placement, if it moves to another)
+                self.idle_holders.setdefault(jid, now)
         else:
             job.num_reconfigs += 1  # a preemption
             job.last_run_s = now - job.run_start_s
@@ -319,6 +331,7 @@ class Placements:
             self.drop_alloc(jid)
             job.alloc, job.groups, job.rate, job.num_gpus_now = None, (), 0.0, 0
             job.placed_rate = 0.0
+            self.idle_holders.pop(jid, None)
             self._insert_waiting(job, now)
 
     def _insert_running(self, job: JobRecord) -> None:

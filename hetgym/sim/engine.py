@@ -306,6 +306,7 @@ class Simulator(FastForwardMixin):
         if ticks is None:
             ticks = getattr(policy, "uses_ticks", True)
         view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        self._placements.watch_idle = True  # a policy holding GPUs at zero rate is stopped (fastforward.py)
         latencies = self._latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
@@ -414,6 +415,8 @@ class Simulator(FastForwardMixin):
                         "remaining jobs waiting, or reconfigures them faster than their restart penalty"
                     )
                     return None
+            if self._placements.idle_holders and self._stop_idle_holders(t_next):
+                return None  # a job held GPUs at zero rate for too long (the watchdog names it)
             if self._epoch >= self._epoch_limit:
                 self._stop(
                     f"the run reached {self._epoch_limit} decision epochs, the bound derived from the workload "
@@ -445,7 +448,7 @@ class Simulator(FastForwardMixin):
             # so the stall detector, not an empty heap, decides that nothing can progress.
             t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
             self._next_tick_s = t_tick
-        return min(t_completion, t_arrival, t_tick)
+        return min(t_completion, t_arrival, t_tick, self._idle_holders_until_s())
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
         heap = self._heap

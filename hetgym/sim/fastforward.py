@@ -134,6 +134,8 @@ class FastForwardMixin:
         pending = self._next_arrival < len(order)
         if pending:
             end_s = min(end_s, order[self._next_arrival].spec.submit_s)
+        if self._placements.idle_holders:  # the epoch at which the watchdog stops a job held at zero rate
+            end_s = min(end_s, self._idle_holders_until_s())
         cfg = self.config
         if not (t < end_s and t <= cfg.max_time_s):
             return
@@ -196,6 +198,38 @@ class FastForwardMixin:
         self._stalled = True
         self._stall_reason = reason
         self._finish()
+
+    def _idle_holders_until_s(self) -> float:
+        """When the watchdog stops the run for the jobs holding GPUs at zero rate (``inf`` if none)."""
+        holders = self._placements.idle_holders
+        return min(holders.values()) + self._patience_s if holders else math.inf
+
+    def _stop_idle_holders(self, now: float) -> bool:
+        """Stop the run (and return ``True``) if a job has held GPUs at zero rate for the watchdog's patience.
+
+        A placement's rate is fixed until the policy moves the job, so a job placed where it cannot run
+        (a GPU type or count at which the throughput table gives 0) would hold its GPUs for ever while the
+        others progress; the watchdog gives the policy the longest restart penalty plus a round to move it
+        (an epoch is due then: :meth:`_idle_holders_until_s` is one of the engine's event times).
+        """
+        holders = self._placements.idle_holders
+        if now < self._idle_holders_until_s():
+            return False
+        running = self._placements.running
+        named = []
+        for jid, since_s in sorted(holders.items(), key=lambda item: (item[1], item[0]))[:5]:
+            job = running[jid]
+            counts = ", ".join(f"{n} {t}" for t, n in (job.alloc.counts if job.alloc is not None else ()))
+            gpus = f"{job.num_gpus_now} GPU{'' if job.num_gpus_now == 1 else 's'}"
+            named.append(f"job {jid} holds {gpus} ({counts}) at zero throughput since t={since_s:.0f} s")
+        more = f" and {len(holders) - 5} more jobs likewise" if len(holders) > 5 else ""
+        self._stop(
+            "; ".join(named) + more + ": the rate of its placement is 0 iterations/s (a GPU type or count the "
+            f"throughput table cannot run it on), and the policy kept it there for more than {self._patience_s:.0f} s "
+            "(the longest restart penalty plus a round); a policy must move or stop a job it placed where it "
+            "cannot run"
+        )
+        return True
 
     @property
     def _patience_s(self) -> float:

@@ -57,6 +57,12 @@ class Policy(ABC):
             not ask it at such ticks and passes over them in one step (:mod:`hetgym.sim.fastforward`),
             with the same result. Only round-based runs (``uses_ticks``) have such ticks.
         in_default_comparison: Whether ``hetgym compare`` runs it when no policies are named.
+        randomised: Whether the policy's decisions depend on the run's seed (it draws from :attr:`rng`,
+            or seeds a stream of its own from ``SimConfig.seed``), with the knobs it was built with.
+            ``False`` by default: a policy that draws sets it (in its class, or in ``__init__`` when
+            only some knobs draw). ``hetgym compare`` on a fixed workload (a canonical trace) runs a
+            policy that is not randomised for one seed only, since its other seeds would repeat that run;
+            ``tests/baselines/test_randomised.py`` checks the declaration of every registered policy.
         placer: The placer (:mod:`hetgym.sim.placement`) that maps this policy's GPU counts onto
             servers, the one its paper uses; the simulator and the Gym environment apply it
             (``SimConfig.placer`` overrides it).
@@ -80,6 +86,7 @@ class Policy(ABC):
     stands_on_ticks: ClassVar[bool] = False
     in_default_comparison: ClassVar[bool] = True
     keeps_gpus_busy: bool = False
+    randomised: bool = False
 
     def __init__(self) -> None:
         self.cluster: ClusterSpec | None = None

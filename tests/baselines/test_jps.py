@@ -287,3 +287,35 @@ def test_a_category_that_leaves_a_job_unusable_workers_still_gives_an_answer() -
     assert plain.counts.tolist() == [[0, 1], [1, 0]] and math.isinf(plain.times_s[0])
     mended = jps(inst, valuation="rho", local_search_steps=10)  # a swap gives job 0 its usable worker
     assert mended.counts.tolist() == [[1, 0], [0, 1]] and np.isfinite(mended.times_s).all()
+
+
+@pytest.mark.parametrize("mode", ["nonpreemptive", "replace_all"])
+def test_a_job_is_never_placed_where_its_rate_at_the_given_count_is_zero(mode: str) -> None:
+    # Found on `hetgym compare --cluster gavel-108 --recipe gavel-philly --num-jobs 300 --utilisation 0.8
+    # --deadline gavel-slo`: ResNet-50 at batch 512 cannot run on fewer than 8 K80s (rate 0 in the table).
+    # JPS's model takes a worker's throughput at the job's requested count, so with only the 4 K80s free it
+    # matched the job to them and held them at zero throughput (the run stalled once the rest had ended).
+    # Now such workers are dropped: the job waits for the V100s, then runs on both types.
+    cluster = ClusterSpec.from_inventory("k80-v100", {"v100": (1, 4), "k80": (1, 4)})
+    jobs = [JobSpec(0, 0.0, "resnet50", 64, 2000.0, 4, max_gpus=4), JobSpec(1, 10.0, "resnet50", 512, 1000.0, 8)]
+    policy = make_policy("jps", mode=mode)
+    sim = Simulator(cluster, jobs, config=SimConfig())
+    decisions = []
+    schedule = policy.schedule
+
+    def recording(view):  # type: ignore[no-untyped-def]
+        allocation = schedule(view)
+        decisions.append({jid: dict(ja.counts) for jid, ja in allocation.jobs.items()})
+        return allocation
+
+    policy.schedule = recording  # type: ignore[method-assign]
+    result = sim.run(policy)
+    assert not result.stalled and result.jobs["status"].tolist() == ["completed", "completed"]
+    for decision in decisions:
+        for jid, counts in decision.items():
+            total = sum(counts.values())
+            for gpu_type in counts:
+                assert sim.throughput.rate(jobs[jid].job_type, jobs[jid].batch_size, gpu_type, total) > 0
+    if mode == "nonpreemptive":
+        assert decisions[1] == {0: {"v100": 4}}  # at job 1's arrival only the 4 K80s are free: it waits
+        assert {"k80": 4, "v100": 4} in [d.get(1) for d in decisions]

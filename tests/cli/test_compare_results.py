@@ -174,6 +174,59 @@ def test_a_run_that_fails_writes_nothing_and_exits_1(
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["failing_policy.py"]
 
 
+def test_a_run_that_fails_beside_runs_that_finish_keeps_theirs_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], registry_snapshot: None
+) -> None:
+    module = tmp_path / "failing_policy.py"
+    module.write_text(FAILING_POLICY)
+    out = tmp_path / "out"
+    argv = ["compare", *TINY, "--import", str(module), "--policies", "fifo,test-always-fails", "--seeds", "0"]
+    assert main([*argv, "--no-plots", "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "test-always-fails seed 0 failed: RuntimeError: this policy always fails" in captured.err
+    assert "hetgym compare: error: 1 of 2 runs failed (listed above)" in captured.err
+    assert "1 of 2 runs are not in the results (1 failed)" in " ".join(captured.out.split())
+    assert pd.read_csv(out / "runs.csv")["policy"].tolist() == ["fifo"]
+    failed = pd.read_csv(out / "failed_runs.csv")
+    assert failed.to_dict("records") == [
+        {
+            "policy": "test-always-fails",
+            "seed": 0,
+            "outcome": "failed",
+            "problem": "RuntimeError: this policy always fails",
+        }
+    ]
+
+
+def test_a_fixed_workload_runs_one_seed_of_each_policy_that_is_not_randomised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(REPO / "traces" / "elasticflow-tiny-12.parquet")
+    argv = ["compare", "--trace", trace, "--cluster", "tiny", "--policies", "fifo,jps,srtf", "--no-progress"]
+    assert main([*argv, "--no-plots", "--out", str(tmp_path / "a")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "2 policies that are not randomised run seed 0 only; jps (randomised) runs seeds 0,1,2" in text
+    assert "5 runs (3 policies);" in text
+    runs = pd.read_csv(tmp_path / "a" / "runs.csv")
+    assert list(zip(runs["policy"], runs["seed"], strict=True)) == [
+        ("fifo", 0),
+        ("jps", 0),
+        ("srtf", 0),
+        ("jps", 1),
+        ("jps", 2),
+    ]
+    config = json.loads((tmp_path / "a" / "summary.json").read_text())["config"]
+    assert config["seeds_by_policy"] == {"fifo": [0], "srtf": [0]}
+    # --seeds given: every policy runs each seed, and the seeds repeat a deterministic policy's run.
+    assert main([*argv, "--seeds", "0,1", "--no-plots", "--out", str(tmp_path / "b")]) == 0
+    runs = pd.read_csv(tmp_path / "b" / "runs.csv")
+    assert (
+        len(runs) == 6 and "seeds_by_policy" not in json.loads((tmp_path / "b" / "summary.json").read_text())["config"]
+    )
+    fifo = runs[runs["policy"] == "fifo"].drop(columns=["seed"]).reset_index(drop=True)
+    assert fifo.loc[0].equals(fifo.loc[1])
+
+
 def test_an_interrupted_save_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted_save(self: Comparison, out_dir: Path, *, plots: bool = True) -> list[Path]:
         (Path(out_dir) / "runs.csv").write_text("half")

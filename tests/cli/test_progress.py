@@ -77,8 +77,9 @@ def test_compare_redirected_to_a_file_logs_its_plan_and_progress(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     text = log.read_text()
     assert "6 runs (3 policies x 2 seeds, 12 jobs each)" in text
-    assert re.search(r"^estimate: about \d+:\d\d for the 6 runs \(the first run took", text, re.M)
-    assert re.search(r"^estimate: about \d+:\d\d in all, \d+:\d\d left", text, re.M)
+    # One estimate, once each policy has run (after the first seed), none extrapolated from the first run.
+    assert len(re.findall(r"^estimate: about \d+:\d\d in all, \d+:\d\d left", text, re.M)) == 1
+    assert "the first run took" not in text
     running = [m for m in map(RUNNING.match, text.splitlines()) if m]
     assert [int(m.group(2)) for m in running] == [1, 2, 3, 4, 5, 6]
     assert all(m.group(1) == "compare" and m.group(3) == "6" and m.group(4) == "runs" for m in running)
@@ -92,3 +93,54 @@ def test_simulate_reports_its_jobs_off_a_terminal(capsys: pytest.CaptureFixture[
     assert main(["simulate", "--scenario", "tiny", "--policy", "fifo"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^progress: simulate fifo 12/12 jobs ended \(100%\), done in \d+:\d\d$", out, re.M), out
+
+
+class _FakeClock:
+    """Seconds that the test advances by hand."""
+
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_the_estimate_leaves_out_the_first_run_and_counts_each_policys_own_time() -> None:
+    from hetgym.cli.run import RunClock
+
+    clock = _FakeClock()
+    runs = RunClock(["slow", "fast", "mid"], [0, 1, 2], clock=clock)
+    assert runs.left_s() is None and runs.estimate_note() is None
+    # The first run took 60 s, most of it one-off costs: while it is the only figure, it stands for all.
+    clock.now_s += 60.0
+    runs.ran("slow", 0)
+    assert runs.times == {} and runs.left_s() == pytest.approx(8 * 60.0)
+    assert runs.estimate_note() is None  # not every policy has run yet: no estimate printed
+    clock.now_s += 1.0
+    runs.ran("fast", 0)
+    # slow and mid are not timed: they count fast's 1 s (the median of the timed policies' means).
+    assert runs.left_s() == pytest.approx(2 * 1.0 + 2 * 1.0 + 3 * 1.0)
+    clock.now_s += 4.0
+    runs.ran("mid", 0)
+    # slow 2 x median(1, 4) = 2.5, fast 2 x 1, mid 2 x 4.
+    assert runs.left_s() == pytest.approx(2 * 2.5 + 2 * 1.0 + 2 * 4.0)
+    note = runs.estimate_note()
+    assert note is not None and note.startswith("estimate: about 1:20 in all, 0:15 left")
+    assert runs.estimate_note() is None  # printed once
+    clock.now_s += 9.0
+    runs.ran("slow", 1)  # slow's own time from its second run on
+    assert runs.times["slow"] == [9.0] and runs.left_s() == pytest.approx(9.0 + 2 * 1.0 + 2 * 4.0)
+
+
+def test_the_estimate_counts_only_the_runs_each_policy_has() -> None:
+    from hetgym.cli.run import RunClock
+
+    clock = _FakeClock()
+    runs = RunClock(["fifo", "jps"], [0, 1, 2], {"fifo": [0]}, clock=clock)
+    assert runs.total == 4
+    clock.now_s += 2.0
+    runs.ran("fifo", 0)
+    clock.now_s += 8.0
+    runs.ran("jps", 0)
+    assert runs.left_s() == pytest.approx(2 * 8.0)  # fifo is done; jps has two seeds left
+    assert runs.estimate_note() is not None

@@ -64,6 +64,50 @@ def test_compare_reports_a_stall_and_exits_1(
     assert f"{idle_policy} seed 0: the run stalled" in text and "fifo seed 0" not in text
 
 
+def test_compare_writes_the_finished_runs_and_lists_the_stalled_ones(
+    idle_policy: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    import pandas as pd
+
+    out_dir = tmp_path / "o"
+    argv = ["compare", "--policies", f"fifo,{idle_policy}", "--seeds", "0,1", "--scenario", "tiny"]
+    code, out, _ = _run([*argv, "--no-progress", "--out", str(out_dir)], capsys)
+    text = " ".join(out.split())
+    assert code == 1  # still a failure of the command
+    for seed in (0, 1):
+        assert f"{idle_policy} seed {seed}: the run stalled" in text
+    assert (
+        "2 of 4 runs are not in the results (2 stalled or left jobs unfinished): listed above and in "
+        f"{out_dir}/failed_runs.csv" in text
+    )
+    # The finished runs' results and figures are written, and only theirs.
+    runs = pd.read_csv(out_dir / "runs.csv")
+    assert runs["policy"].tolist() == ["fifo", "fifo"] and runs["seed"].tolist() == [0, 1]
+    assert set(pd.read_csv(out_dir / "jobs.csv.gz")["policy"]) == {"fifo"}
+    assert pd.read_csv(out_dir / "summary.csv")["policy"].tolist() == ["fifo"]
+    assert sorted(p.name for p in out_dir.glob("*.png"))  # the figures of the runs that finished
+    failed = pd.read_csv(out_dir / "failed_runs.csv")
+    assert failed["policy"].tolist() == [idle_policy] * 2 and failed["seed"].tolist() == [0, 1]
+    assert failed["outcome"].tolist() == ["left out"] * 2
+    assert all(p.startswith("the run stalled: no job made progress") for p in failed["problem"])
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert sorted(summary["left_out"]) == [f"{idle_policy}@0", f"{idle_policy}@1"]
+    assert list(summary["metrics"]) == ["fifo"]
+
+
+def test_compare_with_every_run_stalled_writes_nothing(
+    idle_policy: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["compare", "--policies", idle_policy, "--seeds", "0", "--scenario", "tiny", "--no-plots"]
+    code, out, _ = _run([*argv, "--no-progress", "--out", str(tmp_path / "o")], capsys)
+    assert code == 1 and "all 1 runs stalled or left jobs unfinished (listed above); no results written" in " ".join(
+        out.split()
+    )
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("policy", ["fifo", "tiresias"])
 @pytest.mark.parametrize("command", ["simulate", "compare"])
 def test_absurd_work_in_a_trace_is_refused(

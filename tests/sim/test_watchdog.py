@@ -146,3 +146,71 @@ def test_oversize_jobs_reject_drops_them_at_arrival_and_counts_them() -> None:
     assert r.metrics["num_oversize"] == 1 and r.metrics["num_rejected"] == 1 and not r.stalled
     assert (1, 5.0, JobStatus.REJECTED) in sim.ended_log()
     assert math.isclose(r.metrics["dsr"], 0.0)  # the only deadline job could never run
+
+
+def _needs_two_k80s() -> ThroughputModel:
+    """Job type ``a`` as in the toy model; job type ``c`` runs on one V100 but needs two K80s (0 on one)."""
+    import pandas as pd
+
+    from hetgym.sim.throughput import table_from_records
+
+    table = table_from_records(
+        {
+            ("a", 1, "v100", 1): 1.0,
+            ("a", 1, "k80", 1): 0.5,
+            ("c", 1, "v100", 1): 1.0,
+            ("c", 1, "k80", 1): 0.0,
+            ("c", 1, "k80", 2): 1.0,
+        }
+    )
+    gpu_types = pd.DataFrame(
+        {"gpu_type": ["v100", "k80"], "speed_index": [1.0, 0.5], "mem_gb": [16, 12], "source": ["test"] * 2}
+    )
+    return ThroughputModel(table, gpu_types)
+
+
+def _one_k80_for_c(view: ClusterView) -> Allocation:
+    """A bad policy: job 0 (type ``a``) on one V100, job 1 (type ``c``) on one K80, where its rate is 0."""
+    counts = {0: {"v100": 1}, 1: {"k80": 1}}
+    return Allocation.from_counts({j.job_id: counts[j.job_id] for j in view.jobs})
+
+
+class _StandingOnTicks(Scripted):
+    stands_on_ticks = True  # the quiet ticks are passed over in one step (hetgym.sim.fastforward)
+
+
+@pytest.mark.parametrize("policy_class", [Scripted, _StandingOnTicks])
+def test_a_job_held_at_zero_rate_is_named_while_others_progress(
+    two_by_two: ClusterSpec, policy_class: type[Scripted]
+) -> None:
+    # Job 0 progresses all along (the stall watchdog alone would wait for it to finish, 10^6 s); job 1
+    # holds a K80 on which it cannot run from t=5 s.
+    jobs = [JobSpec(0, 0.0, "a", 1, 1e6, 1), JobSpec(1, 5.0, "c", 1, 100.0, 1)]
+    cfg = SimConfig(round_s=60.0, restart_penalty_s=30.0)
+    policy = policy_class(_one_k80_for_c)
+    r = Simulator(two_by_two, jobs, config=cfg, throughput=_needs_two_k80s()).run(policy)
+    assert r.stalled and r.metrics["num_unfinished"] == 2
+    reason = " ".join(r.stall_reason.split())
+    assert reason.startswith("job 1 holds 1 GPU (1 k80) at zero throughput since t=5 s")
+    assert "the rate of its placement is 0 iterations/s" in reason and "for more than 90 s" in reason
+    assert "job 0" not in reason
+    # Stopped when the patience (the penalty plus a round) ran out, not after job 0's 10^6 s.
+    # Stopped at t=95 s: job 0 ran from its penalty's end (30 s) to then, job 1 held its K80 for 90 s.
+    assert r.jobs.loc[0, "remaining_iters"] == pytest.approx(1e6 - (95.0 - 30.0))
+    assert r.jobs.loc[1, "attained_gpu_s"] == pytest.approx(90.0)
+    assert r.jobs.loc[1, "remaining_iters"] == 100.0
+
+
+def test_a_job_moved_off_a_zero_rate_placement_in_time_is_no_stall(two_by_two: ClusterSpec) -> None:
+    # The same bad placement, mended at the first tick (t=60 s, within the 90 s patience): the run ends.
+    jobs = [JobSpec(0, 0.0, "a", 1, 200.0, 1), JobSpec(1, 5.0, "c", 1, 100.0, 1)]
+    cfg = SimConfig(round_s=60.0, restart_penalty_s=30.0)
+
+    def mends(view: ClusterView) -> Allocation:
+        late = view.now_s >= 60.0
+        counts = {0: {"v100": 1}, 1: {"v100": 1} if late else {"k80": 1}}
+        return Allocation.from_counts({j.job_id: counts[j.job_id] for j in view.jobs})
+
+    r = Simulator(two_by_two, jobs, config=cfg, throughput=_needs_two_k80s()).run(Scripted(mends))
+    assert not r.stalled and r.stall_reason == "" and r.metrics["num_completed"] == 2
+    assert r.jobs.loc[1, "finish_s"] == pytest.approx(60.0 + 30.0 + 100.0)
