@@ -336,7 +336,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         if comparison.errors:  # a run that raised is an error of the command, on stderr as before
             print(
-                f"hetgym compare: error: {len(comparison.errors)} of {total} runs failed (listed above)",
+                f"hetgym compare: error: {len(comparison.errors)} of {total} runs failed (listed above; "
+                f"{DEBUG_HINT} of the first failure)",
                 file=sys.stderr,
             )
         return 1

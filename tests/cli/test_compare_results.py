@@ -184,7 +184,7 @@ def test_a_run_that_fails_beside_runs_that_finish_keeps_theirs_and_exits_1(
     assert main([*argv, "--no-plots", "--out", str(out)]) == 1
     captured = capsys.readouterr()
     assert "test-always-fails seed 0 failed: RuntimeError: this policy always fails" in captured.err
-    assert "hetgym compare: error: 1 of 2 runs failed (listed above)" in captured.err
+    assert "hetgym compare: error: 1 of 2 runs failed (listed above; run with --debug" in captured.err
     assert "1 of 2 runs are not in the results (1 failed)" in " ".join(captured.out.split())
     assert pd.read_csv(out / "runs.csv")["policy"].tolist() == ["fifo"]
     failed = pd.read_csv(out / "failed_runs.csv")
