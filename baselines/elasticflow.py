@@ -63,6 +63,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -139,6 +140,10 @@ class ElasticFlow(ElasticFlowAdmission):
     knobs = ElasticFlowKnobs
     round_s = 60.0
     placer = "buddy"
+    # A fork shares the immutable state and copies the per-job tables' index only (each job's levels are a
+    # function of its spec); the last allocation is a frozen record.
+    fork_shared: ClassVar[tuple[str, ...]] = ("cluster", "_types", "_cap", "_last", "_inputs_view")
+    fork_shallow: ClassVar[tuple[str, ...]] = ("_levels", "_inputs")
 
     def __init__(
         self,

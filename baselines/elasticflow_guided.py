@@ -36,7 +36,7 @@ Only ``memory="history"`` is supported: the directives are a history the observe
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -62,6 +62,10 @@ class GuidedElasticFlow(ElasticFlow):
 
     name = "elasticflow-guided"
     in_default_comparison = False  # ElasticFlow itself when no directive is given
+    fork_shallow: ClassVar[tuple[str, ...]] = (
+        *ElasticFlow.fork_shallow,
+        "_restricted",
+    )  # restricted levels: functions of spec and type
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admissi
 decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
 passing over quiet round ticks and the watchdog in :mod:`hetgym.sim.fastforward`, the deadline outcomes
 in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
-(re-exported here).
+(re-exported here), and the forks of a simulation (``fork``, for rollouts) in :mod:`hetgym.sim.forking`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from hetgym.sim.counts import CountsDelta, resolve_counts
 from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
 from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
 from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks
+from hetgym.sim.forking import ForkMixin
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 DEFAULT_ROUND_S = 360.0
 
 
-class Simulator(FastForwardMixin):
+class Simulator(FastForwardMixin, ForkMixin):
     """Event-driven simulator of one workload on one cluster.
 
     Args:

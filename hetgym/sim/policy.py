@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import numpy as np
 
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.forking import fork_object
 from hetgym.sim.layout import require_project_package
 from hetgym.sim.registry import Knobs, Registry
 
@@ -38,6 +39,9 @@ class PolicyProtocol(Protocol):
     def reset(self, cluster: ClusterSpec, *, rng: np.random.Generator) -> None: ...
 
     def schedule(self, view: ClusterView) -> Allocation: ...
+
+
+_Copied = TypeVar("_Copied", bound="Policy")
 
 
 class Policy(ABC):
@@ -79,6 +83,10 @@ class Policy(ABC):
     stands_on_ticks: ClassVar[bool] = False
     in_default_comparison: ClassVar[bool] = True
     keeps_gpus_busy: bool = False
+    #: Attributes a :meth:`copy_state` shares with the original (immutable for the run).
+    fork_shared: ClassVar[tuple[str, ...]] = ("cluster",)
+    #: Attributes a :meth:`copy_state` copies one level (containers whose values are immutable, e.g. per-job caches).
+    fork_shallow: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.cluster: ClusterSpec | None = None
@@ -99,6 +107,18 @@ class Policy(ABC):
     @abstractmethod
     def schedule(self, view: ClusterView) -> Allocation:
         """Return the complete allocation after this epoch (see :class:`~hetgym.sim.allocation.Allocation`)."""
+
+    def copy_state(self: _Copied) -> _Copied:
+        """An independent copy of this policy in its current state (for a rollout from a forked simulator).
+
+        The state-copy protocol of :mod:`hetgym.sim.forking` (``copy_state``, not ``fork``: HadarE's ``fork`` is
+        its execution mode).
+
+        Generic (:func:`~hetgym.sim.forking.fork_object`): the attributes named in :attr:`fork_shared` are
+        shared, those in :attr:`fork_shallow` copied one level, every other one deep-copied. A policy with
+        large immutable state (tables computed once per job) names it there so that a fork is cheap.
+        """
+        return fork_object(self, self.fork_shared, self.fork_shallow)
 
     def wants_next_epoch(self) -> bool:
         """Whether this policy's decision may change at the next epoch even if nothing arrives, completes
