@@ -248,6 +248,13 @@ class GuidedElasticFlow(ElasticFlow):
                 self._late_reported.add(jid)
                 self._late_new.append(jid)
 
+    def quiet_until_s(self) -> float:
+        """ElasticFlow's promise (:meth:`ElasticFlow.quiet_until_s`), none while a drop is pending: a reject
+        directive for an admitted job re-plans at the next call."""
+        if self._drops or any(d.admission == "reject" for d in self._directives.values()):
+            return -math.inf
+        return super().quiet_until_s()
+
     def schedule(self, view: ClusterView) -> Allocation:
         arrived = set(view.arrived)
         for jid, directive in self._directives.items():

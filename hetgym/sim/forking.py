@@ -15,7 +15,8 @@ included; a fork copies only what a step can change and shares the rest:
   policy, falling back to :func:`copy.deepcopy` for an object without ``copy_state``.
 
 A fork continued with the same decisions gives the original's continuation, bit for bit
-(``tests/sim/test_fork.py``).
+(``tests/sim/test_fork.py``). A pickle of a simulator (``__getstate__``, also here) is a copy too: it seals the
+views still referenced, whose weak references do not pickle.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def fork_policy(policy: _T, memo: dict[int, Any] | None = None) -> _T:
 
 
 class ForkMixin:
-    """``fork`` and ``rebind_view`` of the simulator (mixed into ``Simulator``; see the module)."""
+    """Copies of the simulator (mixed into ``Simulator``; see the module): ``fork``, ``rebind_view``, and the
+    sealing of live snapshots that a pickle (``__getstate__``) and every step start with."""
 
     # State owned and initialised by the simulator (its __init__ and reset()).
     cluster: ClusterSpec
@@ -97,6 +99,20 @@ class ForkMixin:
     _latencies_s: list[float]
     _snapshots: list[weakref.ref[EpochJobs]]
     _epoch_token: object | None
+
+    def _seal_snapshots(self) -> None:
+        """Before the state changes: every snapshot still referenced (a view kept past its decision)
+        copies what it shows out of the engine's mappings; then none is tracked any more."""
+        for ref in getattr(self, "_snapshots", ()):
+            jobs = ref()
+            if jobs is not None:
+                jobs.seal()
+        self._snapshots = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle: build the views of live snapshots, then drop the references.
+        self._seal_snapshots()
+        return self.__dict__.copy()
 
     def fork(self: _S) -> _S:
         """An independent copy of the simulation at this point: stepping one leaves the other as it was.

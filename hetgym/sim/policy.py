@@ -11,6 +11,7 @@ and classic policies; this simulator package imports none of them).
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -119,6 +120,17 @@ class Policy(ABC):
         large immutable state (tables computed once per job) names it there so that a fork is cheap.
         """
         return fork_object(self, self.fork_shared, self.fork_shallow)
+
+    def quiet_until_s(self) -> float:
+        """After a decision: until when (exclusive) this policy's answer at a round tick, with nothing arrived or
+        completed since, is that same decision, changing no state of its own; ``-inf`` when it promises nothing.
+
+        The simulator asks it right after each ``schedule`` call and passes over the ticks before that time
+        once the decision has been applied without changing any job (:mod:`hetgym.sim.fastforward`): the
+        results are the tick-by-tick run's. Override it only with a time that follows from the policy's own
+        state (ElasticFlow: its plans' next change point); the default promises nothing.
+        """
+        return -math.inf
 
     def wants_next_epoch(self) -> bool:
         """Whether this policy's decision may change at the next epoch even if nothing arrives, completes

@@ -16,6 +16,7 @@ from hetgym.envs.events.observation import EventObservation, empty_observation
 from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.fastforward import quiet_hook, quiet_request
 from hetgym.sim.forking import fork_policy
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import Policy, policy_placer
@@ -297,6 +298,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = self.sim
         assert sim is not None
         allocator = self.allocator
+        quiet_until = quiet_hook(allocator) if sim.fast_forward else None
         view = self._view
         while True:
             if self._pending:
@@ -310,8 +312,11 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             if self._decided:
                 self._settle(view, allocation.reject)
             late = allocator.newly_late() if self._late_events else ()  # type: ignore[attr-defined]
+            # Ticks at which the allocator's answer stands are passed over (hetgym.sim.fastforward), unless a
+            # late event is to be asked at the next epoch.
+            quiet = quiet_request(quiet_until(), view.now_s) if quiet_until is not None and not late else None
             view = None  # the epoch's snapshot need not outlive the step
-            view = sim.step(allocation)
+            view = sim.step(allocation, quiet=quiet)
             self._account(comps)
             if view is None:
                 self._view = None
