@@ -40,7 +40,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from baselines._deadline import job_options
 from baselines._elasticflow_admission import _order_key
 from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
 from hetgym.sim.allocation import Allocation
@@ -197,7 +196,8 @@ class GuidedElasticFlow(ElasticFlow):
         hit = self._restricted.get(key)
         if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
             return hit[1]
-        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+        # The job's options are those of its unrestricted levels (the same call, kept): filter them.
+        opts = ElasticFlow.levels_of(self, view, job).options
         column = self._types.index(gpu_type)
         keep = opts.counts[:, column] > 0 if len(opts) else np.zeros(0, dtype=bool)
         restricted = type(opts)(opts.counts[keep], opts.rates[keep], opts.types)

@@ -122,8 +122,9 @@ class Policy(ABC):
         return fork_object(self, self.fork_shared, self.fork_shallow)
 
     def quiet_until_s(self) -> float:
-        """After a decision: until when (exclusive) this policy's answer at a round tick, with nothing arrived or
-        completed since, is that same decision, changing no state of its own; ``-inf`` when it promises nothing.
+        """After a decision: until when (exclusive) this policy, given the same allocations in force and nothing
+        arrived or completed since, answers a round tick with that same decision and changes no state of its own;
+        ``-inf`` when it promises nothing.
 
         The simulator asks it right after each ``schedule`` call and passes over the ticks before that time
         once the decision has been applied without changing any job (:mod:`hetgym.sim.fastforward`): the

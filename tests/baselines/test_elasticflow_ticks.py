@@ -39,15 +39,17 @@ def outcome(sim: Simulator, name: str, policy: Any) -> tuple[Any, ...]:
     )
 
 
-def compare(scenario: str, seed: int, num_jobs: int | None = None, **knobs: Any) -> tuple[int, int]:
-    """Fast and replayed runs of ElasticFlow with ``knobs``: asserts they agree; the consultations of each."""
+def compare(
+    scenario: str, seed: int, num_jobs: int | None = None, name: str = "elasticflow", **knobs: Any
+) -> tuple[int, int]:
+    """Fast and replayed runs of policy ``name`` with ``knobs``: asserts they agree; the consultations of each."""
     sc = get_scenario(scenario)
     jobs = sc.workload.build(sc.cluster, seed=seed).jobs
     jobs = jobs[:num_jobs] if num_jobs else jobs
     fast_sim = Simulator(sc.cluster, jobs, config=sc.sim)
     slow_sim = Simulator(sc.cluster, jobs, config=sc.sim, fast_forward=False)
-    fast = outcome(fast_sim, "elasticflow", make_policy("elasticflow", **knobs))
-    slow = outcome(slow_sim, "elasticflow", make_policy("elasticflow", **knobs))
+    fast = outcome(fast_sim, name, make_policy(name, **knobs))
+    slow = outcome(slow_sim, name, make_policy(name, **knobs))
     assert fast[0].equals(slow[0]), f"{scenario} seed {seed}: per-job results differ"
     assert fast[1].keys() == slow[1].keys()
     for key, value in fast[1].items():
@@ -82,6 +84,15 @@ def test_default_workloads_are_the_replay(seed: int) -> None:
 def test_knob_settings_are_the_replay(knobs: dict[str, Any]) -> None:
     compare("default", 3, num_jobs=30, **knobs)
     compare("tiny", 1, **knobs)
+
+
+@pytest.mark.parametrize("name", ["elasticflow-agnostic", "elasticflow-guided"])
+def test_the_subclasses_are_the_replay(name: str) -> None:
+    """The heterogeneity-agnostic variant maps the same pool plan onto types from the allocations in force;
+    the guided one without directives is ElasticFlow."""
+    fast, slow = compare("default", 4, num_jobs=30, name=name)
+    assert fast * 3 < slow
+    compare("tiny", 5, name=name)
 
 
 def test_observed_memory_promises_nothing() -> None:
