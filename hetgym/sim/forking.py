@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hetgym.sim.errors import HetgymError
+from hetgym.sim.job import JobStatus
 from hetgym.sim.view import ClusterView, EpochJobs
 
 if TYPE_CHECKING:
@@ -35,12 +36,12 @@ if TYPE_CHECKING:
     from hetgym.sim.cluster import ClusterSpec
     from hetgym.sim.config import SimConfig
     from hetgym.sim.deadlines import DeadlineBook
-    from hetgym.sim.job import JobStatus
     from hetgym.sim.placement import Placer
     from hetgym.sim.runtime import JobRecord
     from hetgym.sim.throughput import ThroughputModel
 
 _T = TypeVar("_T")
+_ENDED = (JobStatus.COMPLETED, JobStatus.REJECTED)
 _S = TypeVar("_S", bound="ForkMixin")
 
 
@@ -118,9 +119,10 @@ class ForkMixin:
         """An independent copy of the simulation at this point: stepping one leaves the other as it was.
 
         The copy shares what no step changes: the cluster, the configuration, the throughput model, the
-        job specs and the caches that are pure functions of their keys (the rate table, the placements'
-        rate cache, the bounds on run times). It copies what steps change: the clock and counters, the job
-        records, the running jobs' allocations and placements, the free GPUs, the completion heap, the
+        job specs, the records of jobs that completed or were rejected, and the caches that are pure
+        functions of their keys (the rate table, the placements' rate cache, the bounds on run times). It
+        copies what steps change: the clock and counters, the other jobs' records, the running jobs'
+        allocations and placements, the free GPUs, the completion heap, the
         placer (with any random stream of its own), the logs and the deadline book. A fork continued with
         the same decisions gives the original's continuation, bit for bit. The current epoch's view reads
         the original's state; :meth:`rebind_view` gives the fork its own.
@@ -136,7 +138,8 @@ class ForkMixin:
         out._deadlines = self._deadlines.copy()
         out._snapshots = []
         if self._started:
-            jobs = {jid: record.copy() for jid, record in self._jobs.items()}
+            # A completed or rejected job's record never changes again: shared.
+            jobs = {jid: r if r.status in _ENDED else r.copy() for jid, r in self._jobs.items()}
             out._jobs = jobs
             out._order = [jobs[record.spec.job_id] for record in self._order]
             out._active = {jid: jobs[jid] for jid in self._active}

@@ -20,6 +20,7 @@ from hetgym.sim import SimConfig, SimulationResult, Simulator, get_cluster, make
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.fastforward import QuietTicks
 from hetgym.sim.forking import fork_object, fork_policy
+from hetgym.sim.job import JobStatus
 from hetgym.sim.policy import Policy, policy_placer
 from hetgym.sim.view import ClusterView
 from hetgym.workloads import get_scenario
@@ -108,22 +109,30 @@ def test_forks_are_independent_and_share_only_immutable_data() -> None:
     sim = Simulator(cluster, jobs, config=cfg)
     policy = make_policy("elasticflow")
     view = drive(sim, policy, start(sim, policy), 40)
+    while view is not None and not sim.ended_log():  # on to an epoch at which some job has ended
+        view = sim.step(policy.schedule(view))
     assert view is not None
     twin = sim.fork()
     for name in ("cluster", "config", "throughput", "specs", "rate_table"):
         assert getattr(twin, name) is getattr(sim, name)
-    assert twin._jobs is not sim._jobs and all(twin._jobs[j] is not r for j, r in sim._jobs.items())
+    # Records of jobs still to arrive, waiting or running are copied; those of jobs that ended are shared.
+    ended = {JobStatus.COMPLETED, JobStatus.REJECTED}
+    assert any(r.status in ended for r in sim._jobs.values()) and any(r.status not in ended for r in sim._jobs.values())
+    assert twin._jobs is not sim._jobs
+    assert all((twin._jobs[j] is r) == (r.status in ended) for j, r in sim._jobs.items())
     assert twin._placements.servers.free is not sim._placements.servers.free
     assert twin._heap is twin._placements.heap and twin._heap is not sim._heap
-    # Diverge: the fork rejects every waiting job and runs on; the original is left exactly where it was.
+    # Diverge: the fork rejects any waiting job and FIFO runs the rest; the original is left where it was.
     before = (sim.now_s, [(r.remaining, r.status, r.alloc) for r in sim._jobs.values()], list(sim.ended_log()))
     twin_view = twin.rebind_view(view)
+    fifo = make_policy("fifo")
+    fifo.reset(twin.cluster, rng=np.random.default_rng(0))
     reject = frozenset(j.job_id for j in twin_view.waiting)
-    later = twin.step(dataclasses.replace(policy.copy_state().schedule(twin_view), reject=reject))
+    later = twin.step(dataclasses.replace(fifo.schedule(twin_view), reject=reject))
     assert later is not None
     with pytest.raises(HetgymError, match="current epoch"):  # a view of another epoch cannot be rebound
         sim.fork().rebind_view(later)
-    drive(twin, policy.copy_state(), later)
+    drive(twin, fifo, later)
     assert twin.done and not sim.done
     assert before == (sim.now_s, [(r.remaining, r.status, r.alloc) for r in sim._jobs.values()], list(sim.ended_log()))
 
