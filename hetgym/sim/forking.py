@@ -70,8 +70,8 @@ def fork_object(
 
 
 def fork_policy(policy: _T, memo: dict[int, Any] | None = None) -> _T:
-    """``policy.copy_state()`` where it has one (:meth:`Policy.copy_state <hetgym.sim.policy.Policy.copy_state>`),
-    else a deep copy (``memo`` as in :func:`copy.deepcopy`: objects to keep as they are)."""
+    """``policy.copy_state()`` where it has one (:meth:`Policy.copy_state <hetgym.sim.policy.Policy.copy_state>`,
+    or a placer's), else a deep copy (``memo`` as in :func:`copy.deepcopy`: objects to keep as they are)."""
     copy_state = getattr(policy, "copy_state", None)
     if callable(copy_state):
         return copy_state()
@@ -132,7 +132,7 @@ class ForkMixin:
         # The placer may keep state (a random stream, its last answer): copy it, sharing the immutable
         # objects it refers to.
         memo: dict[int, Any] = {id(obj): obj for obj in (self.cluster, self.config, self.throughput)}
-        out._placer = copy.deepcopy(self._placer, memo)
+        out._placer = fork_policy(self._placer, memo)  # its copy_state() where it has one, else a deep copy
         out._latencies_s = list(self._latencies_s)
         out._ended_log = list(self._ended_log)
         out._deadlines = self._deadlines.copy()
