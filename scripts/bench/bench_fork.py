@@ -18,8 +18,10 @@ active jobs at that decision.
 fast-forward on and off (``Simulator(fast_forward=False)``, and ``env.unwrapped.sim.fast_forward = False``
 after reset: the policy asked at every tick, as before the fast-forward existed), alternating, ``--repeats``
 times: CPU-s (medians) and the consultations (``Simulator.num_steps``, the policy's ``schedule`` calls
-applied), with the per-job results of the four checked equal. The load average is recorded at the start and
-the end. Speeds are never asserted in tests.
+applied), with the per-job results of the four checked equal; also the env with ``probe=False`` (no admission
+probe in the observation), and ElasticFlow's fast run once more with the CPU time inside its planner
+(``mss_plan``) measured apart. The load average is recorded at the start and the end. Speeds are never
+asserted in tests.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+import baselines._elasticflow_admission as _admission
 import hetgym  # noqa: F401  (registers the Gym ids)
 from hetgym.atomic import atomic_write
 from hetgym.sim import Simulator, make_policy
@@ -113,6 +116,27 @@ def _run_policy(env: Any, fast: bool) -> tuple[float, int, int, Any]:
     return time.process_time() - t0, sim.num_steps, result.num_epochs, result.jobs
 
 
+def _run_planning(env: Any) -> tuple[float, float, int]:
+    """ElasticFlow's run with the fast-forward, and the CPU time inside its minimum-satisfactory-share planner."""
+    inside = [0.0, 0]
+    plan = _admission.mss_plan
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return plan(*args, **kwargs)
+        finally:
+            inside[0] += time.process_time() - t0
+            inside[1] += 1
+
+    _admission.mss_plan = timed  # the module-level name the planning passes call
+    try:
+        cpu_s = _run_policy(env, True)[0]
+    finally:
+        _admission.mss_plan = plan
+    return cpu_s, inside[0], int(inside[1])
+
+
 def _run_env(env: Any, workload_seed: int, fast: bool) -> tuple[float, int, int, Any]:
     t0 = time.process_time()
     env.reset(seed=0, options={"workload_seed": workload_seed})
@@ -127,12 +151,17 @@ def _run_env(env: Any, workload_seed: int, fast: bool) -> tuple[float, int, int,
 def measure_ticks(scenario: str, workload_seed: int, repeats: int) -> dict[str, Any]:
     env = gym.make(ENV_IDS[scenario]).unwrapped
     env.reset(seed=0, options={"workload_seed": workload_seed})
-    runs: dict[str, list[tuple[float, int, int, Any]]] = {k: [] for k in ("run_on", "run_off", "env_on", "env_off")}
+    no_probe = gym.make(ENV_IDS[scenario], probe=False).unwrapped
+    keys = ("run_on", "run_off", "env_on", "env_off", "env_on_no_probe")
+    runs: dict[str, list[tuple[float, int, int, Any]]] = {k: [] for k in keys}
+    planning: list[tuple[float, float, int]] = []
     for _ in range(repeats):
         runs["run_off"].append(_run_policy(env, False))
         runs["run_on"].append(_run_policy(env, True))
         runs["env_off"].append(_run_env(env, workload_seed, False))
         runs["env_on"].append(_run_env(env, workload_seed, True))
+        runs["env_on_no_probe"].append(_run_env(no_probe, workload_seed, True))
+        planning.append(_run_planning(env))
     tables = [r[0][3] for r in runs.values()]
     identical = all(t.equals(tables[0]) for t in tables[1:])
     out: dict[str, Any] = {"identical_per_job_results": identical}
@@ -143,6 +172,12 @@ def measure_ticks(scenario: str, workload_seed: int, repeats: int) -> dict[str, 
             "consultations": rows[0][1],
             "epochs": rows[0][2],
         }
+    # Where the fast run's time goes: ElasticFlow's planner (timed apart, in runs of their own).
+    out["run_on_planning"] = {
+        "cpu_s_median": round(statistics.median(p[0] for p in planning), 4),
+        "mss_plan_cpu_s_median": round(statistics.median(p[1] for p in planning), 4),
+        "mss_plan_calls": planning[0][2],
+    }
     out["run_speedup"] = round(out["run_off"]["cpu_s_median"] / out["run_on"]["cpu_s_median"], 2)
     out["env_speedup"] = round(out["env_off"]["cpu_s_median"] / out["env_on"]["cpu_s_median"], 2)
     out["env_on_over_run_on"] = round(out["env_on"]["cpu_s_median"] / out["run_on"]["cpu_s_median"], 2)
@@ -152,6 +187,12 @@ def measure_ticks(scenario: str, workload_seed: int, repeats: int) -> dict[str, 
             f"{out[key]['epochs']:6d} epochs",
             flush=True,
         )
+    row = out["run_on_planning"]
+    print(
+        f"run_on with the planner timed: {row['cpu_s_median']:.3f} CPU-s, {row['mss_plan_cpu_s_median']:.3f} in "
+        f"{row['mss_plan_calls']} mss_plan calls",
+        flush=True,
+    )
     print(f"per-job results identical: {identical}", flush=True)
     return out
 
