@@ -68,6 +68,7 @@ def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
 CASES = [
     ("tiny", 0, None, "elasticflow", {}),
     ("tiny", 3, None, "tiresias", {}),
+    ("tiny", 1, None, "hadare", {}),  # its own fork() is an execution mode; copy_state() copies it
     ("default", 1, 20, "elasticflow", {}),
     ("default", 2, 30, "edf", {}),
     ("default", 1, 20, "gavel-mmf", {}),
