@@ -63,6 +63,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -88,6 +89,7 @@ from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 LEFTOVER_RULES = ("speedup", "gputime")
+_REPLAN_TOL_S = 1e-6  # a tick this close to a plan's change point re-plans
 PLACEMENTS = ("buddy", "default")
 REJECTED_MODES = ("drop", "best_effort")
 
@@ -139,6 +141,10 @@ class ElasticFlow(ElasticFlowAdmission):
     knobs = ElasticFlowKnobs
     round_s = 60.0
     placer = "buddy"
+    # A fork shares the immutable state and copies the per-job tables' index only (each job's levels are a
+    # function of its spec); the last allocation is a frozen record.
+    fork_shared: ClassVar[tuple[str, ...]] = ("cluster", "_types", "_cap", "_last", "_inputs_view")
+    fork_shallow: ClassVar[tuple[str, ...]] = ("_levels", "_inputs")
 
     def __init__(
         self,
@@ -267,7 +273,7 @@ class ElasticFlow(ElasticFlowAdmission):
                 held = {j.job_id: j.allocation.as_dict() for j in view.running if j.allocation is not None}
                 return Allocation({jid: JobAllocation(c, mode="sync") for jid, c in held.items()})
         else:
-            replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - 1e-6
+            replan = bool(view.arrived or view.completed) or view.now_s >= self._next_change_s - _REPLAN_TOL_S
             if not replan and self._last is not None:
                 return self._last  # nothing happened since the last decision: it stands
             self._replan(view, admitted, rejected, last)
@@ -275,6 +281,17 @@ class ElasticFlow(ElasticFlowAdmission):
         jobs = {jid: JobAllocation(c, mode="sync") for jid, c in self._decision.items() if c and jid not in rejected}
         self._last = Allocation(jobs)
         return Allocation(jobs, frozenset(rejected))
+
+    def quiet_until_s(self) -> float:
+        """With ``memory="history"``: its last decision stands at ticks before the plans' next change point.
+
+        Between an arrival or completion and that point :meth:`schedule` re-plans nothing and returns the
+        last decision, its state untouched (the simulator passes over those ticks,
+        :mod:`hetgym.sim.fastforward`). ``memory="observed"`` re-plans from every view: no promise.
+        """
+        if self.memory != "history" or self._last is None:
+            return -math.inf
+        return self._next_change_s - _REPLAN_TOL_S
 
     def _stands(self, view: ClusterView, plans: dict[int, MSSPlan]) -> bool:
         """``memory="observed"``, between events: whether the allocation in force is one ElasticFlow leaves as is.

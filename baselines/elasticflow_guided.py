@@ -36,11 +36,10 @@ Only ``memory="history"`` is supported: the directives are a history the observe
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from baselines._deadline import job_options
 from baselines._elasticflow_admission import _order_key
 from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
 from hetgym.sim.allocation import Allocation
@@ -62,6 +61,10 @@ class GuidedElasticFlow(ElasticFlow):
 
     name = "elasticflow-guided"
     in_default_comparison = False  # ElasticFlow itself when no directive is given
+    fork_shallow: ClassVar[tuple[str, ...]] = (
+        *ElasticFlow.fork_shallow,
+        "_restricted",
+    )  # restricted levels: functions of spec and type
 
     def __init__(
         self,
@@ -193,7 +196,8 @@ class GuidedElasticFlow(ElasticFlow):
         hit = self._restricted.get(key)
         if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
             return hit[1]
-        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+        # The job's options are those of its unrestricted levels (the same call, kept): filter them.
+        opts = ElasticFlow.levels_of(self, view, job).options
         column = self._types.index(gpu_type)
         keep = opts.counts[:, column] > 0 if len(opts) else np.zeros(0, dtype=bool)
         restricted = type(opts)(opts.counts[keep], opts.rates[keep], opts.types)
@@ -243,6 +247,13 @@ class GuidedElasticFlow(ElasticFlow):
             if jid not in self._late_reported and self._kind.get(jid) == "admitted":
                 self._late_reported.add(jid)
                 self._late_new.append(jid)
+
+    def quiet_until_s(self) -> float:
+        """ElasticFlow's promise (:meth:`ElasticFlow.quiet_until_s`), none while a drop is pending: a reject
+        directive for an admitted job re-plans at the next call."""
+        if self._drops or any(d.admission == "reject" for d in self._directives.values()):
+            return -math.inf
+        return super().quiet_until_s()
 
     def schedule(self, view: ClusterView) -> Allocation:
         arrived = set(view.arrived)

@@ -98,6 +98,31 @@ class Placements:
         state["_rate_cache"] = {}  # a cache, rebuilt as it is used
         return state
 
+    def fork(self, active: dict[int, JobRecord], placer: Placer) -> Placements:
+        """An independent copy for a fork of the simulator, over its ``active`` records and ``placer``.
+
+        The cluster, configuration, throughput model, submission ranks and the rate cache (a pure function
+        of its key) are shared; the running jobs, allocations, totals, free GPUs, waiting views, completion
+        heap, the step's changes and the jobs held at zero rate are copied (records mapped to the fork's, the rest immutable values).
+        """
+        out = Placements.__new__(Placements)
+        out.__dict__.update(self.__dict__)
+        out.active = active
+        out.placer = placer
+        out.running = {jid: active[jid] for jid in self.running}
+        out.allocs = dict(self.allocs)
+        out.totals = dict(self.totals)
+        out.waiting_views = dict(self.waiting_views)
+        servers = ClusterState.__new__(ClusterState)
+        for name in ClusterState.__slots__:
+            setattr(servers, name, getattr(self.servers, name))
+        servers.free = self.servers.free.copy()
+        out.servers = servers
+        out.heap = list(self.heap)
+        out.changed = list(self.changed)
+        out.idle_holders = dict(self.idle_holders)
+        return out
+
     # ----------------------------------------------------------------------------------------
     # Jobs entering and leaving (called by the engine)
 

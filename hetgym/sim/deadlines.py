@@ -51,6 +51,12 @@ class DeadlineBook:
         # (deadline + tolerance, job id) of the active deadline jobs; entries of ended jobs are dropped lazily.
         self._due: list[tuple[float, int]] = []
 
+    def copy(self) -> DeadlineBook:
+        """An independent book with the same outcomes and watches (for a fork of the simulator)."""
+        out = DeadlineBook.__new__(DeadlineBook)
+        out.log, out._decided, out._due = list(self.log), set(self._decided), list(self._due)
+        return out
+
     def arrived(self, spec: JobSpec) -> None:
         """A job became active: watch its deadline."""
         if spec.has_deadline:

@@ -25,7 +25,7 @@ the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admissi
 decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
 passing over quiet round ticks and the watchdog in :mod:`hetgym.sim.fastforward`, the deadline outcomes
 in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
-(re-exported here).
+(re-exported here), and the forks of a simulation (``fork``, for rollouts) in :mod:`hetgym.sim.forking`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
 from hetgym.sim.counts import CountsDelta, resolve_counts
 from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
 from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
-from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks
+from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks, quiet_hook, quiet_request
+from hetgym.sim.forking import ForkMixin
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 DEFAULT_ROUND_S = 360.0
 
 
-class Simulator(FastForwardMixin):
+class Simulator(FastForwardMixin, ForkMixin):
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -81,6 +82,7 @@ class Simulator(FastForwardMixin):
     """
 
     fast_forward: bool = True  # (a class default too: a simulator pickled before the setting existed has it)
+    _num_steps = 0  # decisions applied since reset (before any reset: none)
 
     def __init__(
         self,
@@ -136,6 +138,11 @@ class Simulator(FastForwardMixin):
         """Wall time of each ``schedule`` call of the last :meth:`run`, in order (what the result's
         ``decision_ms_p50`` and ``decision_ms_p99`` summarise); empty when stepped by hand."""
         return tuple(self._latencies_s)
+
+    @property
+    def num_steps(self) -> int:
+        """Decisions applied since :meth:`reset` (each a consultation of the policy; ticks passed over are not)."""
+        return self._num_steps
 
     @property
     def done(self) -> bool:
@@ -220,6 +227,7 @@ class Simulator(FastForwardMixin):
         self._stall_reason = ""
         self._last_work_s = 0.0
         self._epoch_limit = self._epoch_bound()
+        self._num_steps = 0
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
         self._ended_log = []
@@ -276,6 +284,7 @@ class Simulator(FastForwardMixin):
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         self._seal_snapshots()
+        self._num_steps += 1
         placements = self._placements
         placements.changed = []
         return placements
@@ -300,7 +309,9 @@ class Simulator(FastForwardMixin):
             ticks: Whether round ticks are decision epochs; ``None`` (default) asks the policy
                 (``uses_ticks``). The Gym environment always has ticks, so compare with ``ticks=True``.
 
-        A policy declaring ``stands_on_ticks`` is not asked at quiet ticks (:mod:`hetgym.sim.fastforward`).
+        A policy declaring ``stands_on_ticks`` is not asked at quiet ticks, and one declaring how long its
+        answer stands (:meth:`~hetgym.sim.policy.Policy.quiet_until_s`) is asked only where it may change
+        (:mod:`hetgym.sim.fastforward`); the result is the tick-by-tick run's.
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
         if ticks is None:
@@ -312,6 +323,7 @@ class Simulator(FastForwardMixin):
         schedule = policy.schedule
         name = getattr(policy, "name", type(policy).__name__)
         stands = ticks and bool(getattr(policy, "stands_on_ticks", False))
+        quiet_until = quiet_hook(policy) if ticks and not stands else None
         with ProgressReport(enabled=progress) as report:
             report.task(f"simulate {name}", len(self.specs), unit="jobs ended")
             while view is not None:
@@ -320,14 +332,15 @@ class Simulator(FastForwardMixin):
                     allocation = schedule(view)
                     latencies.append(perf() - t0)
                     view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
-                    view = self.step(allocation, quiet=QuietTicks() if stands else None)
+                    quiet = quiet_request(quiet_until(), self._now) if quiet_until else QuietTicks() if stands else None
+                    view = self.step(allocation, quiet=quiet)
                 except InvalidAllocationError as err:
                     raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
                 if progress and self._epoch % 256 == 0:
                     report.update(completed=self._ended)
             report.update(completed=self._ended)
         result = self.result(name)
-        if stands:  # the ticks passed over were decided too (everything kept), as the replay counts them
+        if stands or quiet_until is not None:  # the ticks passed over were decided too (everything kept)
             result.metrics["num_decisions"] = float(self._epoch)
         return result
 
@@ -528,20 +541,6 @@ class Simulator(FastForwardMixin):
             changed=tuple(placements.changed),
             previous_token=self._previous_token,
         )
-
-    def _seal_snapshots(self) -> None:
-        """Before the state changes: every snapshot still referenced (a view kept past its decision)
-        copies what it shows out of the engine's mappings; then none is tracked any more."""
-        for ref in getattr(self, "_snapshots", ()):
-            jobs = ref()
-            if jobs is not None:
-                jobs.seal()
-        self._snapshots = []
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Weak references do not pickle: build the views of live snapshots, then drop the references.
-        self._seal_snapshots()
-        return self.__dict__.copy()
 
     # ----------------------------------------------------------------------------------------
     # Results

@@ -21,6 +21,16 @@ over are a whole number of seconds apart, so per-interval sums over them (the en
 components) are exact whatever the order of their terms; ticks on a round that is not a whole
 number of seconds are replayed one by one.
 
+A policy whose answer at ticks between events is its last decision, until a time it can compute
+(ElasticFlow: its plans' next change point), declares that time (:meth:`Policy.quiet_until_s
+<hetgym.sim.policy.Policy.quiet_until_s>`); :meth:`Simulator.run <hetgym.sim.engine.Simulator.run>` and the
+event environment then ask it at a tick only when its answer may change. Such a request carries ``kept``:
+ticks are passed over only after a step whose decision changed no job. The state after that step is a fixed
+point of the decision: at the next tick the policy gives the same decision (its declaration, its own state
+unchanged), the placer gets the same inputs (the same counts and current servers on the same cluster) and
+so places as before, and nothing changes again; so every tick before the declared time is a quiet epoch
+committed unchanged. A decision that changed a job is verified at the next tick, replayed.
+
 The same mixin holds the watchdog's helpers (work done, penalties in force, the epoch bound), which
 decide both when a run stalls and how far a fast-forward may go, and the bounds on a job's run time
 that the epoch bound and the workload's checks use.
@@ -35,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from hetgym.sim.config import MAX_RESTART_PENALTY_S, SimConfig
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.policy import Policy
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import JobView
@@ -56,6 +67,9 @@ class QuietTicks:
         horizon: Gives ``until_s`` instead, called only when a tick comes before the next event.
         deadlines: Pass over no tick at which an active job has lost its deadline (a tick past
             ``deadline + DEADLINE_TOL_S``; :mod:`hetgym.sim.deadlines`): the epoch there brings news.
+        kept: Pass over ticks only if the step's decision changed no job (nothing started, moved, resized,
+            preempted or rejected): the request of a policy that declares its answer until ``until_s`` is
+            the allocation it just gave (:meth:`Policy.quiet_until_s <hetgym.sim.policy.Policy.quiet_until_s>`).
 
     Attributes:
         times_s: The ticks passed over, in order (empty when none was): each was an epoch whose
@@ -63,7 +77,7 @@ class QuietTicks:
         running: With ``views``, the running jobs' views (submission order) at the last of them.
     """
 
-    __slots__ = ("deadlines", "horizon", "running", "times_s", "until_s", "views")
+    __slots__ = ("deadlines", "horizon", "kept", "running", "times_s", "until_s", "views")
 
     def __init__(
         self,
@@ -72,13 +86,32 @@ class QuietTicks:
         views: bool = False,
         horizon: Callable[[], float] | None = None,
         deadlines: bool = False,
+        kept: bool = False,
     ) -> None:
         self.until_s = until_s
+        self.kept = kept
         self.views = views
         self.horizon = horizon
         self.deadlines = deadlines
         self.times_s: list[float] = []
         self.running: tuple[JobView, ...] = ()
+
+
+def quiet_hook(policy: object) -> Callable[[], float] | None:
+    """The policy's :meth:`~hetgym.sim.policy.Policy.quiet_until_s`, or ``None`` when it declares nothing."""
+    hook = getattr(policy, "quiet_until_s", None)
+    if hook is None or getattr(type(policy), "quiet_until_s", None) is Policy.quiet_until_s:
+        return None
+    return hook
+
+
+def quiet_request(until_s: float, now_s: float, *, deadlines: bool = True) -> QuietTicks | None:
+    """The request for a policy whose answer stands at ticks before ``until_s`` (exclusive), after a decision at
+    ``now_s``: ``None`` when no tick can be passed over. ``deadlines`` (default) keeps the epochs at which a
+    deadline is lost (the deadline log as in the replay)."""
+    if not until_s > now_s:
+        return None
+    return QuietTicks(math.nextafter(until_s, -math.inf), deadlines=deadlines, kept=True)
 
 
 class FastForwardMixin:
@@ -121,6 +154,10 @@ class FastForwardMixin:
         t = self._next_tick_s
         if not self._ticks or not self._active or self._done or self._gavel_rounds:
             # (Gavel's rounds end with their micro-tasks, set at each round's start: no tick is passed over.)
+            return
+        if request.kept and self._placements.changed:
+            # The decision changed a job: whether giving it again at a tick changes nothing more (a placer that
+            # re-packs the cluster could move a job once more) is seen at the next tick, replayed.
             return
         heap, jobs = self._heap, self._jobs
         while heap:  # the next valid completion (stale entries go, as the engine's peek drops them)

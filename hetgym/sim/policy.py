@@ -11,6 +11,7 @@ and classic policies; this simulator package imports none of them).
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import numpy as np
 
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.forking import fork_object
 from hetgym.sim.layout import require_project_package
 from hetgym.sim.registry import Knobs, Registry
 from hetgym.sim.usercode import UserCodeError
@@ -39,6 +41,9 @@ class PolicyProtocol(Protocol):
     def reset(self, cluster: ClusterSpec, *, rng: np.random.Generator) -> None: ...
 
     def schedule(self, view: ClusterView) -> Allocation: ...
+
+
+_Copied = TypeVar("_Copied", bound="Policy")
 
 
 class Policy(ABC):
@@ -87,6 +92,10 @@ class Policy(ABC):
     in_default_comparison: ClassVar[bool] = True
     keeps_gpus_busy: bool = False
     randomised: bool = False
+    #: Attributes a :meth:`copy_state` shares with the original (immutable for the run).
+    fork_shared: ClassVar[tuple[str, ...]] = ("cluster",)
+    #: Attributes a :meth:`copy_state` copies one level (containers whose values are immutable, e.g. per-job caches).
+    fork_shallow: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.cluster: ClusterSpec | None = None
@@ -107,6 +116,30 @@ class Policy(ABC):
     @abstractmethod
     def schedule(self, view: ClusterView) -> Allocation:
         """Return the complete allocation after this epoch (see :class:`~hetgym.sim.allocation.Allocation`)."""
+
+    def copy_state(self: _Copied) -> _Copied:
+        """An independent copy of this policy in its current state (for a rollout from a forked simulator).
+
+        The state-copy protocol of :mod:`hetgym.sim.forking` (``copy_state``, not ``fork``: HadarE's ``fork`` is
+        its execution mode).
+
+        Generic (:func:`~hetgym.sim.forking.fork_object`): the attributes named in :attr:`fork_shared` are
+        shared, those in :attr:`fork_shallow` copied one level, every other one deep-copied. A policy with
+        large immutable state (tables computed once per job) names it there so that a fork is cheap.
+        """
+        return fork_object(self, self.fork_shared, self.fork_shallow)
+
+    def quiet_until_s(self) -> float:
+        """After a decision: until when (exclusive) this policy, given the same allocations in force and nothing
+        arrived or completed since, answers a round tick with that same decision and changes no state of its own;
+        ``-inf`` when it promises nothing.
+
+        The simulator asks it right after each ``schedule`` call and passes over the ticks before that time
+        once the decision has been applied without changing any job (:mod:`hetgym.sim.fastforward`): the
+        results are the tick-by-tick run's. Override it only with a time that follows from the policy's own
+        state (ElasticFlow: its plans' next change point); the default promises nothing.
+        """
+        return -math.inf
 
     def wants_next_epoch(self) -> bool:
         """Whether this policy's decision may change at the next epoch even if nothing arrives, completes

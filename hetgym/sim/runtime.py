@@ -79,6 +79,18 @@ class JobRecord:
     def allocation(self) -> JobAllocation | None:
         return self.alloc
 
+    def copy(self) -> JobRecord:
+        """An independent record in the same state (for a fork of the simulator).
+
+        One level is enough: every field holds an immutable value (the spec, the allocation, the groups, the
+        cached view) or a mapping replaced rather than changed (``gpu_s_by_type``, copied on write by
+        :meth:`flush`).
+        """
+        out = JobRecord.__new__(JobRecord)
+        for name in JobRecord.__slots__:
+            setattr(out, name, getattr(self, name))
+        return out
+
     def remaining_at(self, now: float) -> float:
         """Iterations left at ``now`` under the current allocation."""
         if self.status != JobStatus.RUNNING or self.rate <= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from typing import Any, SupportsFloat
@@ -15,6 +16,8 @@ from hetgym.envs.events.observation import EventObservation, empty_observation
 from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
+from hetgym.sim.fastforward import quiet_hook, quiet_request
+from hetgym.sim.forking import fork_policy
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.policy import Policy, policy_placer
 from hetgym.sim.view import ClusterView
@@ -248,6 +251,35 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             return ()
         return tuple(self.allocator.usable_types(self._view, self._job_id))  # type: ignore[attr-defined]
 
+    #: What a :meth:`fork` shares with the original: set at construction and never changed by an episode.
+    _FORK_SHARED = (
+        "config", "cluster", "gpu_types", "actions", "action_space", "encoder", "_dict_space",
+        "observation_space", "jobs", "_specs", "spec", "metadata", "render_mode",
+    )  # fmt: skip
+
+    def fork(self) -> HetClusterEventEnv:
+        """An independent env at the same decision: stepping one leaves the other as it was.
+
+        Its simulator is forked (:meth:`Simulator.fork <hetgym.sim.engine.Simulator.fork>`: immutable data
+        shared, mutable state copied), its allocator copied with its state (``copy_state()``, else a deep copy),
+        the pending view rebound to the forked simulator, and the pending events, masks, observation,
+        bookkeeping and ``np_random`` copied. The same actions give both the same observations, rewards and
+        results, bit for bit (``tests/envs/test_fork.py``).
+        """
+        state = self.__dict__
+        shared = {name: state[name] for name in self._FORK_SHARED if name in state}
+        memo: dict[int, Any] = {id(value): value for value in shared.values()}
+        special = ("sim", "allocator", "_view")
+        out = type(self).__new__(type(self))
+        out.__dict__.update({name: copy.deepcopy(value, memo) for name, value in state.items() if name not in special})
+        out.__dict__.update(shared)
+        sim = self.sim.fork() if self.sim is not None else None
+        out.sim = sim
+        out.allocator = fork_policy(self.allocator, memo)
+        view = self._view
+        out._view = sim.rebind_view(view) if sim is not None and view is not None and not self._done else view
+        return out
+
     def result(self) -> SimulationResult:
         """The simulator's result for the current episode (complete once it has ended)."""
         if self.sim is None:
@@ -266,6 +298,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = self.sim
         assert sim is not None
         allocator = self.allocator
+        quiet_until = quiet_hook(allocator) if sim.fast_forward else None
         view = self._view
         while True:
             if self._pending:
@@ -279,8 +312,11 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             if self._decided:
                 self._settle(view, allocation.reject)
             late = allocator.newly_late() if self._late_events else ()  # type: ignore[attr-defined]
+            # Ticks at which the allocator's answer stands are passed over (hetgym.sim.fastforward), unless a
+            # late event is to be asked at the next epoch.
+            quiet = quiet_request(quiet_until(), view.now_s) if quiet_until is not None and not late else None
             view = None  # the epoch's snapshot need not outlive the step
-            view = sim.step(allocation)
+            view = sim.step(allocation, quiet=quiet)
             self._account(comps)
             if view is None:
                 self._view = None

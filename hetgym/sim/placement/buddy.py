@@ -11,6 +11,7 @@ gives ElasticFlow); otherwise it falls back to the fewest servers, largest free 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,6 +83,11 @@ class BuddyPlacer(Placer):
     def __init__(self) -> None:
         super().__init__()
         self._last: tuple[ClusterSpec, tuple[Any, ...], dict[int, tuple[ServerGroup, ...]], np.ndarray] | None = None
+
+    def copy_state(self) -> BuddyPlacer:
+        """An independent copy (for a fork of the simulator): the last answer is never changed, only
+        replaced, so the copy shares it (a deep copy would copy the specs its key holds)."""
+        return copy.copy(self)
 
     def place(
         self, cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest]
