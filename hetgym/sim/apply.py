@@ -103,7 +103,8 @@ class Placements:
 
         The cluster, configuration, throughput model, submission ranks and the rate cache (a pure function
         of its key) are shared; the running jobs, allocations, totals, free GPUs, waiting views, completion
-        heap, the step's changes and the jobs held at zero rate are copied (records mapped to the fork's, the rest immutable values).
+        heap, the step's changes and the jobs held at zero rate are copied (records mapped to the fork's, the
+        rest immutable values).
         """
         out = Placements.__new__(Placements)
         out.__dict__.update(self.__dict__)

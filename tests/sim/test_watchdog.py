@@ -214,3 +214,25 @@ def test_a_job_moved_off_a_zero_rate_placement_in_time_is_no_stall(two_by_two: C
     r = Simulator(two_by_two, jobs, config=cfg, throughput=_needs_two_k80s()).run(Scripted(mends))
     assert not r.stalled and r.stall_reason == "" and r.metrics["num_completed"] == 2
     assert r.jobs.loc[1, "finish_s"] == pytest.approx(60.0 + 30.0 + 100.0)
+
+
+def test_a_fork_keeps_its_own_record_of_jobs_held_at_zero_rate(two_by_two: ClusterSpec) -> None:
+    # Job 1 is placed where it cannot run; a fork taken then carries that record, and the original mending
+    # the placement afterwards leaves the fork's record (and its watchdog) as it was.
+    jobs = [JobSpec(0, 0.0, "a", 1, 1e6, 1), JobSpec(1, 5.0, "c", 1, 100.0, 1)]
+    sim = Simulator(
+        two_by_two, jobs, config=SimConfig(round_s=60.0, restart_penalty_s=30.0), throughput=_needs_two_k80s()
+    )
+    view = sim.reset(round_s=60.0)
+    sim._placements.watch_idle = True  # as Simulator.run sets it for a policy
+    while view is not None and 1 not in view.job_index:
+        view = sim.step(_one_k80_for_c(view))
+    assert view is not None
+    view = sim.step(_one_k80_for_c(view))
+    assert view is not None and sim._placements.idle_holders == {1: 5.0}
+    forked = sim.fork()
+    assert forked._placements.idle_holders == {1: 5.0}
+    assert forked._placements.idle_holders is not sim._placements.idle_holders
+    sim.step(Allocation.from_counts({0: {"v100": 1}, 1: {"v100": 1}}))
+    assert sim._placements.idle_holders == {}
+    assert forked._placements.idle_holders == {1: 5.0}
