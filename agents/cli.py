@@ -35,9 +35,18 @@ def require_rl(command: str) -> None:
 
     missing = [name for name in RL_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
+        # Plain pip on Linux resolves PyPI's CUDA build of torch: a machine without a GPU wants the CPU-only
+        # build from PyTorch's own index, so the hint names both (docs/install.md says the same).
+        torch_step = (
+            "first torch 2.13.0: on Linux without a GPU the CPU-only build, python -m pip install torch==2.13.0 "
+            "--index-url https://download.pytorch.org/whl/cpu; with an NVIDIA GPU, or on macOS or Windows, "
+            "python -m pip install -c constraints.txt torch==2.13.0 (PyPI's build); then "
+            if "torch" in missing
+            else ""
+        )
         raise ValueError(
-            f"hetgym {command} needs {', '.join(missing)} (the rl extra): python -m pip install -c constraints.txt "
-            "torch==2.13.0 && python -m pip install -c constraints.txt -e '.[rl]'"
+            f"hetgym {command} needs {', '.join(missing)} (the rl extra): {torch_step}"
+            "python -m pip install -c constraints.txt -e '.[rl]' (see docs/install.md)"
         )
 
 
