@@ -50,6 +50,14 @@ def require_rl(command: str) -> None:
         )
 
 
+def gap_role(metas: Any, policy: str | None) -> str:
+    """``teacher`` when every agent (their :class:`~agents.common.AgentMeta` records) learned from ``policy``
+    (bc, dagger, a clone fine-tuned against it), else ``reference``: PPO from scratch learns from no teacher
+    and is only measured against its reference, and the evaluation's legend must not call that a teacher."""
+    metas = list(metas)
+    return "teacher" if metas and policy is not None and all(m.teacher == policy for m in metas) else "reference"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` and ``evaluate`` to the ``hetgym`` command's subcommands."""
     from agents.args import BCArgs, DAggerArgs, PPOArgs
@@ -413,6 +421,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             experts,
             seeds,
             teacher=teacher if (teacher in experts) else None,
+            role=gap_role(metas.values(), teacher),
             reference_env=reference,
             max_steps=args.max_steps,
             on_run=lambda name, seed: progress.update(advance=1, detail=f"{name} seed {seed}"),

@@ -49,7 +49,7 @@ def test_bc_run_saves_a_reloadable_model_that_reproduces_its_evaluation(bc_run: 
     path = bc_run.path
     assert (path / "model.pt").is_file() and (path / META_FILE).is_file() and (path / "demos.npz").is_file()
     assert any(p.name.startswith("events.out.tfevents") for p in (path / "tb").iterdir())
-    assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_teacher"} <= _tb_columns(
+    assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_reference"} <= _tb_columns(
         path
     )
     meta = AgentMeta.from_json((path / META_FILE).read_text())
@@ -208,10 +208,10 @@ def test_ppo_fine_tunes_a_clone_and_logs_episode_metrics(bc_run: bc.RunResult, t
     assert saved == ["model_1024.pt", "model_512.pt"]  # weights only: no SB3 archive is written
     assert resolve_model_path(run.path / "model_512.pt")[1] == run.path / META_FILE
     columns = _tb_columns(run.path)
-    assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_teacher"} <= columns
+    assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_reference"} <= columns
     episodes = run.meta.results["episodes"]
-    assert episodes and {"dsr", "jct_mean_h", "utilisation", "dsr_gap_to_teacher"} <= set(episodes[0])
-    assert "episode/dsr" in columns and "episode/dsr_gap_to_teacher" in columns
+    assert episodes and {"dsr", "jct_mean_h", "utilisation", "dsr_gap_to_reference"} <= set(episodes[0])
+    assert "episode/dsr" in columns and "episode/dsr_gap_to_reference" in columns
     model, meta = load_agent(run.path)
     again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
     assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]
