@@ -19,7 +19,8 @@ Files the user supplies: a command naming a path that does not exist when it is 
 the reason, unless :data:`FIXTURES` provides a small stand-in (a policy file for ``--import``, a trace from
 ``traces/`` for ``--trace``, Gavel's smallest trace for ``hetgym gavel -t``). A ``<placeholder>`` in a path
 is filled from what earlier commands wrote when :data:`PLACEHOLDERS` knows how (``<hash>``: the newest
-matching results folder; ``<run>``: the newest run), else the command is skipped.
+matching results folder; ``<run>``: the newest run), else the command is skipped; so is a command that
+needs a service this check does not start (:data:`NEEDS_OUTSIDE`: an existing Ray cluster).
 
 Output: one line per command (``ok``, ``FAILED`` or ``skipped``; exit code; CPU seconds of the command and
 its children; wall seconds; where the doc states it; the command as run), the end of a failed command's
@@ -284,6 +285,10 @@ PLACEHOLDERS: dict[str, tuple[str, int]] = {
 }
 
 
+#: Options that need something outside this machine's reach: a command giving one is skipped with the reason.
+NEEDS_OUTSIDE = {"--ray-address": "needs a running Ray cluster (ray start --head), which this check does not start"}
+
+
 def fill_placeholders(args: list[str], workspace: Path) -> tuple[list[str], str]:
     """``args`` with each ``<placeholder>`` filled (see :data:`PLACEHOLDERS`), or the reason it cannot be."""
     out = []
@@ -356,6 +361,9 @@ def _children_cpu_s() -> float:
 def run_command(command: DocCommand, workspace: Path, root: Path = ROOT, timeout_s: float = TIMEOUT_S) -> Outcome:
     """Run one documented command small in ``workspace`` (or say why not)."""
     args, reason = fill_placeholders(shrink(list(command.tokens)), workspace)
+    outside = [NEEDS_OUTSIDE[a.partition("=")[0]] for a in args if a.partition("=")[0] in NEEDS_OUTSIDE]
+    if outside:
+        return Outcome(command, "skipped", args, outside[0])
     if reason:
         return Outcome(command, "skipped", reason=reason)
     missing = missing_input(args, workspace, root)

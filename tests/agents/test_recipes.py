@@ -119,6 +119,7 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
         track=False,
     )
     run = dagger.train(args)
+    assert run.meta.args["hidden"] == 32  # the clone's network, not DAgger's default: ppo --init rebuilds it
     rounds = run.meta.results["rounds"]
     assert rounds[0]["states"] == len(Demonstrations.load(demos_path))
     assert rounds[1]["seeds"] == [3] and rounds[1]["states"] > rounds[0]["states"]
@@ -163,6 +164,12 @@ def test_dagger_runs_from_a_clone_and_logs_its_rounds(bc_run: bc.RunResult, tmp_
     model, meta = load_agent(run.path)
     again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
     assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]
+    # fine-tuning the DAgger run builds the clone's network (hidden=32), not PPO's default width
+    tuned = ppo.train(
+        PPOArgs(env_id=TINY, init=str(run.path), total_timesteps=256, n_steps=256, batch_size=128, n_epochs=1,
+                eval_seeds="", out_dir=str(tmp_path), run_name="ppo-from-dagger", track=False)
+    )  # fmt: skip
+    assert tuned.meta.args["hidden"] == 32
 
 
 @pytest.mark.slow

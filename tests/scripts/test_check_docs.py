@@ -131,6 +131,9 @@ def test_the_fixtures_and_placeholders_stand_in_for_the_users_files(tmp_path: Pa
     assert filled[-1] == "runs/bc-a" and reason == ""
     _, reason = doc_commands.fill_placeholders(["hetgym", "evaluate", "runs/<old_run>"], tmp_path)
     assert reason.startswith("placeholder <old run>")
+    command = doc_commands.DocCommand("doc.md", 1, ("hetgym", "sweep", "--report", "x", "--ray-address", "auto"))
+    outcome = doc_commands.run_command(command, tmp_path)
+    assert outcome.status == "skipped" and outcome.reason.startswith("needs a running Ray cluster")
 
 
 def test_commands_runs_each_command_and_fails_on_a_failing_one(tmp_path: Path) -> None:
