@@ -44,6 +44,7 @@ from agents.common import (
     load_agent,
     make_env,
     parse_seeds,
+    resolve_model_path,
     run_name,
     save_agent,
     save_meta,
@@ -118,6 +119,13 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     parent = None
     run_args = dataclasses.asdict(args)
     if args.init:
+        # the clone's env id first, from its record: loading it into another env's spaces fails with the two
+        # spaces printed in full and no word of --env-id
+        init_env_id = AgentMeta.from_json(resolve_model_path(args.init)[1].read_text()).env_id
+        if init_env_id != args.env_id:
+            raise AgentError(
+                f"{args.init} was trained in {init_env_id}, not {args.env_id}: give --env-id {init_env_id}"
+            )
         model, init_meta = load_agent(args.init, env=env, decoding=args.decoding, trust_pickle=args.trust_pickle)
         if init_meta.env_kwargs != env_kwargs or init_meta.env_id != args.env_id:
             raise AgentError(f"{args.init} was trained in {init_meta.env_id} {init_meta.env_kwargs}, not {env_kwargs}")

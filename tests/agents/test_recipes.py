@@ -135,6 +135,8 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
         dagger.train(dataclasses.replace(args, teacher="edf", run_name="wrong-teacher"))
     with pytest.raises(AgentError, match=r"seeds \[2\] are both training and held-out"):
         dagger.train(dataclasses.replace(args, val_seeds="2", run_name="overlap"))
+    with pytest.raises(AgentError, match=f"trained in {TINY}, not HetCluster-Tiny-v1: give --env-id {TINY}"):
+        dagger.train(dataclasses.replace(args, env_id="HetCluster-Tiny-v1", env={}, demos=None, run_name="other-env"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos", "dagger-half", "dagger-later"]
 
 
