@@ -251,7 +251,8 @@ class Evaluation:
         return out.reindex(order)
 
     def markdown(self) -> str:
-        """The aggregate as a markdown table (mean ± sd [95% CI of the mean] over seeds; gap to the teacher)."""
+        """The aggregate as a markdown table (mean ± sd [95% CI of the mean] over seeds; gap to the teacher or
+        reference)."""
         agg = self.aggregate()
         head = ["policy", "kind", *[label for _, label, _, _ in TABLE_METRICS]]
         with_gap = "dsr_gap" in agg.columns
