@@ -166,12 +166,13 @@ class Override:
 
 
 #: The per-command overrides (the subcommand, or two words for ``trace sample``). The sizes: one seed for
-#: compare and sweep (two for evaluate, the fewest ``--beat-the-experts`` takes), the training recipes at
+#: compare and sweep (two for evaluate, the fewest ``--beat-the-experts`` takes, with the agents' episodes
+#: capped at ``--smoke``'s 2,000 steps: a barely trained agent can take far longer), the training recipes at
 #: ``--smoke`` budgets (512 PPO steps, one epoch, one teacher and one held-out workload, one DAgger round)
 #: saved in ``runs/`` as documented, 40-job workloads for sweeps, 50-job synthetic traces.
 OVERRIDES: dict[str, Override] = {
     "compare": Override(replace={"--seeds": first_seeds(1)}, add={"--seeds": "0"}),
-    "evaluate": Override(replace={"--seeds": first_seeds(2)}, add={"--seeds": "1000-1001"}),
+    "evaluate": Override(replace={"--seeds": first_seeds(2)}, add={"--seeds": "1000-1001", "--max-steps": "2000"}),
     "train": Override(
         replace={
             "--total-timesteps": constant("512"),

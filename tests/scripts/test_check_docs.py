@@ -112,7 +112,9 @@ def test_the_commands_of_a_doc_are_extracted_and_shrunk(tmp_path: Path) -> None:
     ]
     assert doc_commands.shrink(list(commands[2].tokens))[-2:] == ["--seeds", "0"]
     assert doc_commands.shrink(["hetgym", "compare"]) == ["hetgym", "compare", "--seeds", "0"]
-    assert doc_commands.shrink(["hetgym", "evaluate", "runs/x", "--seeds=1000-1019"])[-1] == "--seeds=1000-1001"
+    assert doc_commands.shrink(["hetgym", "evaluate", "runs/x", "--seeds=1000-1019"])[-3:] == [
+        "--seeds=1000-1001", "--max-steps", "2000",
+    ]  # fmt: skip
     assert doc_commands.shrink(["hetgym", "train", "--algo", "ppo", "--total-timesteps", "50000"]) == [
         "hetgym", "train", "--algo", "ppo", "--total-timesteps", "512", "--smoke", "--out-dir", "runs",
     ]  # fmt: skip
