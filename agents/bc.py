@@ -441,8 +441,9 @@ def log_evaluation(logger: Any, result: dict[str, Any], step: int, prefix: str =
     logger.record(f"{prefix}/jct_mean_h", result["jct_mean_s"] / 3600)
     logger.record(f"{prefix}/utilisation", result["utilisation"])
     if "teacher_dsr" in result:
-        logger.record(f"{prefix}/dsr_gap_to_teacher", result["dsr_gap"])
-        logger.record(f"{prefix}/jct_gap_to_teacher_h", (result["jct_mean_s"] - result["teacher_jct_mean_s"]) / 3600)
+        # "reference": the expert the agent is measured against (BC's and DAgger's teacher, PPO's --reference)
+        logger.record(f"{prefix}/dsr_gap_to_reference", result["dsr_gap"])
+        logger.record(f"{prefix}/jct_gap_to_reference_h", (result["jct_mean_s"] - result["teacher_jct_mean_s"]) / 3600)
     logger.dump(step)
 
 

@@ -1,10 +1,12 @@
-"""Stable-Baselines3 callbacks: per-episode scheduling metrics and the gap to the teacher, and checkpoints.
+"""Stable-Baselines3 callbacks: per-episode scheduling metrics and the gap to the reference, and checkpoints.
 
 :class:`EpisodeMetricsCallback` reads the final ``info["metrics"]`` of every episode the environment
 ends during training and records, next to SB3's own losses, ``episode/dsr``, ``episode/jct_mean_h``,
-``episode/utilisation`` and ``episode/num_reconfigs``; with a teacher it also runs the teacher on the
-same workload (the raw simulator, cached by workload seed) and records ``episode/dsr_gap_to_teacher``
-and ``episode/jct_gap_to_teacher_h`` (positive DSR gap: the agent met more deadlines).
+``episode/utilisation`` and ``episode/num_reconfigs``; with a reference policy (the expert the agent is
+measured against: a PPO run's ``--reference``) it also runs the reference on the same workload (the raw
+simulator, cached by workload seed) and records ``episode/dsr_gap_to_reference`` and
+``episode/jct_gap_to_reference_h`` (positive DSR gap: the agent met more deadlines). "Reference", not
+"teacher": PPO from scratch learns from no teacher.
 
 :class:`PeriodicCheckpoint` saves the weights ``model_<steps>.pt`` into the run folder every ``every`` steps,
 next to the run's ``agent.json``, so ``hetgym evaluate RUN/model_<steps>.pt`` finds the environment and the
@@ -29,7 +31,7 @@ from agents.common import AgentMeta, save_agent
 
 
 class TeacherReference:
-    """The teacher's metrics on a workload seed (run once per seed on the raw simulator, then cached)."""
+    """The reference policy's metrics on a workload seed (run once per seed on the raw simulator, then cached)."""
 
     def __init__(self, teacher: str, env_id: str, env_kwargs: dict[str, Any]) -> None:
         self.teacher = teacher
@@ -56,16 +58,16 @@ def episode_record(metrics: dict[str, float], teacher: dict[str, float] | None) 
         "num_reconfigs": metrics.get("num_reconfigs", math.nan),
     }
     if teacher is not None:
-        out["dsr_gap_to_teacher"] = out["dsr"] - teacher.get("dsr", math.nan)
-        out["jct_gap_to_teacher_h"] = out["jct_mean_h"] - teacher.get("jct_mean_s", math.nan) / 3600
+        out["dsr_gap_to_reference"] = out["dsr"] - teacher.get("dsr", math.nan)
+        out["jct_gap_to_reference_h"] = out["jct_mean_h"] - teacher.get("jct_mean_s", math.nan) / 3600
     return out
 
 
 class EpisodeMetricsCallback(BaseCallback):
-    """Log each finished episode's DSR, average JCT, utilisation and gap to the teacher (see module).
+    """Log each finished episode's DSR, average JCT, utilisation and gap to the reference (see module).
 
     Args:
-        teacher: A :class:`TeacherReference`, or ``None`` for no gap.
+        teacher: A :class:`TeacherReference` (the reference policy's metrics), or ``None`` for no gap.
         verbose: SB3 verbosity.
 
     Attributes:

@@ -35,10 +35,27 @@ def require_rl(command: str) -> None:
 
     missing = [name for name in RL_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise ValueError(
-            f"hetgym {command} needs {', '.join(missing)} (the rl extra): python -m pip install -c constraints.txt "
-            "torch==2.13.0 && python -m pip install -c constraints.txt -e '.[rl]'"
+        # Plain pip on Linux resolves PyPI's CUDA build of torch: a machine without a GPU wants the CPU-only
+        # build from PyTorch's own index, so the hint names both (docs/install.md says the same).
+        torch_step = (
+            "first torch 2.13.0: on Linux without a GPU the CPU-only build, python -m pip install torch==2.13.0 "
+            "--index-url https://download.pytorch.org/whl/cpu; with an NVIDIA GPU, or on macOS or Windows, "
+            "python -m pip install -c constraints.txt torch==2.13.0 (PyPI's build); then "
+            if "torch" in missing
+            else ""
         )
+        raise ValueError(
+            f"hetgym {command} needs {', '.join(missing)} (the rl extra): {torch_step}"
+            "python -m pip install -c constraints.txt -e '.[rl]' (see docs/install.md)"
+        )
+
+
+def gap_role(metas: Any, policy: str | None) -> str:
+    """``teacher`` when every agent (their :class:`~agents.common.AgentMeta` records) learned from ``policy``
+    (bc, dagger, a clone fine-tuned against it), else ``reference``: PPO from scratch learns from no teacher
+    and is only measured against its reference, and the evaluation's legend must not call that a teacher."""
+    metas = list(metas)
+    return "teacher" if metas and policy is not None and all(m.teacher == policy for m in metas) else "reference"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -405,6 +422,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             experts,
             seeds,
             teacher=teacher if (teacher in experts) else None,
+            role=gap_role(metas.values(), teacher),
             reference_env=reference,
             max_steps=args.max_steps,
             on_run=lambda name, seed: progress.update(advance=1, detail=f"{name} seed {seed}"),

@@ -44,6 +44,7 @@ from agents.common import (
     load_agent,
     make_env,
     parse_seeds,
+    resolve_model_path,
     run_name,
     save_agent,
     save_meta,
@@ -116,12 +117,23 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         raise AgentError(f"seeds {sorted(set(train_seeds) & held_out)} are both training and held-out seeds")
     env = make_env(args.env_id, env_kwargs)
     parent = None
+    run_args = dataclasses.asdict(args)
     if args.init:
+        # the clone's env id first, from its record: loading it into another env's spaces fails with the two
+        # spaces printed in full and no word of --env-id
+        init_env_id = AgentMeta.from_json(resolve_model_path(args.init)[1].read_text()).env_id
+        if init_env_id != args.env_id:
+            raise AgentError(
+                f"{args.init} was trained in {init_env_id}, not {args.env_id}: give --env-id {init_env_id}"
+            )
         model, init_meta = load_agent(args.init, env=env, decoding=args.decoding, trust_pickle=args.trust_pickle)
         if init_meta.env_kwargs != env_kwargs or init_meta.env_id != args.env_id:
             raise AgentError(f"{args.init} was trained in {init_meta.env_id} {init_meta.env_kwargs}, not {env_kwargs}")
         parent = str(args.init)
         arch = init_meta.arch
+        # the network is the clone's, not this run's --hidden / --attention-layers defaults: recorded as such,
+        # so a run fine-tuning this one (ppo --init) builds the same network
+        run_args.update({k: init_meta.args[k] for k in ("hidden", "attention_layers") if k in init_meta.args})
     else:
         arch = args.arch
         model = model_from_args(args, env)
@@ -137,7 +149,7 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         algo="maskable-ppo" if "Maskable" in type(model).__name__ else "ppo",
         arch=arch,
         seed=args.seed,
-        args=dataclasses.asdict(args),
+        args=run_args,
         parent=parent,
     )
 

@@ -207,15 +207,18 @@ class Evaluation:
     Attributes:
         runs: One row per (policy, seed): ``policy``, ``kind`` (``agent`` or ``expert``), ``seed`` and the
             metrics.
-        teacher: The teacher's name (gaps are measured against it), or ``None``.
+        teacher: The name of the policy the gaps are measured against, or ``None``.
         seeds: The seeds.
         title: A caption for the table and the figure.
+        role: What that policy is to the agents, as the figure's legend names it: ``teacher`` (they learned
+            from it) or ``reference`` (they are only measured against it: PPO from scratch has no teacher).
     """
 
     runs: pd.DataFrame
     teacher: str | None
     seeds: list[int]
     title: str = ""
+    role: str = "teacher"
 
     def aggregate(self) -> pd.DataFrame:
         """Per policy over seeds: the mean, the standard deviation (``_std``, population), the 95% t interval
@@ -248,7 +251,8 @@ class Evaluation:
         return out.reindex(order)
 
     def markdown(self) -> str:
-        """The aggregate as a markdown table (mean ± sd [95% CI of the mean] over seeds; gap to the teacher)."""
+        """The aggregate as a markdown table (mean ± sd [95% CI of the mean] over seeds; gap to the teacher or
+        reference)."""
         agg = self.aggregate()
         head = ["policy", "kind", *[label for _, label, _, _ in TABLE_METRICS]]
         with_gap = "dsr_gap" in agg.columns
@@ -283,7 +287,7 @@ class Evaluation:
 
     def build_figure(self) -> Any:
         """Bar charts of DSR and average JCT per policy (mean over seeds, each seed a dot), with a legend of
-        the bar colours (expert, learned agent, teacher)."""
+        the bar colours (expert, learned agent, and the teacher or reference the gaps are measured against)."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -315,7 +319,7 @@ class Evaluation:
         if "tab:orange" in colours:
             handles.append(Patch(color="tab:orange", alpha=0.8, label="learned agent"))
         if "tab:green" in colours:
-            handles.append(Patch(color="tab:green", alpha=0.8, label=f"teacher ({self.teacher})"))
+            handles.append(Patch(color="tab:green", alpha=0.8, label=f"{self.role} ({self.teacher})"))
         handles.append(Line2D([], [], marker="o", linestyle="", color="black", markersize=4, label="one seed"))
         axes[1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         fig.suptitle(self.title or f"held-out seeds {self.seeds}", fontsize=10)
@@ -347,6 +351,7 @@ def compare_on_seeds(
     on_step: Callable[[], None] | None = None,
     on_run: Callable[[str, int], None] | None = None,
     title: str = "",
+    role: str = "teacher",
 ) -> Evaluation:
     """Evaluate learned agents and experts on the same workload seeds.
 
@@ -361,6 +366,7 @@ def compare_on_seeds(
         on_step: Called after every agent step.
         on_run: Called after every episode with (label, seed).
         title: Caption.
+        role: ``teacher`` or ``reference``: what ``teacher`` is to the agents (:attr:`Evaluation.role`).
     """
     if not agents and reference_env is None:
         raise AgentError("nothing to evaluate: give a model or a reference environment for the experts")
@@ -397,7 +403,7 @@ def compare_on_seeds(
     runs = pd.concat(frames, ignore_index=True)
     front = ["policy", "kind", "seed"]
     runs = runs[front + [c for c in runs.columns if c not in front]]
-    return Evaluation(runs, teacher, [int(s) for s in seeds], title)
+    return Evaluation(runs, teacher, [int(s) for s in seeds], title, role)
 
 
 __all__ = [

@@ -133,7 +133,16 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
             algo=args.algo,
             arch=arch,
             seed=args.seed,
-            args={**dataclasses.asdict(args), "learning_rate": lr, "clip_range": clip, "ent_coef": ent},
+            # hidden / attention_layers: the network built (a clone's when fine-tuning), so a run from this
+            # one rebuilds it
+            args={
+                **dataclasses.asdict(args),
+                "learning_rate": lr,
+                "clip_range": clip,
+                "ent_coef": ent,
+                "hidden": hidden,
+                "attention_layers": attention,
+            },
             parent=str(args.init) if finetune else None,
             reference=args.reference,
         )

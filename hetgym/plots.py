@@ -31,6 +31,10 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 CDF_TOP = 6
 #: The utilisation figure's time axis ends at most this many times the median policy's last busy moment.
 TAIL_CUT = 1.5
+#: The columns a utilisation panel's time axis is judged in (about its width in pixels as saved).
+PANEL_COLUMNS = 250
+#: A panel is marked as alternating when its allocation flips back within one column in this share of them.
+ALTERNATING_SHARE = 0.2
 
 
 def _pyplot() -> Any:  # the matplotlib.pyplot module
@@ -240,12 +244,32 @@ def _mean_utilisation(
     return float((used * spans).sum() / (end_s - times[0]))
 
 
+def alternating_share(times_s: np.ndarray, counts: np.ndarray, end_s: float, columns: int = PANEL_COLUMNS) -> float:
+    """The share of a panel's ``columns`` (equal slices of ``[0, end_s]``) in which the allocation changes and
+    changes back: a row of ``counts`` (GPUs in use per type, one row per time in ``times_s``) that differs
+    from the row before it while the row after it equals the row before, all within one column's time.
+
+    Such a panel is drawn finer than it can show: policies that re-allocate every round (Gavel's, which
+    time-share GPU types between jobs round by round) switch between two allocations many times a column,
+    and the stacked bands blend into a pale band spanning the two.
+    """
+    if end_s <= 0 or len(times_s) < 3:
+        return 0.0
+    column_s = end_s / columns
+    before, row, after = counts[:-2], counts[1:-1], counts[2:]
+    flips = (row != before).any(axis=1) & (after == before).all(axis=1) & (times_s[2:] - times_s[:-2] < column_s)
+    at = times_s[1:-1][flips]
+    return len({int(t // column_s) for t in at if t <= end_s}) / columns
+
+
 def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figure:
     """GPUs in use over time, one small panel per policy (one seed, the first by default).
 
     Each panel stacks the GPU types (fractions of the whole cluster) and is titled with the run's mean
     utilisation. The panels share the time axis, which ends at :func:`busy_window_end_s`; a panel whose run
-    goes on past it says when its last GPU goes idle.
+    goes on past it says when its last GPU goes idle. A panel whose allocation alternates faster than it can
+    draw (:func:`alternating_share` at least :data:`ALTERNATING_SHARE`) shows pale bands: its title is marked
+    with ``*`` and the figure's caption explains them.
     """
     plt = _pyplot()
     seed = comparison.seeds[0] if seed is None else seed
@@ -262,6 +286,7 @@ def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figur
     end_s = busy_window_end_s(comparison, seed)
     ends = activity_ends_s(comparison, seed)
     colours = dict(zip(types, line_colours(len(types)), strict=True))
+    alternating: list[str] = []
     for i, ax in enumerate(axes.flat):
         if i >= len(policies):
             ax.set_axis_off()
@@ -278,7 +303,12 @@ def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figur
         ax.stackplot(hours, *fractions, step="post", colors=[colours[t] for t in present], labels=present, linewidth=0)
         used = np.sum(fractions, axis=0)
         mean = _mean_utilisation(comparison, p, seed, sub, used, ends.get(p, 0.0))
-        ax.set_title(f"{p}  (mean {mean:.2f})", fontsize=8)
+        counts = sub[present].to_numpy(dtype=float)
+        mark = ""
+        if alternating_share(hours * 3600, counts, end_s) >= ALTERNATING_SHARE:
+            alternating.append(p)
+            mark = " *"
+        ax.set_title(f"{p}  (mean {mean:.2f}){mark}", fontsize=8)
         if end_s > 0 and ends.get(p, 0.0) > end_s * 1.02:
             ax.text(0.98, 0.92, f"idle at {ends[p] / 3600:,.0f} h \u2192", transform=ax.transAxes, ha="right",
                     va="top", fontsize=7, color="0.25")  # fmt: skip
@@ -297,6 +327,12 @@ def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figur
         f"GPUs in use by type (fraction of all {cluster.total_gpus}) on {comparison.describe()}, seed {seed}; "
         "mean: over the run's makespan"
     )
+    if alternating:
+        title += (
+            ". * Pale bands: the allocation switches back and forth between rounds (time-sharing GPU types "
+            "between jobs round by round) faster than the panel can draw, so the colours blend; the band spans "
+            "the GPUs in use in the alternating rounds"
+        )
     lines = textwrap.wrap(title, width=int(width * 15))
     fig.suptitle("\n".join(lines), fontsize=9, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0.3 / height, 1, 1 - (0.16 * len(lines) + 0.04) / height))

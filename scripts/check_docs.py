@@ -24,6 +24,10 @@ Groups (the deterministic group always runs; the others on request):
   exact, the trained agent within 0.05). About 10 minutes on two cores.
 * ``--suite``: the wall time of command 2's tests (``python -m pytest -m "not slow" -q``), from 4 minutes on
   a quiet machine to half an hour on a busy one.
+* ``--commands [DOC ...]``: instead of the claims, run every ``hetgym ...`` command line of README.md and
+  docs/*.md (or of the DOCs given) at small sizes and report each: ok or failed, exit code, CPU seconds
+  (``scripts/doc_commands.py``, which says what is run, at which sizes, and what is skipped). Exit status
+  1 when a documented command fails.
 
 Every run (``--fragments-only`` included) also checks that no docstring or ``#:`` comment of ``hetgym/``,
 ``agents/`` or ``baselines/`` states a measured timing (``ms``, ``µs``, steps per second, CPU or wall
@@ -34,6 +38,7 @@ Usage::
     python scripts/check_docs.py                       # deterministic claims
     python scripts/check_docs.py --timings --budgets   # the timings and budgets (about 15 minutes on two cores)
     python scripts/check_docs.py --readme --suite      # the README's measured figures
+    python scripts/check_docs.py --commands            # every documented hetgym command, small
 """
 
 from __future__ import annotations
@@ -550,7 +555,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", action="store_true", help="also the README's compare time and RL path (10 minutes)")
     parser.add_argument("--suite", action="store_true", help="also the README's test-suite time (4-30 minutes)")
     parser.add_argument("--fragments-only", action="store_true", help="only check that every claim is in its doc")
+    parser.add_argument(
+        "--commands",
+        nargs="*",
+        type=Path,
+        metavar="DOC",
+        help="instead of the claims, run the documented hetgym commands, small (of README.md and docs/*.md, or "
+        "of the DOCs given; see scripts/doc_commands.py)",
+    )
     args = parser.parse_args(argv)
+    if args.commands is not None:
+        # the sibling script, found as Python finds a script's neighbours (this folder is first on sys.path)
+        import doc_commands
+
+        return int(doc_commands.main([str(doc) for doc in args.commands]))
     requested = {"timings": args.timings, "budgets": args.budgets, "readme": args.readme, "suite": args.suite}
     groups = {"deterministic"} | {group for group, wanted in requested.items() if wanted}
     missing = check_fragments(CLAIMS)

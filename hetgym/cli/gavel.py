@@ -224,7 +224,8 @@ def gavel_report(result: Any, weights: dict[int, float], *, job_times: bool = Tr
     total = float(max((f for f in finish if not math.isnan(f)), default=0.0))
     lines = [f"Total duration: {total:.3f} seconds ({total / 3600.0:.2f} hours)"]
     if done:
-        lines.append("Job completion times:")
+        if job_times:  # the heading of the per-job lines: without them it would head nothing
+            lines.append("Job completion times:")
         low, high = [], []
         for job_id, t in sorted(done):
             if weights.get(job_id, 1.0) == 1.0:

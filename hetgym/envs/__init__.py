@@ -1,8 +1,9 @@
 """The ``HetCluster-v0`` Gymnasium environment: observation encoders, action codecs, rewards, rendering.
 
 Importing :mod:`hetgym` registers ``HetCluster-v0`` (the ``default`` scenario) and
-``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface, and the event-driven ``-v2`` ids
-(:mod:`hetgym.envs.events`); make them with ``gymnasium.make``. See
+``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface, and the event-driven
+``HetClusterEvents-v0`` and ``HetClusterEvents-Tiny-v0`` (:mod:`hetgym.envs.events`); make them with
+``gymnasium.make``. See
 :class:`HetClusterEnv` for the spaces, rewards and episode rules, and ``docs/environment.md``.
 
 The pluggable components (action codecs, observation encoders, rewards, window orders) are registries

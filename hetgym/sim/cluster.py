@@ -165,7 +165,9 @@ class ClusterSpec:
             ids = self.servers_by_type[t]
             sizes = sorted({self.servers[i].num_gpus for i in ids})
             size_txt = "/".join(str(s) for s in sizes)
-            parts.append(f"{t}: {len(ids)} servers x {size_txt} GPUs = {self.capacity[t]}")
+            servers = f"{len(ids)} server" + ("s" if len(ids) != 1 else "")
+            gpus = "GPU" if sizes == [1] else "GPUs"
+            parts.append(f"{t}: {servers} x {size_txt} {gpus} = {self.capacity[t]}")
         return "; ".join(parts)
 
     def __hash__(self) -> int:

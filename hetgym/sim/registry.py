@@ -2,7 +2,7 @@
 
 Policies, placers, action codecs, observation encoders, rewards and window orders are each a
 :class:`Registry`: a name maps to an :class:`Entry` holding the component (a class or a function), the
-frozen dataclass of its knobs (or ``None`` when it has none) and the first line of its docstring. An
+frozen dataclass of its knobs (or ``None`` when it has none) and its docstring's summary. An
 unknown name raises :class:`~hetgym.sim.errors.UnknownNameError` naming the nearest registered ones, so
 a typo is easy to fix; registering a name twice for two different objects is refused. An
 :class:`Alias` is a second name for an entry with some of its knobs preset (``jobwise-types`` is
@@ -167,6 +167,16 @@ class Alias:
         return f"alias of {self.target!r}" + (f" with {preset}" if preset else "")
 
 
+def summary_line(doc: str | None) -> str:
+    """A docstring's summary on one line: its first paragraph, joined.
+
+    The summary is the first line by convention, but a long one (a paper's full title and venue) wraps onto
+    the next lines; the first line alone would end mid-title in a listing.
+    """
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(paragraph.split())
+
+
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     """One registered component.
@@ -175,7 +185,7 @@ class Entry(Generic[T]):
         name: The registry name.
         obj: The component (a class or a function).
         knobs: The frozen dataclass of its knobs, or ``None``.
-        doc: The first line of its docstring.
+        doc: Its docstring's summary (:func:`summary_line`).
     """
 
     name: str
@@ -220,8 +230,7 @@ class Registry(Generic[T]):
         existing = self._entries.get(key)
         if existing is not None and not replace and _identity(existing.obj) != _identity(obj):
             raise HetgymError(f"{self.kind} name {key!r} is already registered by {_identity(existing.obj)}")
-        doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
-        self._entries[key] = Entry(key, obj, knobs, doc[0] if doc else "")
+        self._entries[key] = Entry(key, obj, knobs, summary_line(getattr(obj, "__doc__", None)))
         return obj
 
     def decorator(self, name: str | None = None, *, knobs: type[Knobs] | None = None) -> Callable[[T], T]:
@@ -305,7 +314,7 @@ class Registry(Generic[T]):
         return tuple(sorted({*self._entries, *self._aliases}))
 
     def describe(self) -> dict[str, str]:
-        """Registered names with the first line of their docstring (an alias: what it stands for)."""
+        """Registered names with their docstring's summary (an alias: what it stands for)."""
         return {k: self._entries[k].doc if k in self._entries else self._aliases[k].describe() for k in self.names()}
 
     def unregister(self, name: str) -> None:

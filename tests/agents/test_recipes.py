@@ -49,7 +49,7 @@ def test_bc_run_saves_a_reloadable_model_that_reproduces_its_evaluation(bc_run: 
     path = bc_run.path
     assert (path / "model.pt").is_file() and (path / META_FILE).is_file() and (path / "demos.npz").is_file()
     assert any(p.name.startswith("events.out.tfevents") for p in (path / "tb").iterdir())
-    assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_teacher"} <= _tb_columns(
+    assert {"bc/loss", "bc/cross_entropy", "bc/val_agreement", "eval/dsr", "eval/dsr_gap_to_reference"} <= _tb_columns(
         path
     )
     meta = AgentMeta.from_json((path / META_FILE).read_text())
@@ -119,6 +119,7 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
         track=False,
     )
     run = dagger.train(args)
+    assert run.meta.args["hidden"] == 32  # the clone's network, not DAgger's default: ppo --init rebuilds it
     rounds = run.meta.results["rounds"]
     assert rounds[0]["states"] == len(Demonstrations.load(demos_path))
     assert rounds[1]["seeds"] == [3] and rounds[1]["states"] > rounds[0]["states"]
@@ -134,6 +135,8 @@ def test_dagger_starts_from_saved_demonstrations(bc_run: bc.RunResult, tmp_path:
         dagger.train(dataclasses.replace(args, teacher="edf", run_name="wrong-teacher"))
     with pytest.raises(AgentError, match=r"seeds \[2\] are both training and held-out"):
         dagger.train(dataclasses.replace(args, val_seeds="2", run_name="overlap"))
+    with pytest.raises(AgentError, match=f"trained in {TINY}, not HetCluster-Tiny-v1: give --env-id {TINY}"):
+        dagger.train(dataclasses.replace(args, env_id="HetCluster-Tiny-v1", env={}, demos=None, run_name="other-env"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dagger-demos", "dagger-half", "dagger-later"]
 
 
@@ -163,6 +166,12 @@ def test_dagger_runs_from_a_clone_and_logs_its_rounds(bc_run: bc.RunResult, tmp_
     model, meta = load_agent(run.path)
     again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
     assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]
+    # fine-tuning the DAgger run builds the clone's network (hidden=32), not PPO's default width
+    tuned = ppo.train(
+        PPOArgs(env_id=TINY, init=str(run.path), total_timesteps=256, n_steps=256, batch_size=128, n_epochs=1,
+                eval_seeds="", out_dir=str(tmp_path), run_name="ppo-from-dagger", track=False)
+    )  # fmt: skip
+    assert tuned.meta.args["hidden"] == 32
 
 
 @pytest.mark.slow
@@ -208,10 +217,10 @@ def test_ppo_fine_tunes_a_clone_and_logs_episode_metrics(bc_run: bc.RunResult, t
     assert saved == ["model_1024.pt", "model_512.pt"]  # weights only: no SB3 archive is written
     assert resolve_model_path(run.path / "model_512.pt")[1] == run.path / META_FILE
     columns = _tb_columns(run.path)
-    assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_teacher"} <= columns
+    assert {"train/value_loss", "train/policy_gradient_loss", "eval/dsr", "eval/dsr_gap_to_reference"} <= columns
     episodes = run.meta.results["episodes"]
-    assert episodes and {"dsr", "jct_mean_h", "utilisation", "dsr_gap_to_teacher"} <= set(episodes[0])
-    assert "episode/dsr" in columns and "episode/dsr_gap_to_teacher" in columns
+    assert episodes and {"dsr", "jct_mean_h", "utilisation", "dsr_gap_to_reference"} <= set(episodes[0])
+    assert "episode/dsr" in columns and "episode/dsr_gap_to_reference" in columns
     model, meta = load_agent(run.path)
     again = evaluate_model(model, meta.env_id, meta.env_kwargs, [1000])
     assert again["dsr"].round(6).tolist() == run.meta.results["evaluation"]["per_seed_dsr"]

@@ -132,6 +132,26 @@ def test_listing_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "gavel-108" in text and "resnet50" in text and "elasticflow" in text
 
 
+def test_listings_show_whole_summaries_and_count_servers_right(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hetgym.cli._common import console
+
+    monkeypatch.setattr(console, "width", 400)  # one row a line, so a description is one line of the output
+    assert main(["policies"]) == 0
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in capsys.readouterr().out.splitlines()
+            if line.count("│") == 3}  # fmt: skip
+    # the summaries that wrap in their docstrings are shown whole, up to the end of their sentence
+    assert rows["asrpt"].endswith("guiding a communication-aware cluster schedule.")
+    assert '"Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in GPU Clusters"' in rows["asrpt"]
+    assert rows["jps"].endswith("matching-market job sizing and placement over GPU types.")
+    assert all(doc.endswith((".", ")")) for doc in rows.values()), rows
+    assert main(["presets"]) == 0
+    text = capsys.readouterr().out
+    assert "a100: 1 server x 8 GPUs = 8" in text  # elasticflow-n1g8
+    assert "1 servers" not in text and "a100: 2 servers x 8 GPUs = 16" in text
+
+
 def test_console_script_entry_point() -> None:
     proc = subprocess.run([sys.executable, "-m", "hetgym.cli", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("hetgym ")

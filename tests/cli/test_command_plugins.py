@@ -53,3 +53,7 @@ def test_train_and_evaluate_without_the_rl_extra_name_the_install(
     assert main([command, "--preset", "tiny", "--smoke"] if command == "train" else [command, "--random"]) == 2
     err = capsys.readouterr().err
     assert f"hetgym {command}: error: hetgym {command} needs torch (the rl extra)" in err and "[rl]" in err
+    # the CPU-only build for a Linux machine without a GPU, and PyPI's build for the others
+    flat = " ".join(err.split())
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in flat
+    assert "with an NVIDIA GPU, or on macOS or Windows, python -m pip install -c constraints.txt torch==2.13.0" in flat

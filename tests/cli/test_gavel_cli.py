@@ -54,6 +54,8 @@ def test_the_report_has_gavels_lines_in_its_format(capsys: pytest.CaptureFixture
     assert any(re.fullmatch(r"Cluster utilization: \d\.\d{3}", x) for x in lines)
     _, short, _ = _gavel(capsys, "-t", str(TRACE), "-p", "fifo", *GAVEL_FLAGS, "--no_job_times")
     assert not any(x.startswith("Job 0:") for x in short.splitlines())
+    assert "Job completion times:" not in short  # no heading left over the per-job lines it leaves out
+    assert short.splitlines()[1].startswith("Average job completion time: ")
     assert _figures(short)["Average job completion time"] == _figures(out)["Average job completion time"]
 
 

@@ -11,10 +11,12 @@ from matplotlib.colors import to_rgba
 
 from hetgym.experiments import Comparison, compare
 from hetgym.plots import (
+    ALTERNATING_SHARE,
     CDF_TOP,
     TAIL_CUT,
     activity_end_s,
     activity_ends_s,
+    alternating_share,
     busy_window_end_s,
     headline_order,
     jct_cdf_figure,
@@ -159,3 +161,55 @@ def test_the_evaluation_figure_has_a_legend() -> None:
         "teacher (dancer)",
         "one seed",
     ]
+
+
+def test_the_evaluation_legend_says_reference_when_the_agents_had_no_teacher() -> None:
+    pytest.importorskip("agents.evaluation")
+    from types import SimpleNamespace
+
+    from agents.cli import gap_role
+    from agents.evaluation import Evaluation
+
+    runs = pd.DataFrame(
+        [
+            {"policy": p, "kind": kind, "seed": 0, "dsr": 0.5, "jct_mean_s": 3600.0}
+            for p, kind in (("maskable-ppo", "agent"), ("edf-admission", "expert"))
+        ]
+    )
+    scratch = SimpleNamespace(teacher=None, reference="edf-admission")  # PPO from scratch (AgentMeta's fields)
+    clone = SimpleNamespace(teacher="edf-admission", reference="edf-admission")  # BC
+    assert gap_role([scratch], "edf-admission") == "reference"
+    assert gap_role([clone], "edf-admission") == "teacher"
+    assert gap_role([clone, scratch], "edf-admission") == "reference"  # one agent had no teacher
+    role = gap_role([scratch], "edf-admission")
+    figure = Evaluation(runs, teacher="edf-admission", seeds=[0], role=role).build_figure()
+    labels = [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+    assert "reference (edf-admission)" in labels and not any(label.startswith("teacher") for label in labels)
+
+
+def test_a_panel_that_alternates_round_by_round_is_marked_and_explained() -> None:
+    comparison = synthetic(3, busy_until_h=70.0, idle_until_h=80.0)
+    tl = comparison.timelines
+    # policy-01 swaps its 4 GPUs between V100 and K80 every 360 s round for 60 h, as Gavel's policies do
+    rounds = np.arange(0, 60 * 3600, 360.0)
+    odd = np.arange(len(rounds)) % 2 == 1
+    swaps = pd.DataFrame(
+        {"policy": "policy-01", "seed": 0, "time_s": rounds, "v100": np.where(odd, 4, 0), "k80": np.where(odd, 0, 4)}
+    )
+    rest = tl[(tl.policy != "policy-01") | (tl.time_s >= 60 * 3600)]
+    comparison.timelines = pd.concat([rest, swaps], ignore_index=True).sort_values("time_s", kind="stable")
+    sub = comparison.timelines[comparison.timelines.policy == "policy-01"].sort_values("time_s")
+    end_s = busy_window_end_s(comparison, 0)
+    assert alternating_share(sub.time_s.to_numpy(), sub[["v100", "k80"]].to_numpy(), end_s) >= ALTERNATING_SHARE
+    figure = utilisation_figure(comparison)
+    titles = {ax.get_title().split()[0]: ax.get_title() for ax in figure.axes if ax.axison}
+    assert titles["policy-01"].endswith(" *")
+    assert not titles["policy-00"].endswith("*") and not titles["policy-02"].endswith("*")
+    caption = " ".join(figure.get_suptitle().split())
+    assert "* Pale bands: the allocation switches back and forth between rounds" in caption
+
+
+def test_a_steady_comparison_has_no_pale_band_note() -> None:
+    figure = utilisation_figure(synthetic(4))
+    assert not any(ax.get_title().endswith("*") for ax in figure.axes if ax.axison)
+    assert "Pale bands" not in figure.get_suptitle()

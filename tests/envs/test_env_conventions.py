@@ -247,3 +247,21 @@ def _trajectory(codec: str, calls_per_step: int) -> list[Any]:
         obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             return actions
+
+
+# ------------------------------------------------------------------------------------------------
+# the package docstring names the registered ids
+
+
+def test_the_package_docstring_names_the_registered_ids() -> None:
+    import re
+
+    import hetgym.envs
+    from hetgym.envs.registration import ENV_IDS, EVENT_ENV_IDS
+
+    doc = hetgym.envs.__doc__ or ""
+    named = set(re.findall(r"``([A-Za-z][\w-]*-v\d+)``", doc))
+    assert named and named <= set(ENV_IDS) | set(EVENT_ENV_IDS), named - set(ENV_IDS) - set(EVENT_ENV_IDS)
+    assert set(EVENT_ENV_IDS) <= named  # the event-driven ids by their names (they are HetClusterEvents-v0)
+    versions = {int(v) for v in re.findall(r"-v(\d+)\b", " ".join(ENV_IDS) + " " + " ".join(EVENT_ENV_IDS))}
+    assert {int(v) for v in re.findall(r"``-v(\d+)``", doc)} <= versions  # a bare suffix: a registered version
