@@ -17,7 +17,7 @@ from hetgym.lookahead.episodes import hindsight_oracle, play_lookahead, play_rul
 from hetgym.lookahead.forking import fork_env
 from hetgym.lookahead.futures import FutureModelError, apply_future, sample_future, sample_seed
 from hetgym.lookahead.knobs import ORACLE_LABEL, LookaheadKnobs
-from hetgym.lookahead.rollout import resolve_base, rollout
+from hetgym.lookahead.rollout import resolve_base
 from hetgym.lookahead.teacher import DecisionRecord, LookaheadAgent, LookaheadTeacher
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "play_lookahead",
     "play_rule",
     "resolve_base",
-    "rollout",
     "sample_future",
     "sample_seed",
 ]

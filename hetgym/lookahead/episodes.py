@@ -93,8 +93,8 @@ def hindsight_oracle(
     """
     if knobs.pop("future", "hindsight") != "hindsight":
         raise HetgymError("hindsight_oracle: the future is the true one; leave out future= (or use play_lookahead)")
-    teacher = LookaheadTeacher(base_action, LookaheadKnobs.make(future="hindsight", **knobs))
-    out = play_lookahead(env_id, env_kwargs, workload_seed, teacher)
+    with LookaheadTeacher(base_action, LookaheadKnobs.make(future="hindsight", **knobs)) as teacher:
+        out = play_lookahead(env_id, env_kwargs, workload_seed, teacher)
     out["label"] = ORACLE_LABEL
     return out
 

@@ -178,8 +178,12 @@ def run_tasks(
     *,
     workers: int = 1,
     backend: str = "local",
+    pool: Any = None,
 ) -> tuple[list[list[float]], float]:
-    """The scores of every task (in order) and the CPU-s the worker processes spent (0 in this process)."""
+    """The scores of every task (in order) and the CPU-s the worker processes spent (0 in this process).
+
+    ``pool``: a pool from :func:`hetgym.sweep.open_pool` kept across batches (local backend), or ``None``
+    for one per batch."""
     if workers <= 1 or len(tasks) <= 1:
         return [score_future(root, task, base, horizon) for task in tasks], 0.0
     payload = pickle.dumps(root)
@@ -191,7 +195,7 @@ def run_tasks(
     else:
         from hetgym.sweep import map_runs
 
-        results = map_runs(_chunk_call, items, workers=count)
+        results = map_runs(_chunk_call, items, workers=count, pool=pool)
     scores: list[list[float]] = [[] for _ in tasks]
     cpu_s = 0.0
     for i, (chunk_scores, chunk_cpu_s) in enumerate(results):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -83,6 +84,28 @@ class LookaheadTeacher:
         self.base = resolve_base(base)
         self.horizon = Horizon(self.knobs.horizon_h, self.knobs.horizon_arrivals)
         self.records: list[DecisionRecord] = []
+        self._pool: Any = None
+
+    def close(self) -> None:
+        """Shut down the rollout workers (a local pool started on the first parallel decision), if any."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> LookaheadTeacher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _local_pool(self) -> Any:
+        """The teacher's worker pool, started once and kept across decisions (spawn costs per worker)."""
+        if self.knobs.workers > 1 and self.knobs.backend == "local" and self._pool is None:
+            from hetgym.sweep import open_pool
+
+            self._pool = open_pool(self.knobs.workers)
+            weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+        return self._pool
 
     @property
     def label(self) -> str:
@@ -160,7 +183,13 @@ class LookaheadTeacher:
             for k in samples
         ]
         results, cpu_s = run_tasks(
-            root, tasks, self.base, self.horizon, workers=self.knobs.workers, backend=self.knobs.backend
+            root,
+            tasks,
+            self.base,
+            self.horizon,
+            workers=self.knobs.workers,
+            backend=self.knobs.backend,
+            pool=self._local_pool(),
         )
         for per_future in results:
             for action, score in zip(candidates, per_future, strict=True):
