@@ -458,9 +458,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / "evaluate"
     written = evaluation.save(out, plots=not args.no_plots)
     if args.beat_the_experts is not None:
-        from agents.leaderboard import markdown, rows_for, upsert
+        from agents.leaderboard import constant_rule_dsrs, markdown, rows_for, upsert
 
-        rows = rows_for(evaluation, metas, scenarios)
+        _, first_id, first_kwargs = next(iter(agents.values()))
+        probe = make_env(first_id, first_kwargs).unwrapped
+        # The event interface's constant rules, played on the same seeds: a row beats them too, or says by how much not.
+        rules = constant_rule_dsrs(first_id, first_kwargs, seeds) if hasattr(probe, "actions") else None
+        rows = rows_for(evaluation, metas, scenarios, rules)
         upsert(args.beat_the_experts, rows)
         console.print(markdown(rows), markup=False)
         written.append(args.beat_the_experts)
