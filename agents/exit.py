@@ -432,12 +432,10 @@ def train(args: ExItArgs, *, progress: bool = False) -> RunResult:
             cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0
             _checkpoint(folder, args, state, labels, model, meta, cpu_s)
     cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0
-    last = state["rounds"][-1] if state["rounds"] else {}
     meta.results = {
         "stage": "trained",
         "kind": "learned",
         "cpu_hours": cpu_s / 3600,
-        "agreement": {"agreement": last.get("train_agreement", math.nan)},
         "student_decision_cpu_us": decision_cpu_us(model, labels),
         "rounds": state["rounds"],
     }
