@@ -149,7 +149,7 @@ def evaluate_model(
                     metrics = dict(env.unwrapped.result().metrics)  # type: ignore[attr-defined]
                     cut = True
                     break
-            row = {"seed": int(seed), **{k: float(v) for k, v in metrics.items()}}
+            row: dict[str, Any] = {"seed": int(seed), **{k: float(v) for k, v in metrics.items()}}
             row.update(steps=steps, invalid_actions=invalid, truncated_by_eval=cut)
             row["modal_action_share"] = max(counts.values()) / steps if steps else math.nan
             row["action_counts"] = json.dumps(counts, sort_keys=True)

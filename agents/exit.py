@@ -401,7 +401,8 @@ def train(args: ExItArgs, *, progress: bool = False) -> RunResult:
         if (folder / CHECKPOINT_FILE).exists():
             raise AgentError(f"{folder} holds a run already: give --resume to continue it, or another --run-name")
         state = {"next_round": 0, "rounds": [], "cpu_s": 0.0}
-        labels = Labels.empty(int(env.observation_space.shape[0]), int(env.action_space.n))
+        obs_dim = int(np.prod(env.observation_space.shape or (0,)))
+        labels = Labels.empty(obs_dim, int(env.action_space.n))  # type: ignore[attr-defined]
         model = new_student(env, args)
     val_seeds = parse_seeds(args.val_seeds)
     logger = make_logger(folder / "tb", args.track)
