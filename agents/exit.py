@@ -378,6 +378,11 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+def _worker_cpu_s(state: dict[str, Any], start: int) -> float:
+    """The CPU-s rollout worker processes spent in this session's rounds (``state['cpu_s']`` has earlier ones)."""
+    return float(sum(entry.get("worker_cpu_s", 0.0) for entry in state["rounds"] if entry["round"] >= start))
+
+
 def _rule_player(env: Any, base: str) -> Callable[[Any, np.ndarray], int]:
     """The fixed base policy as :func:`play` calls it."""
     rule = resolve_base(fixed_base(base))
@@ -430,9 +435,9 @@ def train(args: ExItArgs, *, progress: bool = False) -> RunResult:
                 if isinstance(value, (int, float)) and math.isfinite(float(value)):
                     logger.record(f"exit/{key}", value)
             logger.dump(r)
-            cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0
+            cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0 + _worker_cpu_s(state, start)
             _checkpoint(folder, args, state, labels, model, meta, cpu_s)
-    cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0
+    cpu_s = float(state["cpu_s"]) + time.process_time() - session_t0 + _worker_cpu_s(state, start)
     meta.results = {
         "stage": "trained",
         "kind": "learned",
@@ -490,7 +495,8 @@ def _run_round(
                 mixed_dsr.append(ep["dsr"])
             bar.log(f"round {r}: workload {seed} {'teacher' if alone else 'mixed'} DSR {ep['dsr']:.3f}, "
                     f"{len(ep['labels'])} labels of {ep['decisions']} decisions")  # fmt: skip
-    label_cpu_s = time.process_time() - t0 + sum(rec.worker_cpu_s for rec in teacher.records)
+    worker_cpu_s = sum(rec.worker_cpu_s for rec in teacher.records)
+    label_cpu_s = time.process_time() - t0 + worker_cpu_s
     new.rounds[:] = r
     # The student before this round's fit, on this round's labels: how far it is from its teacher now.
     before = predict_actions(_FlatPolicy(model.policy), new.transitions()) if len(new) else np.zeros(0)
@@ -532,6 +538,7 @@ def _run_round(
         "student_val_dsr": float(np.mean(val_dsr)) if val_dsr else math.nan,
         "student_modal_action_share": modal_share(val_actions),
         "label_cpu_s": label_cpu_s,
+        "worker_cpu_s": worker_cpu_s,
         "label_cpu_s_per_label": label_cpu_s / len(new) if len(new) else math.nan,
         "fit_cpu_s": fit_cpu_s,
         "teacher_futures": int(sum(rec.futures for rec in teacher.records)),

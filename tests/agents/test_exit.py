@@ -34,7 +34,7 @@ SMALL = {
     "track": False,
 }
 #: Per-round fields that depend on the machine's speed, not on the run.
-TIMINGS = {"label_cpu_s", "label_cpu_s_per_label", "fit_cpu_s"}
+TIMINGS = {"label_cpu_s", "label_cpu_s_per_label", "fit_cpu_s", "worker_cpu_s"}
 
 
 def _args(tmp_path, **over):
