@@ -38,6 +38,11 @@ RULES = {"elasticflow": 0, "force": "force"}
 KNOB_ARGS = ("k_initial", "k_step", "k_max", "min_gain_jobs", "test", "alpha", "close_gain_jobs", "horizon_h")
 
 
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps(data, indent=1) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
 def _row_path(folder: Path, seed: int) -> Path:
     return folder / f"seed-{seed}.json"
 
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{folder} holds a run with other settings ({old['command']}); give another --checkpoint")
             return 2
     else:
-        atomic_write(setup_path, lambda p: p.write_text(json.dumps(setup, indent=1) + "\n"))
+        _write_json(setup_path, setup)
     seeds = parse_seeds(args.seeds)
     todo = [s for s in seeds if not _row_path(folder, s).exists()]
     print(f"{len(seeds) - len(todo)} of {len(seeds)} seeds done in {folder}; {len(todo)} to run", flush=True)
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_oracle:
             oracle_knobs = {k: v for k, v in knobs.items() if k in ("min_gain_jobs", "horizon_h", "workers")}
             row["oracle"] = _brief(hindsight_oracle(args.env_id, None, seed, base_action=base, **oracle_knobs))
-        atomic_write(_row_path(folder, seed), lambda p, row=row: p.write_text(json.dumps(row, indent=1) + "\n"))
+        _write_json(_row_path(folder, seed), row)
         oracle = row.get("oracle", {}).get("dsr", float("nan"))
         print(
             f"seed {seed}: teacher {out['dsr']:.4f} ({out['deviations']} deviations in {out['decisions']} decisions), "
@@ -129,7 +134,8 @@ def summary(args: argparse.Namespace) -> int:
 
         import hetgym  # noqa: F401  (registers the ids)
 
-        jobs_per_dsr = float(gym.make(setup["env_id"]).unwrapped.config.workload.num_jobs)
+        env: Any = gym.make(setup["env_id"]).unwrapped
+        jobs_per_dsr = float(env.config.workload.num_jobs)
         teacher = [r["teacher"]["dsr"] for r in rows]
         per_decision = np.concatenate([r["teacher"]["decision_cpu_s"] for r in rows])
         entry: dict[str, Any] = {
