@@ -129,6 +129,18 @@ SMOKE_BUDGETS: dict[str, dict[str, Any]] = {
         "epochs_per_round": 1,
         "max_steps": 2_000,
     },
+    "ExItArgs": {
+        "train_seeds": "0",
+        "val_seeds": "900",
+        "rounds": 1,
+        "episodes_per_round": 1,
+        "epochs": 2,
+        "epochs_per_round": 1,
+        "k_initial": 2,
+        "k_max": 2,
+        "horizon_arrivals": 2,
+        "label_fraction": 0.5,
+    },
     "PPOArgs": {
         "total_timesteps": 512,
         "n_steps": 256,
@@ -313,6 +325,83 @@ class DAggerArgs:
 
 
 @dataclass
+class ExItArgs:
+    """Arguments of expert iteration (``hetgym train --algo exit``, :mod:`agents.exit`).
+
+    A lookahead teacher (:class:`hetgym.lookahead.LookaheadTeacher`) labels states of the event interface;
+    an MLP student on the flat observation is fitted to the labels by masked cross-entropy; from round 1
+    the student acts (DAgger) and finishes the teacher's rollouts. The defaults fit ``HetClusterEvents-Tiny-v0``
+    on two cores; ``docs/agents.md`` ("Expert iteration") gives the measured costs.
+    """
+
+    env_id: str = "HetClusterEvents-Tiny-v0"
+    """An event-driven id (``HetClusterEvents-v0``, ``HetClusterEvents-Tiny-v0``, ...); observations are flat."""
+    env: dict[str, Any] = field(default_factory=dict)
+    """``gym.make`` overrides (``flatten=True`` is always added)."""
+    base: str = "force"
+    """Round 0's fixed base policy of the teacher: ``force``, ``elasticflow`` or an action number."""
+    train_seeds: str = "0-3"
+    """Workload seeds of round 0 (the teacher plays them); later rounds take the seeds after them."""
+    val_seeds: str = "900-902"
+    """Training-range workload seeds held out from labelling: the student's DSR per round."""
+    rounds: int = 2
+    """Rounds after round 0."""
+    episodes_per_round: int = 2
+    """Episodes per round >= 1 (the first ``teacher_episodes`` of them played by the teacher alone)."""
+    teacher_episodes: int = 1
+    """Episodes per round >= 1 that the teacher plays alone (its DSR per round, over the latest student)."""
+    label_fraction: float = 1.0
+    """Share of the student's decisions the teacher labels in a round >= 1 (drawn at random, seeded);
+    the teacher's own decisions are always labels."""
+    beta_schedule: str = "linear"
+    """``linear``, ``exponential`` or ``constant`` (:func:`agents.dagger.beta_at`)."""
+    rampdown_rounds: int = 2
+    """Linear schedule: rounds until the student acts alone."""
+    decay: float = 0.5
+    """Exponential schedule's factor."""
+    beta: float = 0.5
+    """Constant schedule's value."""
+    k_initial: int = 2
+    """Teacher: futures every candidate is scored on first."""
+    k_step: int = 2
+    """Teacher: futures added while the leader is close."""
+    k_max: int = 4
+    """Teacher: most futures per decision."""
+    min_gain_jobs: float = 1.0
+    """Teacher: smallest mean paired gain (jobs) to deviate from the base action."""
+    horizon_h: float | None = None
+    """Teacher: stop rollouts this many simulated hours after the decision (none: the end)."""
+    horizon_arrivals: int | None = None
+    """Teacher: stop rollouts after this many further decisions (none: the end)."""
+    workers: int = 1
+    """Teacher: rollout processes (1: this process)."""
+    hidden: int = 64
+    """Student: two hidden layers of ``2 * hidden`` (actor and critic)."""
+    epochs: int = 30
+    """Cloning epochs in round 0."""
+    epochs_per_round: int = 15
+    """Epochs over the aggregated labels after each later round."""
+    batch_size: int = 64
+    """Minibatch size."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    ent_weight: float = 1e-3
+    """Entropy bonus weight."""
+    seed: int = 0
+    """Seed of the network, the minibatch order and the teacher/student and label draws."""
+    torch_threads: int = 1
+    """Torch threads."""
+    resume: bool = False
+    """Continue the run folder's last checkpoint (labels, round, student weights) instead of starting."""
+    run_name: str | None = None
+    """Run folder name."""
+    out_dir: str = "runs"
+    """Parent folder of the run folders."""
+    track: bool = True
+    """Log to TensorBoard."""
+
+
+@dataclass
 class PPOArgs:
     """Arguments of the PPO / MaskablePPO recipe (``hetgym train --algo ppo|maskable-ppo``).
 
@@ -403,6 +492,7 @@ __all__ = [
     "AgentError",
     "BCArgs",
     "DAggerArgs",
+    "ExItArgs",
     "PPOArgs",
     "check_lr_schedule",
     "check_vec_options",

@@ -18,7 +18,9 @@ from typing import Any
 from hetgym.cli._common import console, parse_value
 from hetgym.progress import ProgressReport
 
-RECIPES = ("bc", "dagger", "ppo", "maskable-ppo")
+RECIPES = ("bc", "dagger", "ppo", "maskable-ppo", "exit")
+#: ``--preset`` names of the event-driven recipe (``--algo exit``).
+EVENT_PRESET_IDS = {"default": "HetClusterEvents-v0", "tiny": "HetClusterEvents-Tiny-v0"}
 #: ``--preset`` names: the newest ids, those of the interface built for learning (``interface="v1"``).
 PRESET_IDS = {"default": "HetCluster-v1", "tiny": "HetCluster-Tiny-v1"}
 #: The expert bc and dagger learn from when no ``--teacher`` is given, and ppo's default ``--reference``.
@@ -60,7 +62,7 @@ def gap_role(metas: Any, policy: str | None) -> str:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` and ``evaluate`` to the ``hetgym`` command's subcommands."""
-    from agents.args import BCArgs, DAggerArgs, PPOArgs
+    from agents.args import BCArgs, DAggerArgs, ExItArgs, PPOArgs
     from agents.cli_args import add_dataclass_options
 
     p = sub.add_parser(
@@ -108,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "episode, one epoch, one DAgger round, 512 PPO steps, one held-out workload; agents.args.SMOKE_BUDGETS); "
         "options given explicitly win; saved under runs/smoke unless --out-dir is given",
     )
-    add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs], "recipe options")
+    add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs, ExItArgs], "recipe options")
     p.set_defaults(func=cmd_train)
 
     e = sub.add_parser(
@@ -196,14 +198,16 @@ def parse_env_overrides(items: list[str] | None) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     require_rl("train")
-    from agents.args import BCArgs, DAggerArgs, PPOArgs
+    from agents.args import BCArgs, DAggerArgs, ExItArgs, PPOArgs
     from agents.cli_args import dataclass_from_options
 
-    classes = [BCArgs, DAggerArgs, PPOArgs]
+    classes = [BCArgs, DAggerArgs, PPOArgs, ExItArgs]
     env = parse_env_overrides(args.env)
     if args.preset and getattr(args, "env_id", None):
         raise ValueError("give --preset or --env-id, not both")
     fixed: dict[str, Any] = {"env": env}
+    if args.algo == "exit":
+        return _train_exit(args, classes, fixed)
     if args.algo in ("bc", "dagger"):
         if args.reference is not None:
             raise ValueError(
@@ -247,6 +251,27 @@ def cmd_train(args: argparse.Namespace) -> int:
         from agents import ppo
 
         result = ppo.train(ppo_args, progress=not args.no_progress)
+    print_run_summary(result.meta, result.path, time.perf_counter() - started, smoke=args.smoke)
+    return 0
+
+
+def _train_exit(args: argparse.Namespace, classes: list[type], fixed: dict[str, Any]) -> int:
+    """``--algo exit``: expert iteration on the event interface (:mod:`agents.exit`)."""
+    from agents import exit as expert_iteration
+    from agents.args import ExItArgs, smoke_options
+    from agents.cli_args import dataclass_from_options
+
+    if args.teacher is not None or args.reference is not None or args.save_as is not None:
+        raise ValueError("--algo exit learns from its lookahead teacher: drop --teacher, --reference and --save-as")
+    if args.preset:
+        fixed["env_id"] = EVENT_PRESET_IDS[args.preset]
+    if args.smoke:
+        for key, value in smoke_options(ExItArgs, vars(args)).items():
+            setattr(args, key, value)
+    started = time.perf_counter()
+    result = expert_iteration.train(
+        dataclass_from_options(ExItArgs, args, classes, **fixed), progress=not args.no_progress
+    )
     print_run_summary(result.meta, result.path, time.perf_counter() - started, smoke=args.smoke)
     return 0
 
@@ -452,9 +477,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / "evaluate"
     written = evaluation.save(out, plots=not args.no_plots)
     if args.beat_the_experts is not None:
-        from agents.leaderboard import markdown, rows_for, upsert
+        from agents.leaderboard import constant_rule_dsrs, markdown, rows_for, upsert
 
-        rows = rows_for(evaluation, metas, scenarios)
+        _, first_id, first_kwargs = next(iter(agents.values()))
+        probe = make_env(first_id, first_kwargs).unwrapped
+        # The event interface's constant rules, played on the same seeds: a row beats them too, or says by how much not.
+        rules = constant_rule_dsrs(first_id, first_kwargs, seeds) if hasattr(probe, "actions") else None
+        rows = rows_for(evaluation, metas, scenarios, rules)
         upsert(args.beat_the_experts, rows)
         console.print(markdown(rows), markup=False)
         written.append(args.beat_the_experts)

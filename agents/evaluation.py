@@ -25,6 +25,7 @@ coverage: the true mean lies in that range.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,7 +118,9 @@ def evaluate_model(
 
     Extra columns: ``steps`` (agent actions), ``invalid_actions`` (masked-out actions the environment
     ignored; only an unmasked policy takes them), ``truncated_by_eval`` (the episode was cut at
-    ``max_steps``; its metrics are then the simulator's at that point).
+    ``max_steps``; its metrics are then the simulator's at that point), ``modal_action_share`` (the share of
+    the episode's actions that are its most frequent one) and ``action_counts`` (each action taken, as
+    JSON ``{action: count}``, so shares can be pooled over seeds: :func:`pooled_modal_share`).
     """
     from agents.demos import model_learner
 
@@ -129,8 +132,11 @@ def evaluate_model(
             obs, info = env.reset(options={"workload_seed": int(seed)})
             steps = invalid = 0
             cut = False
+            counts: dict[str, int] = {}
             while True:
                 action = act(obs, np.asarray(info["action_mask"], dtype=bool))
+                key = str(action) if np.ndim(action) == 0 else ",".join(str(int(a)) for a in np.ravel(action))
+                counts[key] = counts.get(key, 0) + 1
                 obs, _, term, trunc, info = env.step(action)
                 steps += 1
                 invalid += int(bool(info.get("invalid_action", False)))
@@ -143,14 +149,27 @@ def evaluate_model(
                     metrics = dict(env.unwrapped.result().metrics)  # type: ignore[attr-defined]
                     cut = True
                     break
-            row = {"seed": int(seed), **{k: float(v) for k, v in metrics.items()}}
+            row: dict[str, Any] = {"seed": int(seed), **{k: float(v) for k, v in metrics.items()}}
             row.update(steps=steps, invalid_actions=invalid, truncated_by_eval=cut)
+            row["modal_action_share"] = max(counts.values()) / steps if steps else math.nan
+            row["action_counts"] = json.dumps(counts, sort_keys=True)
             rows.append(row)
             if on_episode is not None:
                 on_episode(int(seed), row)
     finally:
         env.close()
     return pd.DataFrame(rows)
+
+
+def pooled_modal_share(action_counts: Sequence[str]) -> float:
+    """The share of all actions over several episodes (their ``action_counts`` JSON) that are the most
+    frequent one overall (NaN when there are none)."""
+    total: dict[str, int] = {}
+    for text in action_counts:
+        for key, count in json.loads(text).items():
+            total[key] = total.get(key, 0) + int(count)
+    steps = sum(total.values())
+    return max(total.values()) / steps if steps else math.nan
 
 
 def evaluate_expert(
@@ -417,4 +436,5 @@ __all__ = [
     "evaluate_model",
     "mean_ci",
     "metric_cell",
+    "pooled_modal_share",
 ]

@@ -10,7 +10,13 @@ Row fields: ``env_id``, ``scenario`` (the scenario preset, ``"default"`` for the
 (the recipe, with its teacher in brackets when it has one), ``train_seed``, ``best_expert``,
 ``agent_dsr``, ``expert_dsr``, ``diff_mean``, ``diff_ci_low``, ``diff_ci_high``, ``seeds`` (the workload
 seeds) and ``cpu_hours`` (the CPU time of training, from the agent's ``agent.json``; ``null`` when the
-recipe did not record it).
+recipe did not record it). Then ``modal_action_share`` (the share of the agent's decisions, pooled over the
+seeds, that are its most frequent action: a policy of its own covers well under 1), ``kind`` (``learned`` for a
+saved agent, ``teacher`` for a lookahead teacher's row, :func:`make_row`) and, on the event-driven interface,
+the best constant rule: ``best_rule`` (the constant event action with the highest mean DSR on the same seeds,
+:func:`constant_rule_dsrs`), ``rule_dsr``, and the paired difference agent minus that rule with its 95%
+interval (``diff_rule_mean``, ``diff_rule_ci_low``, ``diff_rule_ci_high``); these are ``null`` elsewhere and
+in rows written before they existed.
 """
 
 from __future__ import annotations
@@ -42,7 +48,16 @@ FIELDS = (
     "diff_ci_high",
     "seeds",
     "cpu_hours",
+    "modal_action_share",
+    "kind",
+    "best_rule",
+    "rule_dsr",
+    "diff_rule_mean",
+    "diff_rule_ci_low",
+    "diff_rule_ci_high",
 )
+#: The kinds of row: a saved agent, or a lookahead teacher evaluated on the same seeds.
+KINDS = ("learned", "teacher")
 #: The fields that identify a row (a new evaluation replaces the row with the same key).
 KEY = ("env_id", "scenario", "recipe", "train_seed")
 
@@ -65,43 +80,144 @@ def recipe_label(meta: AgentMeta) -> str:
     return f"{meta.recipe}({meta.teacher})" if meta.teacher else meta.recipe
 
 
+def constant_rule_dsrs(env_id: str, env_kwargs: Mapping[str, Any], seeds: Sequence[int]) -> dict[str, dict[int, float]]:
+    """Each constant action of an event-driven environment played on ``seeds``: ``{rule: {seed: DSR}}``.
+
+    A rule takes its action at every decision where the mask allows it and action 0 (the allocator's own
+    choice) elsewhere; it is named ``"<action>: <description>"``. Raises :class:`AgentError` for an
+    environment that is not event-driven (it has no constant rules).
+    """
+    from agents.common import make_env
+
+    env = make_env(env_id, dict(env_kwargs))
+    try:
+        u = env.unwrapped
+        actions = getattr(u, "actions", None)
+        if actions is None or not hasattr(u, "action_masks"):
+            raise AgentError(f"{env_id} is not event-driven: constant rules exist for HetClusterEvents-* ids")
+        out: dict[str, dict[int, float]] = {}
+        for action in range(int(env.action_space.n)):  # type: ignore[attr-defined]
+            per_seed = {}
+            for seed in seeds:
+                _, info = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
+                while True:
+                    chosen = action if bool(np.asarray(info["action_mask"])[action]) else 0
+                    _, _, terminated, truncated, info = env.step(chosen)
+                    if terminated or truncated:
+                        break
+                per_seed[int(seed)] = float(info["metrics"]["dsr"])
+            out[f"{action}: {actions.describe(action)}"] = per_seed
+        return out
+    finally:
+        env.close()
+
+
+def _best(per_policy: Mapping[str, Mapping[int, float]], seeds: Sequence[int]) -> tuple[str, np.ndarray]:
+    means = {name: float(np.mean([dsr[s] for s in seeds])) for name, dsr in per_policy.items()}
+    best = max(means, key=lambda name: means[name])
+    return best, np.asarray([per_policy[best][s] for s in seeds], dtype=float)
+
+
+def make_row(
+    *,
+    env_id: str,
+    scenario: str,
+    recipe: str,
+    train_seed: int,
+    agent: Mapping[int, float],
+    experts: Mapping[str, Mapping[int, float]],
+    rules: Mapping[str, Mapping[int, float]] | None = None,
+    modal_action_share: float | None = None,
+    kind: str = "learned",
+    cpu_hours: float | None = None,
+) -> dict[str, Any]:
+    """One row: ``agent``'s per-seed DSR against the best of ``experts`` and (when given) of ``rules`` on the
+    seeds they all have (paired per seed)."""
+    if kind not in KINDS:
+        raise AgentError(f"kind={kind!r}: use one of {KINDS}")
+    if not experts:
+        raise AgentError("--beat-the-experts compares agents with experts: give some --experts")
+    seeds = sorted(int(s) for s in agent if all(s in dsr for dsr in experts.values()))
+    if rules:
+        seeds = [s for s in seeds if all(s in dsr for dsr in rules.values())]
+    if len(seeds) < 2:
+        raise AgentError(f"--beat-the-experts needs at least 2 common workload seeds for {recipe!r}, got {seeds}")
+    mine = np.asarray([agent[s] for s in seeds], dtype=float)
+    best, theirs = _best(experts, seeds)
+    diff = paired_interval(mine, theirs)
+    row: dict[str, Any] = {
+        "env_id": env_id,
+        "scenario": scenario,
+        "recipe": recipe,
+        "train_seed": int(train_seed),
+        "best_expert": best,
+        "agent_dsr": float(np.mean(mine)),
+        "expert_dsr": float(np.mean(theirs)),
+        "diff_mean": float(diff.mean),
+        "diff_ci_low": float(diff.low),
+        "diff_ci_high": float(diff.high),
+        "seeds": seeds,
+        "cpu_hours": None if cpu_hours is None or not math.isfinite(float(cpu_hours)) else float(cpu_hours),
+        "modal_action_share": None
+        if modal_action_share is None or not math.isfinite(modal_action_share)
+        else float(modal_action_share),
+        "kind": kind,
+        "best_rule": None,
+        "rule_dsr": None,
+        "diff_rule_mean": None,
+        "diff_rule_ci_low": None,
+        "diff_rule_ci_high": None,
+    }
+    if rules:
+        rule, rule_dsr = _best(rules, seeds)
+        vs_rule = paired_interval(mine, rule_dsr)
+        row.update(
+            best_rule=rule,
+            rule_dsr=float(np.mean(rule_dsr)),
+            diff_rule_mean=float(vs_rule.mean),
+            diff_rule_ci_low=float(vs_rule.low),
+            diff_rule_ci_high=float(vs_rule.high),
+        )
+    return row
+
+
 def rows_for(
-    evaluation: Evaluation, metas: Mapping[str, AgentMeta], scenario: Mapping[str, str]
+    evaluation: Evaluation,
+    metas: Mapping[str, AgentMeta],
+    scenario: Mapping[str, str],
+    rules: Mapping[str, Mapping[int, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per agent label in ``metas`` against the best expert of ``evaluation`` (``scenario``: the
-    scenario name per label)."""
+    scenario name per label; ``rules``: the constant rules' DSR per seed, :func:`constant_rule_dsrs`)."""
+    from agents.evaluation import pooled_modal_share
+
     runs = evaluation.runs
     experts = runs[runs["kind"] == "expert"]
     if experts.empty:
         raise AgentError("--beat-the-experts compares agents with experts: give some --experts")
-    means = experts.groupby("policy", sort=False)["dsr"].mean()
-    best = str(means.idxmax())
-    ref = experts[experts["policy"] == best].set_index("seed")["dsr"]
+    expert_dsr = {
+        str(name): {int(s): float(d) for s, d in zip(group["seed"], group["dsr"], strict=True)}
+        for name, group in experts.groupby("policy", sort=False)
+    }
     rows = []
     for label, meta in metas.items():
-        mine = runs[(runs["policy"] == label) & (runs["kind"] == "agent")].set_index("seed")["dsr"]
-        seeds = [int(s) for s in mine.index if s in ref.index]
-        if len(seeds) < 2:
-            raise AgentError(f"--beat-the-experts needs at least 2 common workload seeds for {label!r}, got {seeds}")
-        agent = mine.loc[seeds].to_numpy(dtype=float)
-        theirs = ref.loc[seeds].to_numpy(dtype=float)
-        diff = paired_interval(agent, theirs)
-        cpu = meta.results.get("cpu_hours") if isinstance(meta.results, Mapping) else None
+        mine = runs[(runs["policy"] == label) & (runs["kind"] == "agent")]
+        counts = mine["action_counts"].dropna().tolist() if "action_counts" in mine.columns else []
+        results = meta.results if isinstance(meta.results, Mapping) else {}
+        cpu = results.get("cpu_hours")
         rows.append(
-            {
-                "env_id": meta.env_id,
-                "scenario": scenario[label],
-                "recipe": recipe_label(meta),
-                "train_seed": int(meta.seed),
-                "best_expert": best,
-                "agent_dsr": float(np.mean(agent)),
-                "expert_dsr": float(np.mean(theirs)),
-                "diff_mean": float(diff.mean),
-                "diff_ci_low": float(diff.low),
-                "diff_ci_high": float(diff.high),
-                "seeds": seeds,
-                "cpu_hours": None if cpu is None or not math.isfinite(float(cpu)) else float(cpu),
-            }
+            make_row(
+                env_id=meta.env_id,
+                scenario=scenario[label],
+                recipe=recipe_label(meta),
+                train_seed=int(meta.seed),
+                agent={int(s): float(d) for s, d in zip(mine["seed"], mine["dsr"], strict=True)},
+                experts=expert_dsr,
+                rules=rules,
+                modal_action_share=pooled_modal_share(counts) if counts else None,
+                kind="learned",
+                cpu_hours=None if cpu is None else float(cpu),
+            )
         )
     return rows
 
@@ -124,19 +240,31 @@ def upsert(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str
     target = Path(path)
     kept = {tuple(r[k] for k in KEY): r for r in read_rows(target)}
     for row in rows:
-        kept[tuple(row[k] for k in KEY)] = {k: row[k] for k in FIELDS}
+        kept[tuple(row[k] for k in KEY)] = {k: row.get(k) for k in FIELDS}
     out = sorted(kept.values(), key=lambda r: (r["scenario"], r["env_id"], r["recipe"], r["train_seed"]))
     atomic_write(target, lambda p: p.write_text(json.dumps(out, indent=1) + "\n"))
     return out
+
+
+def _rule_cells(r: Mapping[str, Any]) -> str:
+    """The kind, modal-action and best-rule cells of a row ("-" where the row has no such field)."""
+    modal = r.get("modal_action_share")
+    cells = [str(r.get("kind") or "-"), "-" if modal is None else f"{100 * modal:.0f}%"]
+    if r.get("best_rule") is None:
+        return " | ".join([*cells, "-", "-"])
+    cells.append(f"{r['best_rule']} ({r['rule_dsr']:.3f})")
+    cells.append(f"{r['diff_rule_mean']:+.3f} [{r['diff_rule_ci_low']:+.3f}, {r['diff_rule_ci_high']:+.3f}]")
+    return " | ".join(cells)
 
 
 def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows as a markdown table (DSR means; the paired difference with its 95% interval)."""
     head = (
         "| scenario | env id | recipe | training seed | agent DSR | best expert | its DSR "
-        "| agent minus expert [95% CI] | seeds | CPU h |"
+        "| agent minus expert [95% CI] | seeds | CPU h | kind | modal action | best rule (DSR) "
+        "| agent minus rule [95% CI] |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         seeds = r["seeds"]
         span = f"{min(seeds)}-{max(seeds)}" if seeds == list(range(min(seeds), max(seeds) + 1)) else str(len(seeds))
@@ -144,9 +272,21 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
         lines.append(
             f"| {r['scenario']} | `{r['env_id']}` | {r['recipe']} | {r['train_seed']} | {r['agent_dsr']:.3f} | "
             f"{r['best_expert']} | {r['expert_dsr']:.3f} | {r['diff_mean']:+.3f} [{r['diff_ci_low']:+.3f}, "
-            f"{r['diff_ci_high']:+.3f}] | {span} | {cpu} |"
+            f"{r['diff_ci_high']:+.3f}] | {span} | {cpu} | {_rule_cells(r)} |"
         )
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["FIELDS", "KEY", "markdown", "read_rows", "recipe_label", "rows_for", "scenario_name", "upsert"]
+__all__ = [
+    "FIELDS",
+    "KEY",
+    "KINDS",
+    "constant_rule_dsrs",
+    "make_row",
+    "markdown",
+    "read_rows",
+    "recipe_label",
+    "rows_for",
+    "scenario_name",
+    "upsert",
+]

@@ -12,7 +12,7 @@ Importing this package does not import Ray; only the ``ray`` backend does.
 
 from __future__ import annotations
 
-from hetgym.sweep.pool import MapRunError, map_runs
+from hetgym.sweep.pool import MapRunError, map_runs, open_pool
 from hetgym.sweep.report import summarize, write_report
 from hetgym.sweep.runner import (
     BACKENDS,
@@ -39,6 +39,7 @@ __all__ = [
     "init_ray",
     "load_results",
     "map_runs",
+    "open_pool",
     "parse_seeds",
     "run_id_of",
     "run_sweep",

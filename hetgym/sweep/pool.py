@@ -53,6 +53,7 @@ def map_runs(
     *,
     workers: int | None = None,
     on_result: Callable[[int, R], None] | None = None,
+    pool: cf.ProcessPoolExecutor | None = None,
 ) -> list[R]:
     """``[fn(item) for item in items]``, computed on a pool of worker processes.
 
@@ -66,6 +67,8 @@ def map_runs(
             to pickle.
         on_result: Called in this process with ``(index, result)`` as each call finishes (in completion
             order), e.g. to report progress.
+        pool: A pool from :func:`open_pool` to run on (it stays open: a caller mapping many small batches
+            pays the workers' start-up once); ``None`` (default) starts one for this call and shuts it down.
 
     Returns:
         The results, in the order of ``items``.
@@ -97,8 +100,10 @@ def map_runs(
             f"map_runs: {_name(fn)} cannot be sent to a worker process ({type(exc).__name__}: {exc}); give a function "
             "defined at the top level of a module, or workers=1"
         ) from None
+    owned = pool is None
     with _single_thread_env():
-        pool = _new_pool(count)
+        if pool is None:
+            pool = _new_pool(count)
         try:
             pending = iter(enumerate(todo))
             inflight: dict[cf.Future[Any], int] = {}
@@ -129,12 +134,24 @@ def map_runs(
                     if on_result is not None:
                         on_result(index, result)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if owned:
+                pool.shutdown(wait=True, cancel_futures=True)
+            else:
+                for fut in inflight:
+                    fut.cancel()
     return results
+
+
+def open_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """A pool of :func:`map_runs`' workers (``spawn``, one thread each, ending with this process) that lasts
+    beyond one call: give it as ``map_runs(..., pool=...)`` and call its ``shutdown()`` when done."""
+    check_workers(workers, "local")
+    with _single_thread_env():
+        return _new_pool(workers)
 
 
 def _failed(fn: Callable[..., Any], index: int, item: Any, exc: BaseException) -> str:
     return f"map_runs: {_name(fn)} failed on item {index} ({_describe(item)}): {type(exc).__name__}: {exc}"
 
 
-__all__ = ["MapRunError", "map_runs"]
+__all__ = ["MapRunError", "map_runs", "open_pool"]

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from hetgym.sim.errors import HetgymError
-from hetgym.sweep import MapRunError, map_runs
+from hetgym.sweep import MapRunError, map_runs, open_pool
 from hetgym.sweep.runner import THREAD_ENV_VARS
 
 
@@ -54,3 +54,21 @@ def test_unpicklable_functions_and_bad_worker_counts_fail_before_any_work() -> N
         map_runs(abs, [1], workers=0)
     with pytest.raises(HetgymError, match=r"local worker processes"):
         map_runs(abs, [1], workers=10_000_000)
+
+
+def test_an_open_pool_serves_several_maps_and_stays_open() -> None:
+    pool = open_pool(2)
+    try:
+        pids = set(map_runs(_pid, range(6), workers=2, pool=pool))
+        assert map_runs(math.sqrt, [4.0, 9.0], workers=2, pool=pool) == [2.0, 3.0]
+        with pytest.raises(MapRunError, match="item 1"):
+            map_runs(math.sqrt, [1.0, -1.0], workers=2, pool=pool)
+        pids |= set(map_runs(_pid, range(6), workers=2, pool=pool))
+        # Still open after a failed item, and never more than its two workers: no pool per call.
+        assert os.getpid() not in pids and len(pids) <= 2
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _pid(_: object) -> int:
+    return os.getpid()

@@ -22,6 +22,7 @@ learned agent.
 
 from __future__ import annotations
 
+import importlib
 from collections import defaultdict
 from typing import Any
 
@@ -38,6 +39,10 @@ from hetgym.sim.guidance import Directive
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import make_policy
 from hetgym.sim.view import ClusterView
+
+#: Agents of the event interface that are not simulator policies, by name: (module, class); each is
+#: constructed as ``cls(env, **knobs)`` and has SB3's ``predict`` (:func:`make_event_agent`).
+EVENT_AGENTS: dict[str, tuple[str, str]] = {"lookahead": ("hetgym.lookahead", "LookaheadAgent")}
 
 #: How an expert's choices are read (``mode=``): ``"closest"`` from its run on the simulator, ``"auto"``
 #: action 0 at every event (the allocator's own choice).
@@ -192,4 +197,22 @@ class EventExpertAgent:
         return (actions if self._batched else actions[0]), state
 
 
-__all__ = ["ADMITS", "MODES", "TYPE_CHOICES", "EventExpertAgent", "expert_choices", "expert_run"]
+def make_event_agent(name: str, env: Any, **knobs: Any) -> Any:
+    """The event-interface agent ``name`` in ``env``: one of :data:`EVENT_AGENTS` (e.g. ``"lookahead"``), or
+    else any registered policy's closest choices (:class:`EventExpertAgent`), ``knobs`` being its arguments."""
+    if name in EVENT_AGENTS:
+        module, cls = EVENT_AGENTS[name]
+        return getattr(importlib.import_module(module), cls)(env, **knobs)
+    return EventExpertAgent(name, env, **knobs)
+
+
+__all__ = [
+    "ADMITS",
+    "EVENT_AGENTS",
+    "MODES",
+    "TYPE_CHOICES",
+    "EventExpertAgent",
+    "expert_choices",
+    "expert_run",
+    "make_event_agent",
+]
