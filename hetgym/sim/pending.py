@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hetgym.sim.admission import check_jobs
 from hetgym.sim.errors import HetgymError, InvalidJobError
 from hetgym.sim.job import JobSpec
+from hetgym.sim.rates import RateTable
 from hetgym.sim.runtime import JobRecord
 
 if TYPE_CHECKING:
@@ -84,8 +85,9 @@ def replace_pending(sim: Simulator, jobs: Iterable[JobSpec]) -> None:
     sim._placements.rank = rank_of
     sim._oversize = {j for j in sim._oversize if j in kept_ids} | oversize
     sim._epoch_limit = sim._epoch_bound()
-    # Rates are cached by job id; a new job may reuse the id of one it replaces.
-    sim.rate_table.clear()
+    # Rates are cached by job id and a fork shares its original's table: the new jobs get a table of the
+    # fork's own (clearing the shared one would let two futures' jobs of one id read each other's rates).
+    sim.rate_table = RateTable(sim.cluster, sim.throughput)
 
 
 __all__ = ["arrived_specs", "pending_specs", "replace_pending"]
