@@ -29,7 +29,9 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
   job with the highest marginal return: jobs without GPUs first (deadline order), then
   ``leftover_rule="speedup"`` (default: relative speed-up per extra GPU, ``(r_next / r_now - 1) / extra``,
   the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
-  remaining GPU-time per extra GPU, largest first). A job grows on the type it holds.
+  remaining GPU-time per extra GPU, largest first). A job grows on the type it holds. A subclass may serve
+  jobs in classes before that order and hold some at what they have (``_leftover_terms``: the guided
+  policy's priority and share cap, :mod:`baselines.elasticflow_guided`).
 * **Placement** [C: buddy allocation]. The policy decides counts; it declares the simulator's ``buddy``
   placer (:mod:`hetgym.sim.placement.buddy`, ``placement="buddy"``), which re-packs the cluster at every
   decision, or the ``default`` placer (``"default"``).
