@@ -29,7 +29,9 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
   job with the highest marginal return: jobs without GPUs first (deadline order), then
   ``leftover_rule="speedup"`` (default: relative speed-up per extra GPU, ``(r_next / r_now - 1) / extra``,
   the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
-  remaining GPU-time per extra GPU, largest first). A job grows on the type it holds.
+  remaining GPU-time per extra GPU, largest first). A job grows on the type it holds. A subclass may serve
+  jobs in classes before that order and hold some at what they have (``_leftover_terms``: the guided
+  policy's priority and share cap, :mod:`baselines.elasticflow_guided`).
 * **Placement** [C: buddy allocation]. The policy decides counts; it declares the simulator's ``buddy``
   placer (:mod:`hetgym.sim.placement.buddy`, ``placement="buddy"``), which re-packs the cluster at every
   decision, or the ``default`` placer (``"default"``).
@@ -188,14 +190,18 @@ class ElasticFlow(ElasticFlowAdmission):
         self, view: ClusterView, now_counts: dict[int, tuple[int, int]], free: np.ndarray, order: list[JobView]
     ) -> None:
         """Give the GPUs free now, one level at a time, to the jobs with the highest marginal return."""
-        heap: list[tuple[float, int, int]] = []
+        heap: list[tuple[int, float, int, int]] = []
         free_list = free.tolist()
+        classes, fixed = self._leftover_terms()
 
         def push(rank: int, job: JobView) -> None:
             lv = self.levels_of(view, job)
             k, n = now_counts.get(job.job_id, (-1, 0))
+            cls = classes.get(job.job_id, 0)
             if n == 0:
-                heapq.heappush(heap, (-math.inf, rank, job.job_id))
+                heapq.heappush(heap, (cls, -math.inf, rank, job.job_id))
+                return
+            if job.job_id in fixed:
                 return
             cur = lv.index[(k, n)]
             o = int(lv.nxt[cur])
@@ -208,14 +214,14 @@ class ElasticFlow(ElasticFlowAdmission):
             else:
                 work = job.remaining_iters
                 gain = (int(lv.count[o]) * work / r_next - n * work / r_now) / extra
-            heapq.heappush(heap, (-gain, rank, job.job_id))
+            heapq.heappush(heap, (cls, -gain, rank, job.job_id))
 
         ranks = {}
         for rank, job in enumerate(order):
             ranks[job.job_id] = rank
             push(rank, job)
         while heap and any(free_list):
-            _, rank, jid = heapq.heappop(heap)
+            _, _, rank, jid = heapq.heappop(heap)
             job = view.job(jid)
             lv = self.levels_of(view, job)
             k, n = now_counts.get(jid, (-1, 0))
@@ -236,6 +242,15 @@ class ElasticFlow(ElasticFlowAdmission):
             now_counts[jid] = (k_new, int(lv.count[o]))
             push(rank, job)
         free[:] = free_list
+
+    def _leftover_terms(self) -> tuple[dict[int, int], frozenset[int]]:
+        """Each job's class in the leftover step and the jobs that may not grow there (a subclass's hook).
+
+        Classes are served in increasing order (a job absent from the map is class 0), ElasticFlow's order
+        within a class; a job in the set gets no leftover GPUs once it holds some. ElasticFlow: one class,
+        no such job, so the order is its own.
+        """
+        return {}, frozenset()
 
     def schedule(self, view: ClusterView) -> Allocation:
         if self.slot_origin == "decision":

@@ -1,9 +1,9 @@
-"""ElasticFlow guided per job: an outside admission and GPU-type choice at each arrival, ElasticFlow's allocation.
+"""ElasticFlow guided per job: an outside admission, GPU type and GPU sharing at each arrival, ElasticFlow's allocation.
 
-The allocator of the event-driven environment (``HetClusterEvents-v0``): :class:`~baselines.elasticflow.ElasticFlow`
-(Gu et al., ASPLOS 2023) with the guidance contract of :mod:`hetgym.sim.guidance`. Before the epoch at
-which a job arrives is scheduled, :meth:`GuidedElasticFlow.guide` may give it a
-:class:`~hetgym.sim.guidance.Directive`:
+The allocator of the event-driven environment (``HetClusterEvents-v0`` and ``-v1``):
+:class:`~baselines.elasticflow.ElasticFlow` (Gu et al., ASPLOS 2023) with the guidance contract of
+:mod:`hetgym.sim.guidance`. Before the epoch at which a job arrives is scheduled,
+:meth:`GuidedElasticFlow.guide` may give it a :class:`~hetgym.sim.guidance.Directive`:
 
 * ``admission="auto"``: ElasticFlow's own test (a minimum satisfactory share exists and no admitted job
   loses its share), declined jobs dropped;
@@ -14,7 +14,16 @@ which a job arrives is scheduled, :meth:`GuidedElasticFlow.guide` may give it a
 * ``"best_effort"``: kept without a guarantee (ElasticFlow's ``rejected_jobs="best_effort"`` for one job):
   it gets GPUs only from the leftover step;
 * ``gpu_type``: the job's levels are restricted to that type for its whole life (planning, admission test
-  and leftover GPUs alike).
+  and leftover GPUs alike);
+* ``priority``: the job's class in the leftover step (GPUs free now once every plan is served, handed out one
+  level at a time): every ``"high"`` job is served before every ``"normal"`` one, every ``"normal"`` one
+  before every ``"low"`` one; within a class ElasticFlow's order holds (jobs without GPUs first, in
+  deadline order, then the highest marginal return). Planning and admission are unchanged;
+* ``gpu_cap="requested"``: the job's levels are restricted to at most its requested GPUs
+  (``JobSpec.num_gpus``) for its whole life (planning, admission test and leftovers alike: it is admitted
+  by ``auto`` only if it gets a share within the cap); ``"share"``: it gets no leftover GPUs once it holds
+  some, so it runs at what its plan gives it now (its minimum satisfactory share, or the lower level the
+  plan starts with), or, when the plan gives it nothing now, at the smallest level the leftovers fit.
 
 Directed arrivals are settled first, then the ``auto`` arrivals of the same epoch go through ElasticFlow's
 admission in deadline order with the forced ones counted as admitted. A job with no directive, or the
@@ -40,20 +49,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from baselines._deadline import job_options
 from baselines._elasticflow_admission import _order_key
 from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
-from hetgym.sim.guidance import Directive
+from hetgym.sim.guidance import GPU_CAPS, Directive
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import KnobError
 from hetgym.sim.view import ClusterView, JobView
 
+#: The leftover step's class of each priority (served in increasing order; ElasticFlow's own jobs are 0).
+_CLASS = {"high": -1, "normal": 0, "low": 1}
+
 
 @register_policy()
 class GuidedElasticFlow(ElasticFlow):
-    """ElasticFlow (Gu et al., ASPLOS 2023) taking a per-job admission and GPU-type directive at arrival.
+    """ElasticFlow (Gu et al., ASPLOS 2023) taking a per-job admission, GPU-type and GPU-sharing directive at arrival.
 
     See the module docstring. The knobs are :class:`~baselines.elasticflow.ElasticFlow`'s, except that
     ``memory`` must be ``"history"``.
@@ -96,7 +109,8 @@ class GuidedElasticFlow(ElasticFlow):
     def _reset(self) -> None:
         super()._reset()
         self._directives: dict[int, Directive] = {}
-        self._restricted: dict[tuple[int, str], tuple[JobSpec, JobLevels]] = {}
+        # Levels under a directive, by (job, GPU type or None, count cap or None).
+        self._restricted: dict[tuple[int, str | None, int | None], tuple[JobSpec, JobLevels]] = {}
         self.stats.update({"forced": 0, "best_effort": 0, "directed_rejects": 0, "dropped": 0})
         self._late_reported: set[int] = set()
         self._late_new: list[int] = []
@@ -128,6 +142,16 @@ class GuidedElasticFlow(ElasticFlow):
     def usable_types(self, view: ClusterView, job_id: int) -> tuple[str, ...]:
         """The GPU types on which the job has at least one level (what a type directive may name)."""
         lv = ElasticFlow.levels_of(self, view, view.job(job_id))
+        return tuple(self._types[k] for k in lv.types)
+
+    def capped_types(self, view: ClusterView, job_id: int, gpu_cap: str) -> tuple[str, ...]:
+        """The GPU types on which the job keeps at least one level under ``gpu_cap`` (one of ``GPU_CAPS``)."""
+        if gpu_cap not in GPU_CAPS:
+            raise HetgymError(f"elasticflow-guided: gpu_cap={gpu_cap!r}: give one of {list(GPU_CAPS)}")
+        job = view.job(job_id)
+        if gpu_cap != "requested":
+            return self.usable_types(view, job_id)
+        lv = self._levels_for(view, job, None, self._count_cap(job))
         return tuple(self._types[k] for k in lv.types)
 
     def probe(self, view: ClusterView, job_id: int, gpu_types: tuple[str | None, ...]) -> tuple[bool, ...]:
@@ -176,35 +200,58 @@ class GuidedElasticFlow(ElasticFlow):
     # ElasticFlow's hooks
 
     def levels_of(self, view: ClusterView, job: JobView) -> JobLevels:
-        """ElasticFlow's levels of the job, restricted to its directive's GPU type when it names one."""
+        """ElasticFlow's levels of the job, restricted to its directive's GPU type and GPU cap when it names them."""
         directive = self._directives.get(job.job_id)
-        if directive is None or directive.gpu_type is None:
+        if directive is None or (directive.gpu_type is None and directive.gpu_cap != "requested"):
             return super().levels_of(view, job)
-        lv = self._levels_for(view, job, directive.gpu_type)
+        cap = self._count_cap(job) if directive.gpu_cap == "requested" else None
+        lv = self._levels_for(view, job, directive.gpu_type, cap)
         if not len(lv.order):
             usable = self.usable_types(view, job.job_id)
+            within = "" if cap is None else f" within its cap of {cap} GPUs (gpu_cap='requested')"
             raise HetgymError(
-                f"elasticflow-guided: job {job.job_id} has no level on GPU type {directive.gpu_type!r} (the type "
-                f"is not allowed for it or runs it at rate 0); its usable types are {usable}"
+                f"elasticflow-guided: job {job.job_id} has no level on GPU type {directive.gpu_type or 'any'!r}"
+                f"{within} (the type is not allowed for it or runs it at rate 0); its usable types are {usable}, "
+                f"and capped_types(view, job_id, 'requested') names those a capped directive may use"
             )
         return lv
 
-    def _levels_for(self, view: ClusterView, job: JobView, gpu_type: str | None) -> JobLevels:
-        if gpu_type is None:
+    def _count_cap(self, job: JobView) -> int:
+        """The count cap of ``gpu_cap="requested"``: the job's requested GPUs (within the policy's own cap)."""
+        return min(int(job.spec.num_gpus), self.max_count or int(job.spec.num_gpus))
+
+    def _levels_for(
+        self, view: ClusterView, job: JobView, gpu_type: str | None, max_count: int | None = None
+    ) -> JobLevels:
+        if gpu_type is None and max_count is None:
             return ElasticFlow.levels_of(self, view, job)
-        key = (job.job_id, gpu_type)
+        key = (job.job_id, gpu_type, max_count)
         hit = self._restricted.get(key)
         if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
             return hit[1]
-        # The job's options are those of its unrestricted levels (the same call, kept): filter them.
-        opts = ElasticFlow.levels_of(self, view, job).options
-        column = self._types.index(gpu_type)
-        keep = opts.counts[:, column] > 0 if len(opts) else np.zeros(0, dtype=bool)
-        restricted = type(opts)(opts.counts[keep], opts.rates[keep], opts.types)
+        if max_count is None:
+            # The job's options are those of its unrestricted levels (the same call, kept): filter them.
+            opts = ElasticFlow.levels_of(self, view, job).options
+        else:
+            opts = job_options(view.throughput, job.spec, view.cluster, max_count=max_count)
+        if gpu_type is None:
+            restricted = opts
+        else:
+            column = self._types.index(gpu_type)
+            keep = opts.counts[:, column] > 0 if len(opts) else np.zeros(0, dtype=bool)
+            restricted = type(opts)(opts.counts[keep], opts.rates[keep], opts.types)
         speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
         lv = job_levels(restricted, speed, self._cap)
         self._restricted[key] = (job.spec, lv)
         return lv
+
+    def _leftover_terms(self) -> tuple[dict[int, int], frozenset[int]]:
+        """The directives' priority classes (high -1, normal 0, low 1) and the jobs capped at their share."""
+        if not self._directives:
+            return {}, frozenset()
+        classes = {jid: _CLASS[d.priority] for jid, d in self._directives.items() if d.priority != "normal"}
+        fixed = frozenset(jid for jid, d in self._directives.items() if d.gpu_cap == "share")
+        return classes, fixed
 
     def _admit(
         self, view: ClusterView, admitted: list[JobView], arrived: list[int]

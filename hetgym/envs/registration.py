@@ -31,9 +31,12 @@ ENV_IDS: dict[str, dict[str, Any]] = {
 
 #: The ids of the event-driven interface (:mod:`hetgym.envs.events`): one decision per job arrival, a guided
 #: ElasticFlow allocating between them. A different class, so its options are not those of :data:`ENV_IDS`.
+#: The ``-v1`` ids add sharing options to the actions (``action_set="share"``); ``-v0`` stays unchanged.
 EVENT_ENV_IDS: dict[str, dict[str, Any]] = {
     "HetClusterEvents-v0": {"scenario": "default"},
     "HetClusterEvents-Tiny-v0": {"scenario": "tiny"},
+    "HetClusterEvents-v1": {"scenario": "default", "action_set": "share"},
+    "HetClusterEvents-Tiny-v1": {"scenario": "tiny", "action_set": "share"},
 }
 
 

@@ -45,10 +45,12 @@ def random_masked(seed: int) -> Any:
 
 def test_the_v2_ids_are_registered_beside_v0_and_v1() -> None:
     hetgym.envs.register_envs()
-    assert set(EVENT_ENV_IDS) == {"HetClusterEvents-v0", "HetClusterEvents-Tiny-v0"}
-    for env_id in ("HetCluster-v0", "HetCluster-v1", "HetClusterEvents-v0", "HetClusterEvents-Tiny-v0"):
+    events = {"HetClusterEvents-v0", "HetClusterEvents-Tiny-v0", "HetClusterEvents-v1", "HetClusterEvents-Tiny-v1"}
+    assert set(EVENT_ENV_IDS) == events
+    for env_id in ("HetCluster-v0", "HetCluster-v1", *sorted(events)):
         assert env_id in gym.registry
     assert gym.spec("HetClusterEvents-Tiny-v0").kwargs == {"scenario": "tiny"}
+    assert gym.spec("HetClusterEvents-Tiny-v1").kwargs == {"scenario": "tiny", "action_set": "share"}
     assert isinstance(gym.make("hetgym:HetClusterEvents-Tiny-v0").unwrapped, HetClusterEventEnv)
     ours = {env_id for env_id in gym.registry if env_id.startswith("HetCluster")}
     assert ours == set(ENV_IDS) | set(EVENT_ENV_IDS)  # every id is checked, here or in test_env_api

@@ -1,5 +1,7 @@
 """The event-driven interface (``HetClusterEvents-v0``): one agent decision per job event, an expert allocator between.
 
+``HetClusterEvents-v1`` is the same with sharing options in the actions (``action_set="share"``).
+
 * :class:`HetClusterEventEnv` (:mod:`hetgym.envs.events.env`): the environment;
 * :class:`EventEnvConfig` (:mod:`hetgym.envs.events.config`): its options;
 * :class:`EventActions` (:mod:`hetgym.envs.events.actions`): the action table of directives;

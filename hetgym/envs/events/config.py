@@ -11,6 +11,10 @@ error naming the nearest valid one, and the values are checked here, before anyt
 * ``events``: the job events the agent is asked at: ``("arrival",)`` (default) or ``("arrival", "late")``,
   which also asks, once per job, about a guaranteed job that the allocator's re-plan projects to miss
   its deadline (keep it, action 0, or drop it, action 1);
+* ``action_set``: the action table (:mod:`hetgym.envs.events.actions`): ``"admission"`` (default,
+  ``HetClusterEvents-v0``: admission and GPU type) or ``"share"`` (``HetClusterEvents-v1``: also the job's
+  priority in the allocator's leftover GPUs and a cap on its GPUs; the allocator must follow them, a
+  :class:`~hetgym.sim.guidance.SharingPolicy`);
 * ``probe``: whether the observation carries the allocator's admission test of the deciding job under
   each GPU-type choice (default ``True``);
 * ``time_scale_s``: the unit of the squashed time features;
@@ -25,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hetgym.envs.config import EnvConfigError, _merge, dataclass_to_dict
+from hetgym.envs.events.actions import ACTION_SETS
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, check_number
 from hetgym.sim.errors import UnknownNameError
-from hetgym.sim.guidance import GuidedPolicy
+from hetgym.sim.guidance import GuidedPolicy, SharingPolicy
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy, make_policy, policy_class
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
@@ -51,6 +56,7 @@ class EventEnvConfig:
         allocator: A registered policy implementing :class:`~hetgym.sim.guidance.GuidedPolicy`.
         allocator_knobs: Its constructor's keyword arguments.
         events: The job events the agent is asked at (see the module docstring).
+        action_set: The action table, one of :data:`~hetgym.envs.events.actions.ACTION_SETS`.
         probe: Whether the observation carries the allocator's admission test per GPU-type choice.
         time_scale_s: Time unit of the squashed time features.
         flatten: Whether observations are one float32 vector (the ``Dict`` flattened by
@@ -66,6 +72,7 @@ class EventEnvConfig:
     allocator: str = DEFAULT_ALLOCATOR
     allocator_knobs: Mapping[str, Any] = field(default_factory=dict)
     events: tuple[str, ...] = ("arrival",)
+    action_set: str = "admission"
     probe: bool = True
     time_scale_s: float = 3600.0
     flatten: bool = False
@@ -91,6 +98,14 @@ class EventEnvConfig:
             raise EnvConfigError(
                 f"events={list(self.events)}: the allocator {self.allocator!r} does not report late jobs "
                 "(no newly_late()); use events=['arrival'] or a guided policy that does"
+            )
+        if self.action_set not in ACTION_SETS:
+            raise UnknownNameError("action set", self.action_set, ACTION_SETS, "See hetgym.envs.events.actions.")
+        if self.action_set == "share" and not isinstance(allocator, SharingPolicy):
+            raise EnvConfigError(
+                f"action_set='share': the allocator {self.allocator!r} does not follow a directive's priority and "
+                "GPU cap (no capped_types()); use action_set='admission' or a guided policy that does, such as "
+                f"{DEFAULT_ALLOCATOR!r}"
             )
         for name in ("probe", "flatten"):
             if not isinstance(getattr(self, name), bool):

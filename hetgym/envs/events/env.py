@@ -56,6 +56,12 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     on the types the allocator can run the job on; a masked-out action is taken on any type instead
     (``info["invalid_action"]``).
 
+    With ``action_set="share"`` (``HetClusterEvents-v1``), ``Discrete(6 * T + 16)``: the same actions first,
+    then sharing options (the job's class in the allocator's leftover GPUs, high or low, or a cap on its
+    GPUs, at its requested count or at its plan's share) on ``auto``, ``force`` and ``best_effort`` on any
+    type and on ``force`` on each type; a masked-out one falls back to the same admission with default
+    sharing or on any type (:meth:`~hetgym.envs.events.actions.EventActions.fallback`).
+
     ## Observation Space
 
     A ``Dict`` of float32 ``Box`` es (:mod:`hetgym.envs.events.observation`): the deciding job per GPU
@@ -92,15 +98,20 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     ``gym.make("HetClusterEvents-v0", **overrides)`` (or ``"hetgym:HetClusterEvents-v0"``), overrides being fields of
     :class:`~hetgym.envs.events.EventEnvConfig`: ``scenario``, ``cluster``, ``workload={...}``,
-    ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``probe``, ``time_scale_s``,
-    ``max_time_s``;
-    and ``render_mode="ansi"``. ``HetClusterEvents-Tiny-v0`` is the same with ``scenario="tiny"``. An unknown key
+    ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``action_set``, ``probe``,
+    ``time_scale_s``, ``max_time_s``;
+    and ``render_mode="ansi"``. ``HetClusterEvents-Tiny-v0`` is the same with ``scenario="tiny"``;
+    ``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` add ``action_set="share"``. An unknown key
     names the nearest valid one.
 
     ## Version History
 
     * v0: Initial version of the event-driven interface (one decision per job arrival, a guided
       ElasticFlow allocating between them). ``HetCluster-v0`` and ``-v1`` keep their interfaces.
+    * v1: The action may also say how the allocator shares GPUs with the job (``action_set="share"``): its
+      priority class in ElasticFlow's leftover GPUs and a cap on its GPUs, ``Discrete(6 * T + 16)``. The
+      first ``2 * T + 4`` actions, the observation and the rewards are v0's; action 0 is still ElasticFlow,
+      bit for bit. v0 is unchanged.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
@@ -112,7 +123,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.config = EventEnvConfig.make(**kwargs)
         self.cluster = self.config.cluster_spec()
         self.gpu_types = tuple(self.cluster.gpu_types)
-        self.actions = EventActions(self.gpu_types)
+        self.actions = EventActions(self.gpu_types, self.config.action_set)
         self.action_space = gym.spaces.Discrete(self.actions.n)
         self.encoder = EventObservation(self.cluster, self.config.time_scale_s)
         self._dict_space = self.encoder.space
@@ -196,7 +207,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
         else:
             if invalid:
-                directive = self.actions.directive(self.actions.closest(directive, ()))
+                directive = self.actions.directive(self.actions.fallback(a, self._mask))
             self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
             self._decided[self._job_id] = directive.admission
         self.num_decisions += 1
@@ -364,7 +375,13 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         allocator = self.allocator
         usable = tuple(allocator.usable_types(view, job_id))  # type: ignore[attr-defined]
         late = event == "late"
-        self._mask = self.actions.late_mask() if late else self.actions.mask(usable)
+        if late:
+            self._mask = self.actions.late_mask()
+        elif self.actions.shares:
+            capped = tuple(allocator.capped_types(view, job_id, "requested"))  # type: ignore[attr-defined]
+            self._mask = self.actions.mask(usable, capped)
+        else:
+            self._mask = self.actions.mask(usable)
         probe = None
         if self.config.probe and not late:
             choices: tuple[str | None, ...] = (None, *self.gpu_types)
