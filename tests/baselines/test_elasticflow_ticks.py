@@ -113,6 +113,10 @@ def test_the_profiled_workload_is_the_replay() -> None:
         ("HetClusterEvents-Tiny-v0", {"events": ("arrival", "late")}, 1),
         ("HetClusterEvents-v0", {"workload": {"num_jobs": 30}}, 2),
         ("HetClusterEvents-v0", {"workload": {"num_jobs": 30}, "events": ("arrival", "late")}, 3),
+        # The sharing options (priority classes in the leftovers, GPU caps) under the same fast-forward.
+        ("HetClusterEvents-Tiny-v1", {}, 4),
+        ("HetClusterEvents-v1", {"workload": {"num_jobs": 30}}, 5),
+        ("HetClusterEvents-v1", {"workload": {"num_jobs": 30}, "events": ("arrival", "late")}, 6),
     ],
 )
 def test_the_event_env_is_its_replay(env_id: str, kwargs: dict[str, Any], seed: int) -> None:

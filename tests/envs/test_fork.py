@@ -50,6 +50,7 @@ def play(env: HetClusterEventEnv, actions: list[int] | None, choose: Any = None)
         ("HetClusterEvents-Tiny-v0", {"events": ("arrival", "late")}, 2, "random"),
         ("HetClusterEvents-v0", SHORT, 3, "random"),
         ("HetClusterEvents-v0", SHORT, 5, "auto"),
+        ("HetClusterEvents-Tiny-v1", {}, 6, "random"),  # the sharing options
     ],
 )
 def test_a_fork_continues_exactly_as_the_original(env_id: str, kwargs: dict[str, Any], seed: int, kind: str) -> None:
