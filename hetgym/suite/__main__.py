@@ -6,6 +6,7 @@ Commands::
     python -m hetgym.suite bounds --suite all            # the bound rows (and the oracle row)
     python -m hetgym.suite run --suite all               # bounds, experts, every constant rule
     python -m hetgym.suite page                          # docs/results/leaderboard.md from the JSON
+    python -m hetgym.suite merge rows.json ...           # add other boards' rows (same key: theirs win)
 
 ``run`` and ``bounds`` write each row into ``--board`` (default docs/results/leaderboard.json) as soon as it
 is computed and skip rows already there with the same seeds (``--force`` recomputes), so rerunning a cut
@@ -55,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("page", help="regenerate the page from the JSON rows")
     p.add_argument("--board", type=Path, default=DEFAULT_JSON)
     p.add_argument("--page", type=Path, default=DEFAULT_PAGE)
+    p = sub.add_parser("merge", help="merge the rows of other board files into --board, then regenerate the page")
+    p.add_argument("sources", nargs="+", type=Path, help="board files (JSON lists of rows)")
+    p.add_argument("--board", type=Path, default=DEFAULT_JSON)
+    p.add_argument("--page", type=Path, default=DEFAULT_PAGE)
     return parser
 
 
@@ -81,6 +86,18 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "page":
         write_page(args.board, args.page)
         print(f"wrote {args.page}")
+        return 0
+    if args.command == "merge":
+        from hetgym.suite.board import read_rows, upsert
+
+        incoming = []
+        for source in args.sources:
+            if not source.exists():
+                raise ValueError(f"{source}: no such board file")
+            incoming += read_rows(source)  # every file is read (and checked) before anything is written
+        rows = upsert(args.board, incoming)
+        write_page(args.board, args.page)
+        print(f"merged {len(incoming)} rows; {args.board} holds {len(rows)}; wrote {args.page}")
         return 0
     from hetgym.sweep.checks import parse_seeds
 
