@@ -90,7 +90,7 @@ def test_both_interfaces_and_the_simulator_see_the_same_jobs() -> None:
     assert os.environ[s.DATA_ENV]
 
 
-@pytest.mark.slow
+# In the default run: the 18 checks take about 5 CPU-seconds together (tests/suite, --durations).
 @pytest.mark.parametrize("env_id", s.INTERFACES)
 @pytest.mark.parametrize("name", s.names())
 def test_every_scenario_passes_gymnasium_and_sb3_check_env(name: str, env_id: str) -> None:
