@@ -127,3 +127,21 @@ def test_a_run_resumes_from_the_rows_already_on_the_board(tmp_path: Path, capsys
     again = run_tasks(tasks, SEEDS, path, page_path=md, progress=False)
     assert "0 tasks to run (3 already" in capsys.readouterr().out
     assert again == first
+
+
+def test_the_command_lists_and_refuses_bad_input_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hetgym.suite.__main__ import main
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in s.names()) and "test seeds 1000-1019" in out
+    target = tmp_path / "b.json"
+    assert main(["run", "--suite", "nope", "--board", str(target)]) == 2
+    assert "load-2x" in capsys.readouterr().err
+    assert main(["run", "--suite", "tiny", "--rules", "always-nope", "--board", str(target)]) == 2
+    assert "always-force" in capsys.readouterr().err
+    assert main(["bounds", "--suite", "tiny", "--num-slots", "0", "--board", str(target)]) == 2
+    assert main(["merge", str(tmp_path / "missing.json"), "--board", str(target)]) == 2
+    assert not target.exists()
