@@ -143,10 +143,21 @@ def answer(rows: Sequence[Mapping[str, Any]]) -> str:
         for _, name, best, bound, nofork in rooms[:3]
     )
     low = rooms[-1]
+    nofork_rooms = sorted(
+        ((nf["dsr"] - best["dsr"], name) for _, name, best, _, nf in rooms if nf is not None),
+        key=lambda x: (-x[0], x[1]),
+    )
+    nofork_text = ""
+    if nofork_rooms:
+        listed = ", ".join(f"{name} ({room:+.3f})" for room, name in nofork_rooms[:3])
+        nofork_text = (
+            f" Against the no-fork bound, which caps every agent of HetCluster-v1 and HetClusterEvents-v0, the "
+            f"most headroom is on {listed}."
+        )
     return (
         f"**Answer.** Over the {len(rooms)} scenarios with an expert and a bound, the most headroom above the "
-        f"best expert is left on {top}; the least on {low[1]} ({low[0]:+.3f}). The bounds are upper bounds "
-        "(relaxations), not achievable scores: the headroom is at most this."
+        f"best expert is left on {top}; the least on {low[1]} ({low[0]:+.3f}).{nofork_text} The bounds are "
+        "upper bounds (relaxations), not achievable scores: the headroom is at most this."
     )
 
 
