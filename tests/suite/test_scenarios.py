@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import gymnasium as gym
@@ -87,7 +86,6 @@ def test_both_interfaces_and_the_simulator_see_the_same_jobs() -> None:
         env = scenario.make(env_id)
         env.reset(seed=0, options={"workload_seed": 1003})
         assert tuple(env.unwrapped.jobs) == tuple(jobs)  # type: ignore[attr-defined]
-    assert os.environ[s.DATA_ENV]
 
 
 # In the default run: the 18 checks take about 5 CPU-seconds together (tests/suite, --durations).
