@@ -112,6 +112,7 @@ def bound_task(scenario: SuiteScenario, **options: Any) -> Task:
                 detail={
                     "lp": [b.capacity_nofork_lp for b in bounds],
                     "num_slots": bounds[0].num_slots if bounds else 0,
+                    "solver": solver["capacity_nofork"],
                 },
                 **common,
             ),

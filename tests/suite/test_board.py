@@ -123,6 +123,8 @@ def test_a_run_resumes_from_the_rows_already_on_the_board(tmp_path: Path, capsys
         "always-reject",
     }
     assert next(r for r in first if r["agent"] == "always-reject")["dsr"] == 0.0
+    for agent in ("bound-capacity", "bound-capacity-nofork"):
+        assert next(r for r in first if r["agent"] == agent)["detail"]["solver"] == ["optimal"]
     assert "| tiny |" in md.read_text()
     again = run_tasks(tasks, SEEDS, path, page_path=md, progress=False)
     assert "0 tasks to run (3 already" in capsys.readouterr().out
