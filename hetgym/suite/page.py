@@ -161,6 +161,24 @@ def answer(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def missing(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per scenario whose expert, rule or bound rows are not all on the board yet."""
+    from hetgym.suite.scores import EXPERTS, rule_names
+
+    out = []
+    for name, scenario in SCENARIOS.items():
+        have = {r["agent"] for r in rows if r["scenario"] == name and r["dsr"] is not None}
+        experts = [e for e in EXPERTS if e not in have]
+        rules = [r for r in rule_names(scenario) if r not in have]
+        bounds = [b for b in BOUND_ORDER[:3] if b not in have]
+        parts = [f"{len(v)} {k} ({', '.join(v)})" for k, v in (("experts", experts), ("bounds", bounds)) if v]
+        if rules:
+            parts.append(f"{len(rules)} of {len(rule_names(scenario))} constant rules")
+        if parts:
+            out.append(f"- {name}: {'; '.join(parts)}")
+    return ["**Not computed yet** (rerun the command to resume):", "", *out] if out else []
+
+
 def markdown(rows: Sequence[Mapping[str, Any]], *, answer: str = "", notes: Sequence[str] = ()) -> str:
     """The whole page: title, ``answer``, the headroom table, ``notes``, then one table per tier."""
     out = ["# Suite leaderboard", ""]
@@ -171,9 +189,12 @@ def markdown(rows: Sequence[Mapping[str, Any]], *, answer: str = "", notes: Sequ
     out += list(notes)
     if notes:
         out.append("")
+    gaps = missing(rows)
+    if gaps:
+        out += [*gaps, ""]
     for tier in TIERS:
         out += tier_table(rows, tier)
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["BOUND_ORDER", "NOTES", "SHOWN_RULES", "answer", "headroom_table", "markdown", "tier_table"]
+__all__ = ["BOUND_ORDER", "NOTES", "SHOWN_RULES", "answer", "headroom_table", "markdown", "missing", "tier_table"]

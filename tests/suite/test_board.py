@@ -81,6 +81,8 @@ def test_a_full_board_makes_a_short_page_with_the_answer_first() -> None:
     assert lines[2].startswith("**Answer.**") and len(lines) <= 150
     assert sum(line.startswith("### Tier:") for line in lines) == len(s.TIERS)
     assert "not computed" in text and "[3 seeds]" in text
+    assert "- default: 1 experts (edf)" in text  # the board above has "edf-x", not the suite's "edf"
+    assert "constant rules" not in text.split("### Tier")[0].split("Not computed yet")[1]
 
 
 def test_the_oracle_row_says_not_computed_without_the_lookahead_module(monkeypatch: pytest.MonkeyPatch) -> None:
