@@ -81,7 +81,7 @@ def test_a_full_board_makes_a_short_page_with_the_answer_first() -> None:
     assert lines[2].startswith("**Answer.**") and len(lines) <= 150
     assert sum(line.startswith("### Tier:") for line in lines) == len(s.TIERS)
     assert "not computed" in text and "[3 seeds]" in text
-    assert "- default: 1 experts (edf)" in text  # the board above has "edf-x", not the suite's "edf"
+    assert "- default: 1 experts (edf-admission)" in text  # the board above has "edf-x" instead
     assert "constant rules" not in text.split("### Tier")[0].split("Not computed yet")[1]
 
 
