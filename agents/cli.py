@@ -128,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MODEL",
         help="run folders or model files (.pt; .zip with --trust-pickle)",
     )
-    e.add_argument("--seeds", default="1000-1004", help="held-out workload seeds (default 1000-1004)")
+    e.add_argument("--seeds", help="held-out workload seeds (default 1000-1004; with --suite, 1000-1019)")
     e.add_argument("--experts", default="all", help="'all' (default), 'none', or a comma-separated list")
     e.add_argument("--trace", help="evaluate on this canonical trace instead of drawn workloads")
     e.add_argument("--labels", help="comma-separated names of the models in the table")
@@ -175,6 +175,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--max-steps", type=int, default=400_000, help="step limit of an agent's episode")
     e.add_argument("--no-plots", action="store_true", help="skip the figure")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar (or lines, off a terminal)")
+    from agents.suite_cli import add_suite_options
+
+    add_suite_options(e)
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -333,6 +336,13 @@ def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = Fal
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     require_rl("evaluate")
+    if args.suite:
+        from agents.suite_cli import cmd_evaluate_suite
+
+        return cmd_evaluate_suite(args)
+    for flag, given in (("--policies", args.policies), ("--rules", args.rules)):
+        if given:
+            raise ValueError(f"{flag} scores on the suite's scenarios: give --suite NAME|all with it")
     from rich.table import Table
 
     from agents.args import AgentError, parse_seeds
@@ -343,7 +353,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from hetgym.sim.policy import policy_class
 
     seed_everything(0)
-    seeds = parse_seeds(args.seeds)
+    seeds = parse_seeds(args.seeds or "1000-1004")
     if args.decoding is not None:
         from agents.set_policy import check_decoding
 

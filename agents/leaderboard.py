@@ -290,3 +290,65 @@ __all__ = [
     "scenario_name",
     "upsert",
 ]
+
+
+# -- the suite's leaderboard (docs/results/leaderboard.json, hetgym.suite.board) -----------------------------
+
+#: ``gym.make`` keys a suite scenario sets; a saved agent's other keys (``flatten``, ``probe``, its physics)
+#: are kept when it plays the scenario.
+SCENARIO_KEYS = ("scenario", "cluster", "workload")
+
+
+def suite_env_kwargs(meta: AgentMeta, scenario: Any) -> dict[str, Any]:
+    """The agent's ``gym.make`` kwargs on a suite scenario: the scenario's cluster and workload, the agent's rest.
+
+    Raises:
+        AgentError: The agent acts in an interface the suite does not define (naming the ones it does).
+    """
+    from hetgym.suite import INTERFACES
+
+    if meta.env_id not in INTERFACES:
+        raise AgentError(
+            f"the agent acts in {meta.env_id}; the suite's scenarios are defined for {list(INTERFACES)}: "
+            "train it on one of those ids (hetgym.suite.get(name).kwargs(env_id) gives the scenario's kwargs)"
+        )
+    kept = {k: v for k, v in dict(meta.env_kwargs).items() if k not in SCENARIO_KEYS}
+    return {**kept, **scenario.kwargs(meta.env_id)}
+
+
+def suite_learned_task(model: Any, meta: AgentMeta, scenario: Any, label: str, *, max_steps: int | None) -> Any:
+    """A :class:`hetgym.suite.run.Task` that scores a saved agent on ``scenario`` (kind ``learned``)."""
+    import time
+
+    from agents.evaluation import evaluate_model
+    from hetgym.suite import board
+    from hetgym.suite.run import Task
+
+    env_kwargs = suite_env_kwargs(meta, scenario)
+
+    def compute(seeds: Sequence[int]) -> list[dict[str, Any]]:
+        started = time.process_time()
+        runs = evaluate_model(model, meta.env_id, env_kwargs, seeds, max_steps=max_steps)
+        cut = int(runs["truncated_by_eval"].astype(bool).sum())
+        cpu = meta.results.get("cpu_hours") if isinstance(meta.results, Mapping) else None
+        note = f"{recipe_label(meta)}, training seed {meta.seed}" + (
+            f"; {cut} episodes cut at --max-steps" if cut else ""
+        )
+        return [
+            board.make_row(
+                scenario.name,
+                label,
+                "learned",
+                meta.env_id,
+                seeds,
+                [float(v) for v in runs["dsr"]],
+                cpu_s=time.process_time() - started,
+                note=note,
+                detail={"training_cpu_hours": cpu, "env_kwargs": env_kwargs},
+            )
+        ]
+
+    return Task(scenario, "learned", (label,), compute, 1.0, always=True)
+
+
+__all__ += ["SCENARIO_KEYS", "suite_env_kwargs", "suite_learned_task"]
