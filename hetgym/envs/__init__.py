@@ -2,7 +2,8 @@
 
 Importing :mod:`hetgym` registers ``HetCluster-v0`` (the ``default`` scenario) and
 ``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface, and the event-driven
-``HetClusterEvents-v0`` and ``HetClusterEvents-Tiny-v0`` (:mod:`hetgym.envs.events`); make them with
+``HetClusterEvents-v0`` and ``HetClusterEvents-Tiny-v0`` with their sharing-option successors
+``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` (:mod:`hetgym.envs.events`); make them with
 ``gymnasium.make``. See
 :class:`HetClusterEnv` for the spaces, rewards and episode rules, and ``docs/environment.md``.
 
