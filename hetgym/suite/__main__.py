@@ -45,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--no-progress", action="store_true", help="no progress lines")
         p.add_argument("--num-slots", type=int, default=48, help="time slots of the capacity bound (default 48)")
         p.add_argument("--time-limit-s", type=float, default=20.0, help="MILP time limit per workload (default 20)")
+        p.add_argument(
+            "--no-oracle",
+            action="store_true",
+            help="skip the hindsight lookahead oracle's row (its rollouts cost the most: docs/suite.md)",
+        )
         if name == "run":
             p.add_argument(
                 "--experts",
@@ -109,7 +114,7 @@ def _main(args: argparse.Namespace) -> int:
         raise ValueError(f"--time-limit-s {args.time_limit_s}: give a value in (0, 3600]")
     options = {"num_slots": args.num_slots, "time_limit_s": args.time_limit_s}
     if args.command == "bounds":
-        tasks = plan(chosen, experts=(), rules=None, bound_options=options)
+        tasks = plan(chosen, experts=(), rules=None, oracle=not args.no_oracle, bound_options=options)
     else:
         from hetgym.sim.policy import policy_class
 
@@ -120,7 +125,14 @@ def _main(args: argparse.Namespace) -> int:
         if rules not in (None, "all"):
             rules = [r.strip() for r in str(args.rules).split(",") if r.strip()]
             check_rules(chosen, rules)
-        tasks = plan(chosen, experts=experts, rules=rules, bounds=not args.no_bounds, bound_options=options)
+        tasks = plan(
+            chosen,
+            experts=experts,
+            rules=rules,
+            bounds=not args.no_bounds,
+            oracle=not args.no_oracle,
+            bound_options=options,
+        )
     run_tasks(
         tasks,
         seeds,

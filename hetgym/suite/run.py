@@ -157,8 +157,12 @@ def oracle_task(scenario: SuiteScenario) -> Task:
             board.make_row(scenario.name, ORACLE_AGENT, "bound", RULE_ENV_ID, seeds, values, cpu_s=cpu_s, note=note)
         ]
 
-    # Not available: a placeholder row, rewritten on every run (it costs nothing).
-    return Task(scenario, "bound", (ORACLE_AGENT,), compute, 0.0 if oracle_function() is None else 20.0, always=True)
+    # Not available: a placeholder row, rewritten on every run (it costs nothing); a computed row resumes like
+    # any other (its rollouts are the suite's most expensive rows).
+    available = oracle_function() is not None
+    # About 4 episodes' worth of rollouts per job (a decision per job, each candidate played to the end).
+    episodes = 4.0 * _size(scenario) if available else 0.0
+    return Task(scenario, "bound", (ORACLE_AGENT,), compute, episodes, always=not available)
 
 
 def plan(
