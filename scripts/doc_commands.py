@@ -96,7 +96,8 @@ def _hetgym_parts(line: str) -> list[list[str]]:
             parts.append([])
         else:
             parts[-1].append(token)
-    return [p for p in parts if p and p[0] == "hetgym"]
+    # "hetgym compare: error: ..." is a command's output shown in a block, not a command.
+    return [p for p in parts if p and p[0] == "hetgym" and not (len(p) > 1 and p[1].endswith(":"))]
 
 
 def extract_commands(path: Path, root: Path = ROOT) -> list[DocCommand]:

@@ -170,3 +170,13 @@ def test_every_documented_command_runs() -> None:
     assert len(outcomes) >= 40 and sum(o.status != "skipped" for o in outcomes) >= 30
     failed = [f"{o.command.doc}:{o.command.line} {o.command.text}: {o.tail}" for o in outcomes if o.status == "FAILED"]
     assert failed == []
+
+
+def test_a_commands_output_shown_in_a_block_is_not_a_command(tmp_path: Path) -> None:
+    doc_commands = load_script("doc_commands")
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "```\nhetgym compare: error: imports: my.py failed: SyntaxError: invalid syntax (my.py, line 3)\n```\n\n"
+        "```bash\nhetgym policies\n```\n"
+    )
+    assert [c.text for c in doc_commands.extract_commands(doc)] == ["hetgym policies"]
