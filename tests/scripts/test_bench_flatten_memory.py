@@ -11,6 +11,7 @@ from helpers import load_script
 BENCH = load_script("bench/bench_flatten_memory")
 
 
+@pytest.mark.slow  # 16 s: two fresh processes per mode
 def test_both_modes_are_measured_in_fresh_processes(tmp_path: Path) -> None:
     out = tmp_path / "bench" / "flatten_memory.json"
     argv = ["--env-id", "HetCluster-Tiny-v1", "--workloads", "1", "--repeats", "1", "--out", str(out)]
