@@ -566,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.commands is not None:
-        # the sibling script, found as Python finds a script's neighbours (this folder is first on sys.path)
+        # the sibling script, which Python finds beside the script it runs
         import doc_commands
 
         return int(doc_commands.main([str(doc) for doc in args.commands]))

@@ -67,10 +67,9 @@ class _Agent:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
         try:
-            params = inspect.signature(agent.predict).parameters
+            self.masks = "action_masks" in inspect.signature(agent.predict).parameters
         except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
-        self.masks = "action_masks" in params
+            self.masks = False
 
     def __call__(self, obs: Any, env: Any) -> int:
         kwargs = {"action_masks": env.action_masks()} if self.masks else {}
