@@ -6,11 +6,12 @@ torch, so that the ``hetgym`` command can list their options without importing t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from hetgym.limits import MAX_NUM_ENVS, RUNS_ENV, max_runs
+from hetgym.limits import MAX_NUM_ENVS
+from hetgym.seeds import parse_seeds as _parse_seeds
 from hetgym.sim.errors import HetgymError
 
 
@@ -57,37 +58,8 @@ def parse_teacher(spec: str) -> tuple[str, dict[str, Any]]:
     return name, knobs
 
 
-def parse_seeds(text: str | Sequence[int]) -> list[int]:
-    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]`` (a list passes through)."""
-    if not isinstance(text, str):
-        return [int(s) for s in text]
-    out: list[int] = []
-    limit = max_runs()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                a, b = int(lo), int(hi)
-                if b < a:
-                    raise AgentError(f"seed range {part!r} runs backwards; write e.g. 0-3")
-                if len(out) + (b - a + 1) > limit:  # counted before the list is built
-                    raise AgentError(
-                        f"seeds {text!r} name {len(out) + b - a + 1:,} workloads, more than {limit:,} (each is an "
-                        f"episode to play); give fewer, or raise the bound with {RUNS_ENV}=N"
-                    )
-                out.extend(range(a, b + 1))
-            else:
-                out.append(int(part))
-        except ValueError as exc:
-            if isinstance(exc, AgentError):
-                raise
-            raise AgentError(f"seeds {text!r}: {part!r} is not a non-negative integer or a range such as 0-3") from None
-    if not out:
-        raise AgentError(f"no seeds in {text!r}; give e.g. 0-3 or 0,1,2")
-    return out
+#: The project's seed parser (:func:`hetgym.seeds.parse_seeds`) raising the recipes' :class:`AgentError`.
+parse_seeds = partial(_parse_seeds, error=AgentError)
 
 
 #: ``hetgym train --vec``: where the training environments run (``agents.vec.make_train_venv``): ``dummy``,

@@ -12,10 +12,11 @@ import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hetgym.limits import RUNS_ENV, max_runs
+from hetgym.seeds import parse_seeds as _parse_seeds
 from hetgym.sim.errors import HetgymError, UnknownNameError
 
 
@@ -23,50 +24,8 @@ class SweepConfigError(HetgymError, ValueError):
     """A sweep description is malformed; the message names the key and how to fix it."""
 
 
-def parse_seeds(value: Any) -> list[int]:
-    """Seeds from a list of ints, a count ``n`` (0..n-1), or a string ``"0-9"`` / ``"0,1,2"``."""
-    if isinstance(value, bool):
-        raise SweepConfigError(f"seeds: {value!r} is not a list of integers")
-    if isinstance(value, int):
-        if value < 1:
-            raise SweepConfigError(f"seeds: {value} seeds; give a count >= 1 or a list")
-        _check_seed_count(value, str(value))
-        return list(range(value))
-    if isinstance(value, str):
-        out: list[int] = []
-        for part in value.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            lo, dash, hi = part.partition("-")
-            try:
-                first, last = (int(lo), int(hi)) if dash else (int(part), int(part))
-            except ValueError:
-                raise SweepConfigError(f"seeds: {value!r}; write e.g. '0-9' or '0,1,2'") from None
-            _check_seed_count(len(out) + max(0, last - first + 1), repr(value))
-            out += range(first, last + 1)
-        value = out
-    seeds = as_list(value, "seeds")
-    _check_seed_count(len(seeds), "the list")
-    if not seeds:
-        raise SweepConfigError("seeds is empty; give e.g. [0, 1, 2] or a count")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise SweepConfigError(f"seeds: {s!r} is not an integer")
-    if len(set(seeds)) != len(seeds):
-        raise SweepConfigError(f"seeds: {seeds} repeats a seed")
-    return list(seeds)
-
-
-def _check_seed_count(count: int, given: str) -> None:
-    """Refuse more seeds than a sweep may run, before the list of them is built."""
-    bound = max_runs()
-    if count > bound:
-        raise SweepConfigError(
-            f"seeds: {given} gives {count:,} seeds, more than the {bound:,} runs one sweep may hold (every run "
-            f"is checked and kept in the results table); split the seeds over several sweeps, or raise the bound "
-            f"with {RUNS_ENV}={count}"
-        )
+#: The project's seed parser (:func:`hetgym.seeds.parse_seeds`) raising a sweep's own error type.
+parse_seeds = partial(_parse_seeds, error=SweepConfigError)
 
 
 def check_name(value: Any) -> str:

@@ -179,7 +179,8 @@ def measure(
     model, meta = load_agent(run, decoding=decoding)
     if not meta.teacher:
         raise AgentError(f"{run} has no teacher (trained by {meta.recipe}); agreement needs one")
-    trained = set(parse_seeds(meta.args.get("train_seeds") or []))
+    given = meta.args.get("train_seeds")  # a run trained on saved demonstrations may name none
+    trained = set(parse_seeds(given)) if given else set()
     if trained & set(seeds):
         raise AgentError(f"{run} trained on seeds {sorted(trained & set(seeds))[:5]}...; give held-out seeds")
     env = make_env(meta.env_id, meta.env_kwargs)

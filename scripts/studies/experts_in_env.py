@@ -35,20 +35,13 @@ import pandas as pd
 import hetgym  # noqa: F401  (registers the ids)
 from hetgym.atomic import atomic_write
 from hetgym.experts import ExpertAgent, expert_env_kwargs
+from hetgym.seeds import parse_seeds
 from hetgym.sim import Simulator, make_policy
 from hetgym.sweep import map_runs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PAPER_EXPERTS = ("dancer", "elasticflow", "hadar", "hadare", "asrpt", "jps")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1000-1009"`` or ``"1,2,5"``."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def through_env(policy: str, seed: int, **env_kwargs: Any) -> tuple[dict[str, Any], pd.DataFrame, int, int, tuple]:

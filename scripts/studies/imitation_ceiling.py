@@ -41,6 +41,7 @@ import hetgym  # noqa: F401  (registers the ids)
 from hetgym.atomic import atomic_write
 from hetgym.envs.codecs import CODECS, ActionCodec, make_codec
 from hetgym.experts import ExpertTracker, expert_env_kwargs
+from hetgym.seeds import parse_seeds
 from hetgym.sim import Allocation, list_policies
 from hetgym.sim.view import ClusterView
 
@@ -58,14 +59,6 @@ CAUSES = (
     ("per-epoch cap", "action cap"),
     ("allow_reject=False", "rejection"),
 )
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1000-1002"`` or ``"1,2,5"``."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def cause_of(reasons: tuple[str, ...]) -> str:
