@@ -1,4 +1,5 @@
-"""``hetgym train`` (behaviour cloning, DAgger, PPO, MaskablePPO) and ``hetgym evaluate MODEL``.
+"""``hetgym train`` (every recipe: BC, DAgger, PPO, MaskablePPO, expert iteration and the event interface's
+PPO, kickstarting and curriculum) and ``hetgym evaluate MODEL``.
 
 The ``agents`` package contributes both commands to the ``hetgym`` command through the ``hetgym.commands``
 entry point (``pyproject.toml``), as ``baselines`` contributes policies through ``hetgym.policies``: the
@@ -18,8 +19,10 @@ from typing import Any
 from hetgym.cli._common import console, parse_value
 from hetgym.progress import ProgressReport
 
-RECIPES = ("bc", "dagger", "ppo", "maskable-ppo", "exit")
-#: ``--preset`` names of the event-driven recipe (``--algo exit``).
+#: The recipes of the event-driven interface (flat observations, an MLP; ``--preset`` picks an event id).
+EVENT_RECIPES = ("exit", "events-ppo", "kickstart", "curriculum")
+RECIPES = ("bc", "dagger", "ppo", "maskable-ppo", *EVENT_RECIPES)
+#: ``--preset`` names of the event-driven recipes (:data:`EVENT_RECIPES`).
 EVENT_PRESET_IDS = {"default": "HetClusterEvents-v0", "tiny": "HetClusterEvents-Tiny-v0"}
 #: ``--preset`` names: the newest ids, those of the interface built for learning (``interface="v1"``).
 PRESET_IDS = {"default": "HetCluster-v1", "tiny": "HetCluster-Tiny-v1"}
@@ -62,17 +65,21 @@ def gap_role(metas: Any, policy: str | None) -> str:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` and ``evaluate`` to the ``hetgym`` command's subcommands."""
-    from agents.args import BCArgs, DAggerArgs, ExItArgs, PPOArgs
+    from agents.args import RECIPE_ARGS
     from agents.cli_args import add_dataclass_options
 
     p = sub.add_parser(
         "train",
-        help="train an agent: behaviour cloning, DAgger, PPO or MaskablePPO (from scratch or from a clone)",
+        help="train an agent: behaviour cloning, DAgger, PPO or MaskablePPO (from scratch or from a clone), "
+        "expert iteration, and the event interface's PPO, kickstarting and curriculum",
         description=f"Train an agent in {PRESET_IDS['default']} (--preset tiny: {PRESET_IDS['tiny']}) and save "
         "it (model.pt, its weights, + agent.json) in a run folder. bc and dagger learn from --teacher; ppo and "
         "maskable-ppo train from scratch, or fine-tune a saved clone given with --init, and are measured against "
-        "--reference. --smoke checks any recipe end to end in under a minute of CPU time. docs/agents.md gives a "
-        "larger configuration. Progress goes to standard output (a bar on a terminal, else a line every "
+        f"--reference. {', '.join(EVENT_RECIPES)} act in {EVENT_PRESET_IDS['default']} (--preset tiny: "
+        f"{EVENT_PRESET_IDS['tiny']}): expert iteration; MaskablePPO from scratch; kickstarted from --teacher's "
+        "clone; through a curriculum of --stages (the last three resume with --resume --run-name NAME). --smoke "
+        "checks any recipe end to end in under a minute of CPU time. docs/agents.md gives a larger "
+        "configuration. Progress goes to standard output (a bar on a terminal, else a line every "
         "HETGYM_PROGRESS_S=10 seconds), losses and episode metrics to TensorBoard (RUN/tb).",
     )
     p.add_argument("--algo", choices=RECIPES, default="bc", help="the recipe (default: bc)")
@@ -80,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--teacher",
         metavar="NAME[:KEY=VALUE,...]",
         help="bc/dagger: the expert to learn from, with its knobs if any, e.g. dancer:memory=observed (the label "
-        f"DAgger wants: a function of the state; see docs/agents.md) (default: {DEFAULT_EXPERT})",
+        f"DAgger wants: a function of the state; see docs/agents.md) (default: {DEFAULT_EXPERT}); kickstart: "
+        "elasticflow, force-any or a registered policy's closest choices (default: force-any)",
     )
     p.add_argument(
         "--reference",
@@ -110,7 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "episode, one epoch, one DAgger round, 512 PPO steps, one held-out workload; agents.args.SMOKE_BUDGETS); "
         "options given explicitly win; saved under runs/smoke unless --out-dir is given",
     )
-    add_dataclass_options(p, [BCArgs, DAggerArgs, PPOArgs, ExItArgs], "recipe options")
+    add_dataclass_options(p, RECIPE_ARGS, "recipe options")
     p.set_defaults(func=cmd_train)
 
     e = sub.add_parser(
@@ -201,16 +209,17 @@ def parse_env_overrides(items: list[str] | None) -> dict[str, Any]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     require_rl("train")
-    from agents.args import BCArgs, DAggerArgs, ExItArgs, PPOArgs
+    from agents.args import RECIPE_ARGS, BCArgs, DAggerArgs, PPOArgs, RunArgs, smoke_options
     from agents.cli_args import dataclass_from_options
 
-    classes = [BCArgs, DAggerArgs, PPOArgs, ExItArgs]
+    classes = list(RECIPE_ARGS)
     env = parse_env_overrides(args.env)
     if args.preset and getattr(args, "env_id", None):
         raise ValueError("give --preset or --env-id, not both")
     fixed: dict[str, Any] = {"env": env}
-    if args.algo == "exit":
-        return _train_exit(args, classes, fixed)
+    recipe_class: type[RunArgs] = next((c for c in classes if c.choice == args.algo), PPOArgs)
+    if args.algo in EVENT_RECIPES:
+        return _train_events(args, recipe_class, classes, fixed)
     if args.algo in ("bc", "dagger"):
         if args.reference is not None:
             raise ValueError(
@@ -227,12 +236,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         fixed["reference"] = args.reference or args.teacher or DEFAULT_EXPERT
+        _refuse_event_id(getattr(args, "env_id", None), args.algo)
     if args.preset:
         fixed["env_id"] = PRESET_IDS[args.preset]
     if args.smoke:
-        from agents.args import smoke_options
-
-        recipe_class = {"bc": BCArgs, "dagger": DAggerArgs}.get(args.algo, PPOArgs)
         for key, value in smoke_options(recipe_class, vars(args)).items():
             setattr(args, key, value)
     started = time.perf_counter()
@@ -258,23 +265,42 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_exit(args: argparse.Namespace, classes: list[type], fixed: dict[str, Any]) -> int:
-    """``--algo exit``: expert iteration on the event interface (:mod:`agents.exit`)."""
-    from agents import exit as expert_iteration
-    from agents.args import ExItArgs, smoke_options
+def _refuse_event_id(env_id: str | None, algo: str) -> None:
+    """``--algo ppo|maskable-ppo`` acts in the window ids; on an event id, name the recipes that act there."""
+    if env_id is not None and str(env_id).startswith("HetClusterEvents"):
+        raise ValueError(
+            f"--algo {algo} trains the window interface (HetCluster-*); on {env_id} give --algo events-ppo "
+            "(MaskablePPO from scratch), kickstart, curriculum or exit"
+        )
+
+
+def _train_events(args: argparse.Namespace, recipe_class: type, classes: list[type], fixed: dict[str, Any]) -> int:
+    """The event-driven recipes (:data:`EVENT_RECIPES`): expert iteration (:mod:`agents.exit`) and the PPO
+    recipes of :mod:`agents.event_recipes`."""
+    from agents.args import smoke_options
     from agents.cli_args import dataclass_from_options
 
-    if args.teacher is not None or args.reference is not None or args.save_as is not None:
-        raise ValueError("--algo exit learns from its lookahead teacher: drop --teacher, --reference and --save-as")
+    takes_teacher = args.algo == "kickstart"
+    if (args.teacher is not None and not takes_teacher) or args.reference is not None or args.save_as is not None:
+        drop = "--reference and --save-as" if takes_teacher else "--teacher, --reference and --save-as"
+        raise ValueError(f"--algo {args.algo} takes no {drop}: drop them")
+    if takes_teacher and args.teacher is not None:
+        fixed["teacher"] = args.teacher
     if args.preset:
         fixed["env_id"] = EVENT_PRESET_IDS[args.preset]
     if args.smoke:
-        for key, value in smoke_options(ExItArgs, vars(args)).items():
+        for key, value in smoke_options(recipe_class, vars(args)).items():
             setattr(args, key, value)
+    recipe_args = dataclass_from_options(recipe_class, args, classes, **fixed)
     started = time.perf_counter()
-    result = expert_iteration.train(
-        dataclass_from_options(ExItArgs, args, classes, **fixed), progress=not args.no_progress
-    )
+    if args.algo == "exit":
+        from agents import exit as expert_iteration
+
+        result = expert_iteration.train(recipe_args, progress=not args.no_progress)
+    else:
+        from agents import event_recipes
+
+        result = event_recipes.train(recipe_args, progress=not args.no_progress)
     print_run_summary(result.meta, result.path, time.perf_counter() - started, smoke=args.smoke)
     return 0
 
@@ -316,7 +342,14 @@ def print_run_summary(meta: Any, path: Path, wall_s: float, *, smoke: bool = Fal
     ev = res.get("evaluation") or {}
     if ev:
         table.add_row(f"DSR on held-out seeds {ev['seeds']}", f"{ev['dsr']:.3f}")
-        table.add_row("average JCT (h)", f"{ev['jct_mean_s'] / 3600:.2f}")
+        if "jct_mean_s" in ev:
+            table.add_row("average JCT (h)", f"{ev['jct_mean_s'] / 3600:.2f}")
+        for expert, paired in (ev.get("experts") or {}).items():
+            low, high = paired["ci"]
+            table.add_row(
+                f"DSR - {expert}'s ({paired['dsr']:.3f}), paired, 95% interval",
+                f"{paired['diff_mean']:+.3f} [{low:+.3f}, {high:+.3f}]",
+            )
         if ev.get("episodes_cut"):
             table.add_row(
                 "episodes cut at --max-steps (figures partial)", f"{ev['episodes_cut']} of {len(ev['seeds'])}"

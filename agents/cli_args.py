@@ -73,7 +73,7 @@ def add_dataclass_options(parser: argparse.ArgumentParser, classes: Sequence[typ
             seen.add(f.name)
             typ, optional = _base_type(f.type)
             default = f.default if f.default is not dataclasses.MISSING else None
-            users = [c.__name__.replace("Args", "").lower() for c in classes if f.name in _names(c)]
+            users = [getattr(c, "choice", "") or c.__name__ for c in classes if f.name in _names(c)]
             scope = "" if len(users) == len(classes) else f" [{', '.join(users)}]"
             help_text = f"{helps.get(f.name, '')} (default: {default}){scope}".replace("%", "%%")
             flag = "--" + f.name.replace("_", "-")

@@ -1,9 +1,10 @@
-"""Shared pieces of the event-driven interface's training recipes (``scripts/train_events_*.py``).
+"""Shared pieces of the event-driven interface's training recipes (``hetgym train --algo
+events-ppo|kickstart|curriculum``, :mod:`agents.event_recipes`).
 
 The environment as the recipes see it (``flatten=True``: one observation vector for an ``MlpPolicy``), the
-vector env of ``n_envs`` of them, the command line read off a dataclass of arguments, a wall-time limit on
-training, the latest checkpoint of a run folder, ``agent.json`` beside the model (so that ``hetgym evaluate``
-reads the run folder as it reads those of ``hetgym train``, with the CPU time the run took), and the held-out
+vector env of ``n_envs`` of them, a wall-time limit on training, the latest checkpoint of a run folder,
+``agent.json`` beside the model (so that ``hetgym evaluate`` reads the run folder as it reads those of the
+window recipes, with the CPU time the run took), and the held-out
 evaluation: the deterministic policy plays the held-out workload seeds and is compared, paired per seed, with
 ElasticFlow and EDF-with-admission on the simulator (the same workloads).
 
@@ -16,15 +17,13 @@ only runs you made (``docs/security.md``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import resource
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +31,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 import baselines  # noqa: F401  (registers the policies)
 import hetgym  # noqa: F401  (registers the ids)
+from agents.args import AgentError, EventPPOArgs, parse_seeds
+from agents.vec import subproc_start_method
 from hetgym.sim import Simulator, make_policy
 from hetgym.stats import paired_interval
 
@@ -40,99 +41,48 @@ EXPERTS = ("elasticflow", "edf-admission")
 #: The ``gym.make`` arguments of the recipes' environments (kept in ``agent.json``).
 ENV_KWARGS: dict[str, Any] = {"flatten": True}
 
-T = TypeVar("T")
+
+def is_event_id(env_id: str) -> bool:
+    """Whether ``env_id`` is a registered id of the event-driven interface (``HetClusterEvents-*``)."""
+    entry = str(gym.spec(env_id).entry_point) if env_id in gym.registry else ""
+    return "events" in entry
 
 
-@dataclass
-class EventPPOArgs:
-    """MaskablePPO's arguments on the event-driven ids, shared by the event recipes (logged to ``args.json``)."""
-
-    env_id: str = "HetClusterEvents-v0"
-    #: ``gym.make`` overrides of the environment as a JSON object, e.g. a cluster and a workload (kept in
-    #: ``agent.json``; ``""`` for none).
-    env_kwargs: str = ""
-    out: str = "runs/events-ppo"
-    seed: int = 0
-    total_timesteps: int = 60_000
-    n_envs: int = 4
-    n_steps: int = 256
-    batch_size: int = 128
-    n_epochs: int = 10
-    learning_rate: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.01
-    checkpoint_steps: int = 10_000
-    torch_threads: int = 1
-    eval_seeds: str = "1000-1019"
-    subproc: bool = False
-    max_train_s: float = 0.0
-    resume: bool = False
-    eval_only: bool = False
-    skip_eval: bool = False
+def check_event_id(env_id: str, recipe: str) -> None:
+    """Refuse an id that is not of the event interface (before ``flatten`` is passed to it), naming ``recipe``."""
+    if not is_event_id(env_id):
+        raise AgentError(
+            f"env_id={env_id!r}: {recipe} acts in an event-driven environment; give HetClusterEvents-v0 or "
+            "HetClusterEvents-Tiny-v0"
+        )
 
 
-def env_overrides(args: Any) -> dict[str, Any]:
-    """``args.env_kwargs`` read as a JSON object (``{}`` when empty); anything else raises ``SystemExit``."""
-    text = getattr(args, "env_kwargs", "") or ""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SystemExit(
-            f"--env-kwargs is not valid JSON ({exc}); give an object, e.g. '{{\"probe\": false}}'"
-        ) from None
-    if not isinstance(value, dict):
-        raise SystemExit(f"--env-kwargs is a JSON {type(value).__name__}; give an object of gym.make overrides")
-    if "flatten" in value:
-        raise SystemExit("--env-kwargs: the recipes set flatten=True themselves; leave 'flatten' out")
-    return value
+def env_overrides(args: EventPPOArgs) -> dict[str, Any]:
+    """``args.env``, the ``gym.make`` overrides, refusing ``flatten`` (the recipes always set it)."""
+    if "flatten" in args.env:
+        raise AgentError("--env flatten=...: the event recipes set flatten=True themselves; leave it out")
+    return dict(args.env)
 
 
 def new_ppo(cls: Any, venv: Any, args: EventPPOArgs, run: Path) -> Any:
     """A new ``cls`` (MaskablePPO or a subclass) with an ``MlpPolicy`` and ``args``' hyperparameters, on the CPU,
-    logging to ``run/tb``."""
+    logging to ``run/tb`` (when ``args.track``); an unset learning rate or entropy bonus takes PPO's
+    from-scratch value (3e-4, 0.01)."""
     return cls(
         "MlpPolicy",
         venv,
         n_steps=args.n_steps,
         batch_size=args.batch_size,
         n_epochs=args.n_epochs,
-        learning_rate=args.learning_rate,
+        learning_rate=3e-4 if args.learning_rate is None else args.learning_rate,
         gamma=args.gamma,
         gae_lambda=args.gae_lambda,
-        ent_coef=args.ent_coef,
+        ent_coef=0.01 if args.ent_coef is None else args.ent_coef,
         seed=args.seed,
         device="cpu",
-        tensorboard_log=str(run / "tb"),
+        tensorboard_log=str(run / "tb") if args.track else None,
         verbose=0,
     )
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1000-1019"`` or ``"1,2,5"`` as a list of seeds."""
-    from agents.args import parse_seeds as checked
-
-    try:
-        return checked(text)
-    except ValueError as exc:  # AgentError: a recipe's command line stops with the message
-        raise SystemExit(str(exc)) from None
-
-
-def parse_args(cls: type[T], argv: Sequence[str] | None, description: str | None) -> T:
-    """An instance of the dataclass ``cls`` from the command line: one ``--flag-name`` per field
-    (booleans as ``store_true`` switches, the others typed by their default)."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, action="store_true")
-        else:
-            parser.add_argument(flag, type=type(f.default), default=f.default)
-    args = cls(**vars(parser.parse_args(argv)))
-    env_overrides(args)  # a malformed --env-kwargs stops here, before the run folder is made
-    return args
 
 
 def write_args(args: Any, run: Path) -> None:
@@ -210,7 +160,7 @@ def make_venv(env_id: str, n_envs: int, *, subproc: bool, seed: int, **overrides
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     factories: list[Callable[[], gym.Env[Any, Any]]] = [lambda: Monitor(make_env(env_id, **overrides))] * n_envs
-    venv = SubprocVecEnv(factories, start_method="fork") if subproc else DummyVecEnv(factories)
+    venv = SubprocVecEnv(factories, start_method=subproc_start_method()) if subproc else DummyVecEnv(factories)
     venv.seed(seed)
     return venv
 
@@ -237,16 +187,18 @@ def learn_and_save(
     model: Any, args: Any, run: Path, *, resumed: bool, tb_log_name: str, recipe: str, teacher: str | None = None
 ) -> Path:
     """Train ``model`` up to ``args.total_timesteps`` (a checkpoint in ``run/checkpoints`` every
-    ``args.checkpoint_steps``, stopped after ``args.max_train_s``), then save ``run/model.zip`` (to resume
+    ``args.checkpoint_every``, stopped after ``args.max_train_s``), then save ``run/model.zip`` (to resume
     from) and the safe format (``run/model.pt`` + ``agent.json``, :func:`write_agent_meta`), and return
     ``run/model.pt``."""
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     remaining = args.total_timesteps - model.num_timesteps
     if remaining > 0:
-        every = max(args.checkpoint_steps // args.n_envs, 1)
-        checkpoints = CheckpointCallback(every, str(run / "checkpoints"), name_prefix="ckpt")
-        callback = CallbackList([checkpoints, StopAfter(args.max_train_s)])
+        callbacks: list[BaseCallback] = [StopAfter(args.max_train_s)]
+        if args.checkpoint_every > 0:
+            every = max(args.checkpoint_every // args.n_envs, 1)
+            callbacks.append(CheckpointCallback(every, str(run / "checkpoints"), name_prefix="ckpt"))
+        callback = CallbackList(callbacks)
         model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name=tb_log_name)
     model.save(run / "model.zip")
     write_agent_meta(args, run, recipe=recipe, teacher=teacher, results={"stage": "trained"}, model=model)
@@ -308,36 +260,42 @@ def saved_model(run: Path) -> Path:
     return run / "model.pt" if (run / "model.pt").is_file() or not (run / "model.zip").is_file() else run / "model.zip"
 
 
-def finish(args: Any, run: Path, model_path: Path, trained_s: float, *, recipe: str, teacher: str | None = None) -> int:
+def finish(
+    args: EventPPOArgs, run: Path, model_path: Path, trained_s: float, *, recipe: str, teacher: str | None = None
+) -> dict[str, Any] | None:
     """After training: write ``agent.json`` (with the CPU hours of training, this session's added to those
-    an earlier one recorded), then print the model's path (``args.skip_eval``) or evaluate it and write
-    ``eval.json``."""
+    an earlier one recorded), then print the model's path (``args.skip_eval``) or evaluate it, write
+    ``eval.json`` and return its summary."""
     if not args.eval_only:
         cpu_hours = previous_cpu_hours(run) * bool(args.resume) + cpu_seconds() / 3600
         write_agent_meta(args, run, recipe=recipe, teacher=teacher, results={"cpu_hours": cpu_hours})
     if args.skip_eval:
         print(json.dumps({"train_wall_s": trained_s, "model": str(model_path)}))
-        return 0
+        return None
     summary = evaluate(args.env_id, args.eval_seeds, model_path, env_overrides(args))
     summary["train_wall_s"] = trained_s
     (run / "eval.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
-    return 0
+    return summary
 
 
 __all__ = [
     "ENV_KWARGS",
     "EXPERTS",
     "StopAfter",
+    "check_event_id",
     "cpu_seconds",
     "env_overrides",
     "evaluate",
     "finish",
+    "is_event_id",
     "latest_checkpoint",
+    "learn_and_save",
     "make_env",
     "make_venv",
-    "parse_args",
+    "new_ppo",
     "parse_seeds",
+    "previous_cpu_hours",
     "saved_model",
     "write_agent_meta",
     "write_args",

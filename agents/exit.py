@@ -45,6 +45,7 @@ from agents.bc import RunResult, fit, make_logger, predict_actions
 from agents.common import AgentMeta, atomic_write, make_env, parse_seeds, save_agent, seed_everything
 from agents.dagger import beta_at
 from agents.demos import Transitions, model_learner
+from agents.events import check_event_id
 from agents.progress import progress_report
 from hetgym.lookahead import LookaheadKnobs, LookaheadTeacher, resolve_base
 
@@ -200,20 +201,6 @@ def new_student(env: Any, args: ExItArgs) -> Any:
     width = 2 * args.hidden
     kwargs = {"net_arch": {"pi": [width, width], "vf": [width, width]}}
     return MaskablePPO("MlpPolicy", env, policy_kwargs=kwargs, seed=args.seed, device="cpu", verbose=0)
-
-
-def _check_event_id(env_id: str) -> None:
-    """Refuse an id that is not of the event interface (before ``flatten`` is passed to it)."""
-    import gymnasium as gym
-
-    import hetgym  # noqa: F401  (registers the ids)
-
-    entry = str(gym.spec(env_id).entry_point) if env_id in gym.registry else ""
-    if "events" not in entry:
-        raise AgentError(
-            f"env_id={env_id!r}: expert iteration acts in an event-driven environment; give HetClusterEvents-v0 "
-            "or HetClusterEvents-Tiny-v0"
-        )
 
 
 def _check_event_env(env: Any) -> Any:
@@ -395,7 +382,7 @@ def train(args: ExItArgs, *, progress: bool = False) -> RunResult:
     check_args(args)
     seeds = round_seeds(args)
     env_kwargs = env_kwargs_of(args)
-    _check_event_id(args.env_id)
+    check_event_id(args.env_id, "expert iteration")
     env = make_env(args.env_id, env_kwargs)
     u = _check_event_env(env)
     name = args.run_name or f"exit-{args.env_id}-{args.base}-s{args.seed}"

@@ -1,7 +1,7 @@
 """Kickstarting on the event-driven interface (``HetClusterEvents-v0``): a teacher, its clone, and PPO that is
 pulled back towards the clone by an annealed distillation term.
 
-The phases (``scripts/train_events_kickstart.py`` runs them in order):
+The phases (``hetgym train --algo kickstart``, :mod:`agents.event_recipes`, runs them in order):
 
 1. **Behaviour cloning.** :func:`collect_teacher` plays the teacher (:func:`teacher_rule`) on training
    workload seeds and records the flattened observations, the action masks, the teacher's actions and its

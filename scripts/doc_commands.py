@@ -185,6 +185,8 @@ OVERRIDES: dict[str, Override] = {
             "--train-seeds": first_seeds(1),
             "--val-seeds": first_seeds(1),
             "--eval-seeds": first_seeds(1),
+            "--teacher-seeds": first_seeds(1),
+            "--stages": constant("12:4:256,24:8:256"),
         },
         add={"--smoke": None, "--out-dir": "runs"},
     ),
