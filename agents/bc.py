@@ -307,7 +307,9 @@ def fit(
 def _valid_labels(space: spaces.Space[Any], data: Transitions) -> np.ndarray:
     if isinstance(space, spaces.Discrete):
         return data.masks[np.arange(len(data)), data.acts.astype(np.int64)]
-    nvec = np.asarray(space.nvec).reshape(-1)  # type: ignore[attr-defined]
+    if not isinstance(space, spaces.MultiDiscrete):
+        raise AgentError(f"labels of a {type(space).__name__} action space: the recipes take Discrete or MultiDiscrete")
+    nvec = np.asarray(space.nvec).reshape(-1)
     offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     cols = offsets[None, :] + data.acts.astype(np.int64)
     return data.masks[np.arange(len(data))[:, None], cols].all(axis=1)

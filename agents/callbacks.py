@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import torch as th
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 from agents.common import AgentMeta, save_agent
 
@@ -120,7 +121,7 @@ class PeriodicCheckpoint(BaseCallback):
         return True
 
 
-def actor_parameters(policy: BasePolicy, obs: Any) -> list[th.nn.Parameter]:
+def actor_parameters(policy: ActorCriticPolicy | MaskableActorCriticPolicy, obs: Any) -> list[th.nn.Parameter]:
     """The trainable parameters the action distribution depends on, for the observation batch ``obs``.
 
     Found from the autograd graph, not from module names: a parameter belongs to the actor when the
@@ -130,7 +131,7 @@ def actor_parameters(policy: BasePolicy, obs: Any) -> list[th.nn.Parameter]:
     params = [p for p in policy.parameters() if p.requires_grad]
     obs_t, _ = policy.obs_to_tensor(obs)
     with th.enable_grad():
-        entropy = policy.get_distribution(obs_t).entropy()  # type: ignore[operator]
+        entropy = policy.get_distribution(obs_t).entropy()
         if entropy is None:  # pragma: no cover - every distribution of a discrete action space has one
             raise ValueError("the policy's distribution has no entropy; cannot find the actor's parameters")
         grads = th.autograd.grad(entropy.sum(), params, allow_unused=True)
@@ -157,7 +158,10 @@ class CriticWarmup(BaseCallback):
     def _on_training_start(self) -> None:
         if self.steps <= 0:
             return
-        self.frozen = actor_parameters(self.model.policy, self.model._last_obs)
+        policy = self.model.policy
+        if not isinstance(policy, ActorCriticPolicy | MaskableActorCriticPolicy):
+            raise TypeError(f"critic warm-up needs an actor-critic policy, not {type(policy).__name__}")
+        self.frozen = actor_parameters(policy, self.model._last_obs)
         for p in self.frozen:
             p.requires_grad_(False)
 

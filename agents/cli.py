@@ -379,7 +379,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from agents.args import AgentError, parse_seeds
-    from agents.common import load_agent, make_env, seed_everything
+    from agents.common import load_agent, make_env, seed_everything, simulated
     from agents.evaluation import CELL_NOTE, TABLE_METRICS, compare_on_seeds, metric_cell
     from agents.leaderboard import scenario_name
     from hetgym.experiments import default_policies
@@ -423,7 +423,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         env_kwargs = dict(meta.env_kwargs)
         if args.trace:
             env_kwargs["trace"] = str(args.trace)
-        config = make_env(meta.env_id, env_kwargs).unwrapped.config  # type: ignore[attr-defined]
+        config = simulated(make_env(meta.env_id, env_kwargs)).config
         key = (config.cluster, config.workload, getattr(config, "trace", None), config.sim)
         if workloads is None:
             workloads = key

@@ -37,7 +37,10 @@ def field_help(cls: type) -> dict[str, str]:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError):  # pragma: no cover - source unavailable (frozen apps)
             continue
-        body = tree.body[0].body  # type: ignore[attr-defined]
+        node = tree.body[0]
+        if not isinstance(node, ast.ClassDef):  # pragma: no cover - a dataclass's source is its class statement
+            continue
+        body = node.body
         for node, nxt in itertools.pairwise(body):
             if (
                 isinstance(node, ast.AnnAssign)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -43,6 +43,35 @@ import torch as th
 from agents.args import AgentError, parse_seeds, parse_teacher
 from agents.weights import PICKLE_RISK, is_pickle_archive, load_weights, model_spec, rebuild_model, save_weights
 from hetgym.atomic import atomic_write as _atomic_write
+
+
+@runtime_checkable
+class SimulatedEnv(Protocol):
+    """What the agents read off a hetgym environment (``env.unwrapped``) beyond Gymnasium's API: its
+    configuration, the cluster and workload of the episode, and the episode's result so far."""
+
+    config: Any
+    cluster: Any
+    jobs: Any
+
+    def result(self) -> Any: ...
+
+
+def simulated(env: gym.Env[Any, Any]) -> SimulatedEnv:
+    """``env.unwrapped`` as a :class:`SimulatedEnv`; another environment raises an :class:`AgentError`."""
+    base = env.unwrapped
+    if not isinstance(base, SimulatedEnv):
+        raise AgentError(f"{type(base).__name__} is not a hetgym environment (it has no config, cluster or result)")
+    return base
+
+
+def num_actions(env: gym.Env[Any, Any]) -> int:
+    """The number of actions of ``env``'s ``Discrete`` action space; another space raises an :class:`AgentError`."""
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Discrete):
+        raise AgentError(f"{env.spec.id if env.spec else env}: one Discrete action expected, not {space}")
+    return int(space.n)
+
 
 #: Environment overrides every recipe starts from on a ``-v0`` id (the user's ``env`` overrides win).
 AGENT_ENV_DEFAULTS: dict[str, Any] = {"queue_slots": 32, "observation": "window-levels"}
@@ -364,12 +393,14 @@ __all__ = [
     "PICKLE_MODEL_FILE",
     "AgentError",
     "AgentMeta",
+    "SimulatedEnv",
     "agent_env_kwargs",
     "algorithm_class",
     "atomic_write",
     "env_factory",
     "load_agent",
     "make_env",
+    "num_actions",
     "parse_seeds",
     "refuse_pickle",
     "resolve_model_path",
@@ -378,4 +409,5 @@ __all__ = [
     "save_meta",
     "seed_everything",
     "set_decoding",
+    "simulated",
 ]

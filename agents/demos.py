@@ -229,7 +229,8 @@ class Demonstrations:
         trajs = self.trajectories
         if not trajs:
             raise AgentError("no demonstrations to save")
-        arrays: dict[str, np.ndarray] = {}
+        # Any, not np.ndarray: numpy's stub types savez_compressed's **kwds beside its allow_pickle: bool.
+        arrays: dict[str, Any] = {}
         for k in trajs[0].obs:
             arrays[f"obs/{k}"] = np.concatenate([t.obs[k] for t in trajs])
         arrays["acts"] = np.concatenate([t.acts for t in trajs])
@@ -250,7 +251,7 @@ class Demonstrations:
 
         def write(tmp: Path) -> None:
             with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+                np.savez_compressed(fh, **arrays)
 
         return atomic_write(p, write)
 

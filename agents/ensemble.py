@@ -92,7 +92,10 @@ class EnsembleAgent:
                     dist = policy.get_distribution(obs_t, action_masks=masks)
                 else:
                     dist = policy.get_distribution(obs_t)
-                probs = dist.distribution.probs.cpu().numpy().astype(np.float64)  # type: ignore[union-attr]
+                categorical = dist.distribution
+                if not isinstance(categorical, th.distributions.Categorical):
+                    raise AgentError("an ensemble averages one Discrete action's probabilities; this model has several")
+                probs = categorical.probs.cpu().numpy().astype(np.float64)
             probs = np.where(masks, probs, 0.0)
             total += probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-300)
         return total / len(self.models)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from agents.args import parse_teacher
-from agents.common import AgentError, atomic_write, make_env
+from agents.common import AgentError, atomic_write, make_env, simulated
 
 #: Metrics whose mean gets a confidence interval (columns ``<key>_ci95_low`` / ``<key>_ci95_high``), with
 #: the range their mean can take (the interval is clipped to it).
@@ -98,7 +98,7 @@ def metric_cell(row: pd.Series, key: str, scale: float, fmt: str, num_seeds: int
 def _env_config(env_id: str, env_kwargs: dict[str, Any]) -> Any:
     env = make_env(env_id, env_kwargs)
     try:
-        return env.unwrapped.config  # type: ignore[attr-defined]
+        return simulated(env).config
     finally:
         env.close()
 
@@ -146,7 +146,7 @@ def evaluate_model(
                     metrics = dict(info["metrics"])
                     break
                 if max_steps is not None and steps >= max_steps:
-                    metrics = dict(env.unwrapped.result().metrics)  # type: ignore[attr-defined]
+                    metrics = dict(simulated(env).result().metrics)
                     cut = True
                     break
             row: dict[str, Any] = {"seed": int(seed), **{k: float(v) for k, v in metrics.items()}}

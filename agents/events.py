@@ -32,6 +32,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 import baselines  # noqa: F401  (registers the policies)
 import hetgym  # noqa: F401  (registers the ids)
 from agents.args import AgentError, EventPPOArgs, parse_seeds
+from agents.common import num_actions, simulated
 from agents.vec import subproc_start_method
 from hetgym.sim import Simulator, make_policy
 from hetgym.stats import paired_interval
@@ -226,7 +227,7 @@ def evaluate(env_id: str, eval_seeds: str, model_path: Path, overrides: dict[str
     rows = []
     for seed in seeds:
         env = make_env(env_id, **(overrides or {}))
-        u = env.unwrapped
+        u = simulated(env)
         obs, info = env.reset(seed=seed, options={"workload_seed": seed})
         actions: list[int] = []
         while True:
@@ -240,9 +241,9 @@ def evaluate(env_id: str, eval_seeds: str, model_path: Path, overrides: dict[str
             "agent_dsr": info["metrics"]["dsr"],
             "decisions_per_job": info["metrics"]["decisions_per_job"],
         }
-        row["action_counts"] = np.bincount(actions, minlength=u.actions.n).tolist()  # type: ignore[attr-defined]
+        row["action_counts"] = np.bincount(actions, minlength=num_actions(env)).tolist()
         for expert in EXPERTS:
-            sim = Simulator(u.cluster, u.jobs, config=u.config.sim)  # type: ignore[attr-defined]
+            sim = Simulator(u.cluster, u.jobs, config=u.config.sim)
             row[f"{expert}_dsr"] = sim.run(make_policy(expert)).metrics["dsr"]
         rows.append(row)
         print(json.dumps(row), flush=True)

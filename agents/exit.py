@@ -42,7 +42,15 @@ import numpy as np
 
 from agents.args import AgentError, ExItArgs
 from agents.bc import RunResult, fit, make_logger, predict_actions
-from agents.common import AgentMeta, atomic_write, make_env, parse_seeds, save_agent, seed_everything
+from agents.common import (
+    AgentMeta,
+    atomic_write,
+    make_env,
+    num_actions,
+    parse_seeds,
+    save_agent,
+    seed_everything,
+)
 from agents.dagger import beta_at
 from agents.demos import Transitions, model_learner
 from agents.events import check_event_id
@@ -394,7 +402,7 @@ def train(args: ExItArgs, *, progress: bool = False) -> RunResult:
             raise AgentError(f"{folder} holds a run already: give --resume to continue it, or another --run-name")
         state = {"next_round": 0, "rounds": [], "cpu_s": 0.0}
         obs_dim = int(np.prod(env.observation_space.shape or (0,)))
-        labels = Labels.empty(obs_dim, int(env.action_space.n))  # type: ignore[attr-defined]
+        labels = Labels.empty(obs_dim, num_actions(env))
         model = new_student(env, args)
     val_seeds = parse_seeds(args.val_seeds)
     logger = make_logger(folder / "tb", args.track)

@@ -30,6 +30,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import explained_variance
 from torch.nn import functional as F
 
@@ -192,6 +193,12 @@ def pretrain_critic(
     return last
 
 
+def scheduled(value: Schedule | float, progress_remaining: float) -> float:
+    """A clip range at ``progress_remaining``: PPO's ``_setup_model`` makes each a schedule, though typed
+    as either."""
+    return float(value(progress_remaining)) if callable(value) else float(value)
+
+
 def frozen_copy(policy: Any) -> Any:
     """A copy of ``policy`` that no optimiser moves (the distillation teacher)."""
     teacher = copy.deepcopy(policy)
@@ -224,10 +231,10 @@ class KickstartPPO(MaskablePPO):
         # From here on: MaskablePPO.train, with the lines marked "distillation" added.
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
-        clip_range = self.clip_range(self._current_progress_remaining)  # type: ignore[operator]
+        clip_range = scheduled(self.clip_range, self._current_progress_remaining)
         clip_range_vf = None
         if self.clip_range_vf is not None:
-            clip_range_vf = self.clip_range_vf(self._current_progress_remaining)  # type: ignore[operator]
+            clip_range_vf = scheduled(self.clip_range_vf, self._current_progress_remaining)
         entropy_losses, pg_losses, value_losses, clip_fractions, distill_losses = [], [], [], [], []
         approx_kl_divs: list[float] = []
         continue_training = True

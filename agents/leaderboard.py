@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from agents.args import AgentError
-from agents.common import AgentMeta, atomic_write
+from agents.common import AgentMeta, atomic_write, num_actions
 from agents.evaluation import Evaluation
 from hetgym.stats import paired_interval
 
@@ -96,7 +96,7 @@ def constant_rule_dsrs(env_id: str, env_kwargs: Mapping[str, Any], seeds: Sequen
         if actions is None or not hasattr(u, "action_masks"):
             raise AgentError(f"{env_id} is not event-driven: constant rules exist for HetClusterEvents-* ids")
         out: dict[str, dict[int, float]] = {}
-        for action in range(int(env.action_space.n)):  # type: ignore[attr-defined]
+        for action in range(num_actions(env)):
             per_seed = {}
             for seed in seeds:
                 _, info = env.reset(seed=int(seed), options={"workload_seed": int(seed)})

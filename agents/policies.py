@@ -311,7 +311,7 @@ class _SlotPolicyMixin(WindowPolicyMixin):
         self.two_stage = bool(two_stage) and layout.codec == "sequential"
         self._init_window(layout, hidden, attention_layers)
         extractor_kwargs = {"num_slots": layout.num_slots}
-        super().__init__(  # type: ignore[call-arg]
+        super().__init__(
             observation_space, action_space, lr_schedule, **self._window_kwargs(kwargs, SlotExtractor, extractor_kwargs)
         )
 
@@ -330,27 +330,33 @@ class _SlotPolicyMixin(WindowPolicyMixin):
 
     def _replace_action_net(self, lr_schedule: Any) -> None:
         expected = self.slot_layout.num_logits
-        space = self.action_space  # type: ignore[attr-defined]
-        have = int(space.n) if isinstance(space, spaces.Discrete) else int(np.sum(space.nvec))
+        space = self.action_space
+        if isinstance(space, spaces.Discrete):
+            have = int(space.n)
+        elif isinstance(space, spaces.MultiDiscrete):
+            have = int(np.sum(space.nvec))
+        else:
+            raise ValueError(f"the slot network acts in a Discrete or MultiDiscrete space, not {space}")
         if have != expected:
             raise ValueError(
                 f"the slot layout {self.slot_layout} gives {expected} logits, the action space {have}: the slot "
                 "network has heads for the 'sequential' and 'multidiscrete' codecs only; use arch='set' "
                 "(--arch set) with 'jobwise' or 'jobwise-types', arch='mlp' (--arch mlp) with another codec"
             )
-        self.action_net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
-        if self.ortho_init:  # type: ignore[attr-defined]
-            ortho_init_head(self.action_net.head)
-            if self.action_net.commit is not None:
-                self.action_net.commit.apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
-        self.action_net.close_gates()
+        net = SlotActionNet(self.slot_layout, self.slot_hidden, self.slot_head)
+        self.action_net = net
+        if self.ortho_init:
+            ortho_init_head(net.head)
+            if net.commit is not None:
+                net.commit.apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
+        net.close_gates()
         self._optimise_all(lr_schedule)
 
     def _extra_parameters(self) -> dict[str, Any]:
         return {"head": self.slot_head, "two_stage": self.two_stage}
 
 
-class SlotActorCriticPolicy(_SlotPolicyMixin, ActorCriticPolicy):  # type: ignore[misc]
+class SlotActorCriticPolicy(_SlotPolicyMixin, ActorCriticPolicy):
     """The slot network as an SB3 ``ActorCriticPolicy`` (PPO; actions are not masked).
 
     Args:
@@ -368,7 +374,7 @@ class SlotActorCriticPolicy(_SlotPolicyMixin, ActorCriticPolicy):  # type: ignor
     """
 
 
-class MaskableSlotActorCriticPolicy(_SlotPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
+class MaskableSlotActorCriticPolicy(_SlotPolicyMixin, MaskableActorCriticPolicy):
     """The slot network as sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO, masked actions).
 
     Same arguments and parameter names as :class:`SlotActorCriticPolicy`.

@@ -271,7 +271,7 @@ class _SetPolicyMixin(WindowPolicyMixin):
         self._init_window(_layout(slot_layout), hidden, attention_layers)
         self.decoding = check_decoding(decoding)
         extractor_kwargs = {"slot_layout": asdict(self.slot_layout)}
-        super().__init__(  # type: ignore[call-arg]
+        super().__init__(
             observation_space, action_space, lr_schedule, **self._window_kwargs(kwargs, SetExtractor, extractor_kwargs)
         )
 
@@ -285,19 +285,22 @@ class _SetPolicyMixin(WindowPolicyMixin):
         return True  # the plain argmax too is taken over the logits
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = SetLatent(self.features_dim, self.slot_hidden)  # type: ignore[attr-defined]
+        self.mlp_extractor = SetLatent(self.features_dim, self.slot_hidden)
 
     def _replace_action_net(self, lr_schedule: Any) -> None:
         expected = jobwise_num_actions(self.slot_layout)
-        space = self.action_space  # type: ignore[attr-defined]
+        space = self.action_space
         if not isinstance(space, spaces.Discrete) or int(space.n) != expected:
             raise ValueError(
                 f"the jobwise layout {self.slot_layout} gives {expected} actions, the action space is {space}"
             )
-        extractor = self.features_extractor  # type: ignore[attr-defined]
-        self.action_net = SetActionNet(self.slot_layout, self.slot_hidden, extractor.pair_dim)
-        if self.ortho_init:  # type: ignore[attr-defined]
-            for head in (self.action_net.pair_head, self.action_net.job_head):
+        extractor = self.features_extractor
+        if not isinstance(extractor, SetExtractor):
+            raise TypeError(f"the set network reads its pairs from a SetExtractor, not {type(extractor).__name__}")
+        net = SetActionNet(self.slot_layout, self.slot_hidden, extractor.pair_dim)
+        self.action_net = net
+        if self.ortho_init:
+            for head in (net.pair_head, net.job_head):
                 ortho_init_head(head)
         self._optimise_all(lr_schedule)
 
@@ -305,7 +308,7 @@ class _SetPolicyMixin(WindowPolicyMixin):
         return {"decoding": self.decoding}
 
 
-class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[misc]
+class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):
     """The set network as an SB3 ``ActorCriticPolicy`` (PPO; actions are not masked).
 
     Args:
@@ -321,7 +324,7 @@ class SetActorCriticPolicy(_SetPolicyMixin, ActorCriticPolicy):  # type: ignore[
     """
 
 
-class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy):  # type: ignore[misc]
+class MaskableSetActorCriticPolicy(_SetPolicyMixin, MaskableActorCriticPolicy):
     """The set network as sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO, masked actions).
 
     Same arguments and parameter names as :class:`SetActorCriticPolicy`.

@@ -18,7 +18,7 @@ as ``rollout_buffer_class`` (:func:`time_discount_kwargs` picks it) and the call
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
@@ -39,7 +39,23 @@ def step_discounts(dt_s: np.ndarray, gamma: float, time_scale_s: float) -> np.nd
     return np.power(gamma, np.maximum(np.asarray(dt_s, dtype=np.float64), 0.0) / time_scale_s).astype(np.float32)
 
 
-class _TimeDiscountMixin:
+class _RolloutBufferHost:
+    """What :class:`_TimeDiscountMixin` calls of the SB3 rollout buffer after it in the bases (one of four
+    classes with no common base declaring ``add`` alike), for the type checker only; at run time the
+    mixin's base is ``object``."""
+
+    def reset(self) -> None: ...
+
+    def add(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+if TYPE_CHECKING:
+    _BufferHost = _RolloutBufferHost
+else:
+    _BufferHost = object
+
+
+class _TimeDiscountMixin(_BufferHost):
     """Per-transition discounts in a rollout buffer (see the module docstring)."""
 
     buffer_size: int
@@ -53,7 +69,7 @@ class _TimeDiscountMixin:
     returns: np.ndarray
 
     def reset(self) -> None:
-        super().reset()  # type: ignore[misc]
+        super().reset()
         self.discounts = np.ones((self.buffer_size, self.n_envs), dtype=np.float32)
         self.pending: np.ndarray | None = None
 
@@ -65,7 +81,7 @@ class _TimeDiscountMixin:
             )
         self.discounts[self.pos] = self.pending
         self.pending = None
-        super().add(*args, **kwargs)  # type: ignore[misc]
+        super().add(*args, **kwargs)
 
     def compute_returns_and_advantage(self, last_values: th.Tensor, dones: np.ndarray) -> None:
         last = last_values.clone().cpu().numpy().flatten()

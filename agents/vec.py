@@ -15,7 +15,7 @@ which a ``SubprocVecEnv`` answers from its workers.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -69,10 +69,11 @@ def make_train_venv(env_id: str, env_kwargs: Mapping[str, Any], n_envs: int, vec
     check_vec_options(n_envs, vec)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    factories = [EnvFactory(env_id, env_kwargs) for _ in range(n_envs)]
+    # SB3 types its factories as callables returning gym.Env: EnvFactory is one (a picklable class).
+    factories: list[Callable[[], gym.Env[Any, Any]]] = [EnvFactory(env_id, env_kwargs) for _ in range(n_envs)]
     if vec == "subproc":
-        return SubprocVecEnv(factories, start_method=subproc_start_method())  # type: ignore[arg-type]
-    return DummyVecEnv(factories)  # type: ignore[arg-type]
+        return SubprocVecEnv(factories, start_method=subproc_start_method())
+    return DummyVecEnv(factories)
 
 
 __all__ = ["EnvFactory", "make_train_venv", "subproc_start_method", "worker_env_id"]

@@ -14,19 +14,23 @@ other:
   the context.
 * :class:`WindowPolicyMixin`: the SB3 policy plumbing (the mixin comes first in the bases): the
   extractor's arguments, the optimiser over the replaced action head, the constructor parameters a
-  saved model is rebuilt from, and deterministic actions by the network's own decoding.
+  saved model is rebuilt from, and deterministic actions by the network's own decoding. For the type
+  checker it extends :class:`SB3PolicyHost`, what it uses of the SB3 class after it in the bases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
@@ -147,8 +151,12 @@ class PooledSlotEncoder(BaseFeaturesExtractor):
         return h, self.context(th.cat([mean, top, glob], dim=1))
 
 
-class ContextLatent(nn.Module):
+class ContextLatent(MlpExtractor):
     """SB3's ``mlp_extractor`` of the window networks: the actor reads everything, the critic the context.
+
+    An ``MlpExtractor`` (the type SB3's policies give their ``mlp_extractor``) without layers of its own:
+    its ``policy_net`` and ``value_net`` are empty, hold no parameters and draw no random numbers, so the
+    weights and their names are the critic layer's alone.
 
     Args:
         latent_dim_pi: The features' width (what the actor reads).
@@ -157,7 +165,7 @@ class ContextLatent(nn.Module):
     """
 
     def __init__(self, latent_dim_pi: int, ctx_at: int, hidden: int) -> None:
-        super().__init__()
+        super().__init__(latent_dim_pi, net_arch=[], activation_fn=nn.ReLU, device="cpu")
         self.hidden = hidden
         self.ctx_at = ctx_at
         self.latent_dim_pi = latent_dim_pi
@@ -181,7 +189,49 @@ def ortho_init_head(head: nn.Module) -> None:
     head[2].apply(partial(ActorCriticPolicy.init_weights, gain=0.01))
 
 
-class WindowPolicyMixin:
+class SB3PolicyHost(BasePolicy):
+    """What :class:`WindowPolicyMixin` uses of the SB3 actor-critic policy after it in the bases
+    (``ActorCriticPolicy`` or sb3-contrib's ``MaskableActorCriticPolicy``), for the type checker only.
+
+    Both derive from SB3's ``BasePolicy`` and add these attributes and methods, which no common base
+    declares (``get_distribution`` takes the action masks in the maskable one only), so the mixin names
+    them here; at run time the mixin's base is ``object`` and each name is the SB3 class's own.
+    """
+
+    ortho_init: bool
+    features_dim: int
+    mlp_extractor: MlpExtractor
+    action_net: nn.Module
+
+    def __init__(
+        self,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
+        lr_schedule: Schedule,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(observation_space, action_space)
+
+    def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
+        raise NotImplementedError
+
+    def get_distribution(self, obs: Any, action_masks: np.ndarray | None = None) -> Any:
+        raise NotImplementedError
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        raise NotImplementedError
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+if TYPE_CHECKING:
+    _PolicyHost = SB3PolicyHost
+else:
+    _PolicyHost = object
+
+
+class WindowPolicyMixin(_PolicyHost):
     """The SB3 plumbing of the window networks' policy classes (the mixin comes first in their bases).
 
     A network's own mixin subclasses this one: its ``__init__`` calls :meth:`_init_window` and then the
@@ -216,11 +266,9 @@ class WindowPolicyMixin:
 
     def _optimise_all(self, lr_schedule: Any) -> None:
         """A new optimiser, over the parameters of the replaced action head too."""
-        self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
-            self.parameters(),  # type: ignore[attr-defined]
-            lr=lr_schedule(1),
-            **self.optimizer_kwargs,  # type: ignore[attr-defined]
-        )
+        # As a callable: torch types Optimizer.__init__ without the lr that every optimiser SB3 takes has.
+        make_optimizer: Callable[..., th.optim.Optimizer] = self.optimizer_class
+        self.optimizer = make_optimizer(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _replace_action_net(self, lr_schedule: Any) -> None:
         raise NotImplementedError
@@ -236,11 +284,11 @@ class WindowPolicyMixin:
         raise NotImplementedError
 
     def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)  # type: ignore[misc]
+        super()._build(lr_schedule)
         self._replace_action_net(lr_schedule)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        data: dict[str, Any] = super()._get_constructor_parameters()  # type: ignore[misc]
+        data: dict[str, Any] = super()._get_constructor_parameters()
         for key in ("net_arch", "features_extractor_class", "features_extractor_kwargs"):
             data.pop(key, None)
         data.update(
@@ -255,9 +303,9 @@ class WindowPolicyMixin:
         self, observation: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
     ) -> th.Tensor:
         if action_masks is None:
-            dist = self.get_distribution(observation)  # type: ignore[attr-defined]
+            dist = self.get_distribution(observation)
         else:
-            dist = self.get_distribution(observation, action_masks)  # type: ignore[attr-defined]
+            dist = self.get_distribution(observation, action_masks)
         if deterministic and self._own_decoding():
             return self.deterministic_from_logits(dist.distribution.logits)
         return dist.get_actions(deterministic=deterministic)
@@ -267,6 +315,7 @@ __all__ = [
     "JOBWISE_CODECS",
     "ContextLatent",
     "PooledSlotEncoder",
+    "SB3PolicyHost",
     "SlotLayout",
     "WindowPolicyMixin",
     "ortho_init_head",
