@@ -30,14 +30,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from torch.nn import functional as F
 
-from agents.args import BCArgs, DAggerArgs, check_lr_schedule
+from agents.args import BCArgs, DAggerArgs, ImitationArgs, check_lr_schedule
 from agents.common import (
     AgentError,
     AgentMeta,
@@ -50,7 +50,7 @@ from agents.common import (
     save_meta,
     seed_everything,
 )
-from agents.demos import Transitions, check_obs_dtype, demonstration_seeds, load_demonstrations
+from agents.demos import Demonstrations, Transitions, check_obs_dtype, demonstration_seeds, load_demonstrations
 from agents.progress import collect_with_progress, progress_report
 
 _MASKED = -1e8
@@ -449,6 +449,31 @@ def log_evaluation(logger: Any, result: dict[str, Any], step: int, prefix: str =
     logger.dump(step)
 
 
+class ImitationInputs(NamedTuple):
+    """What BC and DAgger read off their arguments before anything is written (:func:`imitation_inputs`)."""
+
+    folder: Path
+    env_kwargs: dict[str, Any]
+    demos: Demonstrations | None
+    train_seeds: list[int]
+    val_seeds: list[int]
+    eval_seeds: list[int]
+
+
+def imitation_inputs(args: ImitationArgs, recipe: str) -> ImitationInputs:
+    """The run folder, the environment's overrides, the loaded demonstrations (``args.demos``; they bring
+    their own training seeds, else ``args.train_seeds``), and the validation and evaluation seeds."""
+    folder = Path(args.out_dir) / (args.run_name or run_name(args.env_id, recipe, args.teacher, args.seed))
+    env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
+    check_obs_dtype(args.obs_dtype)
+    demos = (
+        load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs, args.obs_dtype) if args.demos else None
+    )
+    train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
+    eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
+    return ImitationInputs(folder, env_kwargs, demos, train_seeds, parse_seeds(args.val_seeds), eval_seeds)
+
+
 def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     """Run the behaviour-cloning recipe (see the module docstring)."""
     started = time.perf_counter()
@@ -457,17 +482,8 @@ def train(args: BCArgs, *, progress: bool = False) -> RunResult:
     if args.algo not in ("ppo", "maskable-ppo"):
         raise AgentError(f"algo={args.algo!r}: the clone is saved as 'ppo' or 'maskable-ppo'")
     check_lr_schedule(args.lr_schedule)
-    name = args.run_name or run_name(args.env_id, "bc", args.teacher, args.seed)
-    folder = Path(args.out_dir) / name
-    env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
-    # Checked before anything is written. Loaded demonstrations bring their own training seeds.
-    check_obs_dtype(args.obs_dtype)
-    demos = (
-        load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs, args.obs_dtype) if args.demos else None
-    )
-    train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
-    val_seeds = parse_seeds(args.val_seeds)
-    eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
+    # Checked before anything is written.
+    folder, env_kwargs, demos, train_seeds, val_seeds, eval_seeds = imitation_inputs(args, "bc")
     overlap = set(train_seeds) & (set(val_seeds) | set(eval_seeds))
     if overlap:
         raise AgentError(f"seeds {sorted(overlap)} are both training and held-out seeds; keep them apart")
@@ -567,6 +583,7 @@ __all__ = [
     "evaluate_against_teacher",
     "fit",
     "forward_logits",
+    "imitation_inputs",
     "load_demonstrations",
     "new_model",
     "predict_actions",

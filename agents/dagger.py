@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,10 +28,9 @@ from agents.args import DAggerArgs, check_lr_schedule
 from agents.bc import (
     RunResult,
     action_agreement,
-    demonstration_seeds,
     evaluate_against_teacher,
     fit,
-    load_demonstrations,
+    imitation_inputs,
     log_evaluation,
     make_logger,
     model_from_args,
@@ -40,17 +38,14 @@ from agents.bc import (
 from agents.common import (
     AgentError,
     AgentMeta,
-    agent_env_kwargs,
     load_agent,
     make_env,
-    parse_seeds,
     resolve_model_path,
-    run_name,
     save_agent,
     save_meta,
     seed_everything,
 )
-from agents.demos import Demonstrations, Transitions, check_obs_dtype, model_learner, rollout
+from agents.demos import Demonstrations, Transitions, model_learner, rollout
 from agents.progress import EpisodeCounter, collect_with_progress, progress_report
 
 BETA_SCHEDULES: tuple[str, ...] = ("linear", "exponential", "constant")
@@ -77,6 +72,21 @@ def beta_at(
     raise AgentError(f"unknown beta schedule {schedule!r}; use one of {BETA_SCHEDULES}")
 
 
+def later_round_seeds(first: int, rounds: int, per_round: int, held_out: set[int]) -> list[list[int]]:
+    """The workload seeds of rounds 1.. of a DAgger loop: ``per_round`` each, counting up from ``first`` and
+    skipping the ``held_out`` ones."""
+    out: list[list[int]] = []
+    next_seed = first
+    for _ in range(rounds):
+        seeds: list[int] = []
+        while len(seeds) < per_round:
+            if next_seed not in held_out:
+                seeds.append(next_seed)
+            next_seed += 1
+        out.append(seeds)
+    return out
+
+
 def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     """Run the DAgger recipe (see the module docstring)."""
     started = time.perf_counter()
@@ -89,30 +99,14 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
         raise AgentError(f"rounds={args.rounds}, episodes_per_round={args.episodes_per_round}: need >= 0 and >= 1")
     if args.first_round_seed is not None and args.first_round_seed < 0:
         raise AgentError(f"first_round_seed={args.first_round_seed}: a workload seed is >= 0")
-    name = args.run_name or run_name(args.env_id, "dagger", args.teacher, args.seed)
-    folder = Path(args.out_dir) / name
-    env_kwargs = agent_env_kwargs(args.teacher, args.env, args.env_id)
     # Round 0's demonstrations: loaded (they bring their own seeds) or collected on train_seeds.
-    check_obs_dtype(args.obs_dtype)
-    demos = (
-        load_demonstrations(args.demos, args.teacher, args.env_id, env_kwargs, args.obs_dtype) if args.demos else None
-    )
-    train_seeds = demonstration_seeds(demos) if demos is not None else parse_seeds(args.train_seeds)
-    val_seeds = parse_seeds(args.val_seeds)
-    eval_seeds = parse_seeds(args.eval_seeds) if str(args.eval_seeds).strip() else []
+    folder, env_kwargs, demos, train_seeds, val_seeds, eval_seeds = imitation_inputs(args, "dagger")
     held_out = set(val_seeds) | set(eval_seeds)
     if args.first_round_seed is not None:
         next_seed = args.first_round_seed
     else:
         next_seed = max(train_seeds) + 1 if train_seeds else 0
-    round_seeds: list[list[int]] = []
-    for _ in range(args.rounds):
-        seeds: list[int] = []
-        while len(seeds) < args.episodes_per_round:
-            if next_seed not in held_out:
-                seeds.append(next_seed)
-            next_seed += 1
-        round_seeds.append(seeds)
+    round_seeds = later_round_seeds(next_seed, args.rounds, args.episodes_per_round, held_out)
     if set(train_seeds) & held_out:
         raise AgentError(f"seeds {sorted(set(train_seeds) & held_out)} are both training and held-out seeds")
     env = make_env(args.env_id, env_kwargs)
@@ -281,4 +275,4 @@ def train(args: DAggerArgs, *, progress: bool = False) -> RunResult:
     return RunResult(folder, model, meta)
 
 
-__all__ = ["BETA_SCHEDULES", "DAggerArgs", "beta_at", "train"]
+__all__ = ["BETA_SCHEDULES", "DAggerArgs", "beta_at", "later_round_seeds", "train"]

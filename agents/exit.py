@@ -51,7 +51,7 @@ from agents.common import (
     save_agent,
     seed_everything,
 )
-from agents.dagger import beta_at
+from agents.dagger import beta_at, later_round_seeds
 from agents.demos import Transitions, model_learner
 from agents.events import check_event_id
 from agents.progress import progress_report
@@ -169,16 +169,7 @@ def round_seeds(args: ExItArgs) -> list[list[int]]:
     held_out = set(parse_seeds(args.val_seeds)) | set(EVAL_SEEDS)
     if set(train) & held_out:
         raise AgentError(f"train_seeds {sorted(set(train) & held_out)} are held out (val_seeds or 1000-1019)")
-    out = [train]
-    next_seed = max(train) + 1
-    for _ in range(args.rounds):
-        seeds: list[int] = []
-        while len(seeds) < args.episodes_per_round:
-            if next_seed not in held_out:
-                seeds.append(next_seed)
-            next_seed += 1
-        out.append(seeds)
-    return out
+    return [train, *later_round_seeds(max(train) + 1, args.rounds, args.episodes_per_round, held_out)]
 
 
 def check_args(args: ExItArgs) -> None:
