@@ -75,10 +75,10 @@ def add_dataclass_options(parser: argparse.ArgumentParser, classes: Sequence[typ
                 continue
             seen.add(f.name)
             typ, optional = _base_type(f.type)
-            default = f.default if f.default is not dataclasses.MISSING else None
-            users = [getattr(c, "choice", "") or c.__name__ for c in classes if f.name in _names(c)]
-            scope = "" if len(users) == len(classes) else f" [{', '.join(users)}]"
-            help_text = f"{helps.get(f.name, '')} (default: {default}){scope}".replace("%", "%%")
+            users = [c for c in classes if f.name in _names(c)]
+            names = [_choice(c) for c in users]
+            scope = "" if len(users) == len(classes) else f" [{', '.join(names)}]"
+            help_text = f"{helps.get(f.name, '')} ({_defaults(f.name, users)}){scope}".replace("%", "%%")
             flag = "--" + f.name.replace("_", "-")
             if typ is bool:
                 group.add_argument(
@@ -91,6 +91,29 @@ def add_dataclass_options(parser: argparse.ArgumentParser, classes: Sequence[typ
                 group.add_argument(
                     flag, dest=f.name, type=convert, default=None, metavar=f.name.upper(), help=help_text
                 )
+
+
+def _choice(cls: type) -> str:
+    """The ``--algo`` choice whose arguments ``cls`` holds (its name when it names none)."""
+    return str(getattr(cls, "choice", "") or cls.__name__)
+
+
+def _default(cls: type, name: str) -> Any:
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
+
+def _defaults(name: str, users: Sequence[type]) -> str:
+    """``default: X``, or, where the recipes differ, ``default: X; events-ppo, kickstart: Y``."""
+    first = _default(users[0], name)
+    others: dict[str, list[str]] = {}
+    for cls in users[1:]:
+        value = _default(cls, name)
+        if value != first:
+            others.setdefault(str(value), []).append(_choice(cls))
+    return "; ".join([f"default: {first}", *(f"{', '.join(who)}: {value}" for value, who in others.items())])
 
 
 def _optional(convert: Any) -> Any:
