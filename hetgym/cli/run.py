@@ -31,6 +31,7 @@ from hetgym.cli._common import (
 from hetgym.cli._errors import DEBUG_HINT, debug_wanted
 from hetgym.limits import check_runs
 from hetgym.progress import ProgressReport, format_duration
+from hetgym.seeds import SeedsError, parse_seeds
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.usercode import describe
 
@@ -91,8 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument(
         "--seeds",
-        help="comma-separated seeds (default 0,1,2; on a canonical --trace, whose workload is the same for every "
-        "seed, a policy that is not randomised runs seed 0 only, its other seeds repeating that run)",
+        help="seeds, a list (0,1,2) or a range (0-4) (default 0,1,2; on a canonical --trace, whose workload is the "
+        "same for every seed, a policy that is not randomised runs seed 0 only, its other seeds repeating that run)",
     )
     c.add_argument(
         "--out",
@@ -205,13 +206,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not policies:
         raise ValueError("--policies is empty; give e.g. --policies fifo,srtf")
     try:
-        seeds = [int(s) for s in str(args.seeds or "0,1,2").split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. --seeds 0,1,2") from None
-    if not seeds:
-        raise ValueError("--seeds is empty; give e.g. --seeds 0,1,2")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds {args.seeds!r} names a seed twice; name each once")
+        seeds = parse_seeds(str(args.seeds or "0,1,2"))
+    except SeedsError as exc:
+        raise ValueError(f"--seeds: {exc}") from None
     check_runs(len(policies) * len(seeds), f"--policies ({len(policies)}) x --seeds ({len(seeds)})", _MANY_RUNS)
     options = parse_options(args.policy_option, scoped=True)
     for name in options:

@@ -110,7 +110,7 @@ def test_simulate_a_trace_file(tmp_path: Path) -> None:
         (["simulate", "--policy", "fifo", "-P", "strickt=1", "--scenario", "tiny"], "did you mean 'strict'"),
         (["compare", "--scenario", "tiny", "-P", "srtf=1"], "policy:key=value"),
         (["simulate", "--policy", "fifo", "--trace", "/nonexistent.csv"], "no such file"),
-        (["compare", "--scenario", "tiny", "--seeds", ","], "--seeds is empty"),
+        (["compare", "--scenario", "tiny", "--seeds", ","], "--seeds: no seeds in ','"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(

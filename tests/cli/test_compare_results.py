@@ -128,7 +128,7 @@ def test_a_misspelt_knob_fails_before_any_run_and_keeps_earlier_results(
         (["compare", "--policies", "fifo,srtf", "-P", "srtf:type_choice=orderr"], "type_choice='orderr' is not one of"),
         (["compare", "--policies", "fifo", "-P", "srtf:type_choice=order"], "not among the compared"),
         (["compare", "--policies", "fifo,fifo"], "name a policy twice"),
-        (["compare", "--policies", "fifo", "--seeds", "0,x"], "comma-separated integers"),
+        (["compare", "--policies", "fifo", "--seeds", "0,x"], "'x' is not a non-negative integer or a range"),
         (["simulate", "--policy", "srtf", "-P", "type_choise=order"], "unknown knob 'type_choise' for policy 'srtf'"),
     ],
 )
