@@ -1,7 +1,12 @@
-"""The recipes' arguments: one dataclass per recipe, with a docstring per field (cleanrl style).
+"""The recipes' arguments: one dataclass hierarchy, with a docstring per field (cleanrl style).
 
-They live apart from the recipes (:mod:`agents.bc`, :mod:`agents.dagger`, :mod:`agents.ppo`), which import
-torch, so that the ``hetgym`` command can list their options without importing torch.
+:class:`RunArgs` holds what every recipe takes; :class:`ImitationArgs` (BC, DAgger), :class:`RoundArgs`
+(the rounds of DAgger and expert iteration) and :class:`OnPolicyArgs` (PPO's hyperparameters, on either
+interface) what some share; each ``hetgym train --algo`` choice's class (:data:`RECIPE_ARGS`) adds its own
+fields and defaults. They live apart from the recipes (:mod:`agents.bc`, :mod:`agents.dagger`,
+:mod:`agents.ppo`, :mod:`agents.exit`, :mod:`agents.event_recipes`), which import torch, so that the
+``hetgym`` command can list their options without importing torch. Seed lists are read by the project's
+one parser (:func:`parse_seeds`).
 """
 
 from __future__ import annotations
