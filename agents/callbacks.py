@@ -29,6 +29,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from agents.common import AgentMeta, save_agent
+from hetgym.progress import ProgressReport
 
 
 class TeacherReference:
@@ -184,10 +185,23 @@ class CriticWarmup(BaseCallback):
         return True
 
 
+class ProgressCallback(BaseCallback):
+    """Advances the progress report by one step per environment step."""
+
+    def __init__(self, bar: ProgressReport) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def _on_step(self) -> bool:
+        self.bar.advance(self.training_env.num_envs if self.training_env is not None else 1)
+        return True
+
+
 __all__ = [
     "CriticWarmup",
     "EpisodeMetricsCallback",
     "PeriodicCheckpoint",
+    "ProgressCallback",
     "TeacherReference",
     "actor_parameters",
     "episode_record",

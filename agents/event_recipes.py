@@ -46,6 +46,8 @@ from agents.events import (
     saved_model,
     write_args,
 )
+from agents.progress import progress_report
+from hetgym.progress import ProgressReport
 
 #: Each recipe's name in ``agent.json`` (and in its default run name).
 RECIPE_NAMES: dict[type[EventPPOArgs], str] = {
@@ -94,7 +96,6 @@ def check(args: EventPPOArgs) -> Path:
 def train(args: EventPPOArgs, *, progress: bool = False) -> RunResult:
     """Run the recipe ``args`` describes (module docstring); the run folder and its ``agent.json`` (the model
     is saved there, not returned)."""
-    del progress  # training reports through TensorBoard and its printed lines
     run = check(args)
     recipe = RECIPE_NAMES[type(args)]
     teacher = args.teacher if isinstance(args, KickstartArgs) else None
@@ -106,12 +107,13 @@ def train(args: EventPPOArgs, *, progress: bool = False) -> RunResult:
     else:
         # Seeding block.
         seed_everything(args.seed, args.torch_threads)
-        if isinstance(args, KickstartArgs):
-            model_path = _kickstart(args, run)
-        elif isinstance(args, CurriculumArgs):
-            model_path = _curriculum(args, run)
-        else:
-            model_path = _ppo(args, run)
+        with progress_report(progress) as bar:
+            if isinstance(args, KickstartArgs):
+                model_path = _kickstart(args, run, bar)
+            elif isinstance(args, CurriculumArgs):
+                model_path = _curriculum(args, run, bar)
+            else:
+                model_path = _ppo(args, run, bar)
     summary = finish(args, run, model_path, time.perf_counter() - started, recipe=recipe, teacher=teacher)
     meta = AgentMeta.from_json((run / META_FILE).read_text(), str(run / META_FILE))
     if summary is not None:  # for the command's table (eval.json holds the whole summary)
@@ -124,7 +126,7 @@ def _venv(args: EventPPOArgs, seed: int, **overrides: Any) -> Any:
     return make_venv(args.env_id, args.n_envs, subproc=args.vec == "subproc", seed=seed, **overrides)
 
 
-def _ppo(args: EventPPOArgs, run: Path) -> Path:
+def _ppo(args: EventPPOArgs, run: Path, bar: ProgressReport) -> Path:
     from sb3_contrib import MaskablePPO
 
     venv = _venv(args, args.seed, **env_overrides(args))
@@ -134,7 +136,8 @@ def _ppo(args: EventPPOArgs, run: Path) -> Path:
         print(f"resuming from {resume_from} ({model.num_timesteps} steps)", flush=True)
     else:
         model = new_ppo(MaskablePPO, venv, args, run)
-    return learn_and_save(model, args, run, resumed=resume_from is not None, tb_log_name="ppo", recipe="events-ppo")
+    resumed = resume_from is not None
+    return learn_and_save(model, args, run, resumed=resumed, tb_log_name="ppo", recipe="events-ppo", bar=bar)
 
 
 def warm_start(args: KickstartArgs, model: Any, run: Path) -> dict[str, Any]:
@@ -168,7 +171,7 @@ def warm_start(args: KickstartArgs, model: Any, run: Path) -> dict[str, Any]:
     }
 
 
-def _kickstart(args: KickstartArgs, run: Path) -> Path:
+def _kickstart(args: KickstartArgs, run: Path, bar: ProgressReport) -> Path:
     from sb3_contrib import MaskablePPO
 
     from agents.kickstart import KickstartPPO, frozen_copy
@@ -182,6 +185,7 @@ def _kickstart(args: KickstartArgs, run: Path) -> Path:
         print(f"resuming from {resume_from} ({model.num_timesteps} steps)", flush=True)
     else:
         model = new_ppo(KickstartPPO, venv, args, run)
+        bar.task(f"kickstart: the teacher's episodes, cloning and the critic's fit ({args.teacher})", None)
         report = warm_start(args, model, run)
         (run / "teacher.json").write_text(json.dumps(report, indent=1) + "\n")
         print(json.dumps(report), flush=True)
@@ -191,11 +195,18 @@ def _kickstart(args: KickstartArgs, run: Path) -> Path:
     model.distill_start, model.distill_steps = args.distill_start, args.distill_steps
     resumed = resume_from is not None
     return learn_and_save(
-        model, args, run, resumed=resumed, tb_log_name="kickstart", recipe="events-kickstart", teacher=args.teacher
+        model,
+        args,
+        run,
+        resumed=resumed,
+        tb_log_name="kickstart",
+        recipe="events-kickstart",
+        teacher=args.teacher,
+        bar=bar,
     )
 
 
-def _curriculum(args: CurriculumArgs, run: Path) -> Path:
+def _curriculum(args: CurriculumArgs, run: Path, bar: ProgressReport) -> Path:
     from sb3_contrib import MaskablePPO
 
     recipe = RECIPE_NAMES[CurriculumArgs]
@@ -226,7 +237,7 @@ def _curriculum(args: CurriculumArgs, run: Path) -> Path:
         print(f"stage {i + 1}/{len(stages)}: {jobs} jobs at {rate:g}/h up to {end} steps", flush=True)
         stage_args = dataclasses.replace(args, total_timesteps=end, max_train_s=left_s)
         resumed = model.num_timesteps > 0
-        path = learn_and_save(model, stage_args, run, resumed=resumed, tb_log_name="curriculum", recipe=recipe)
+        path = learn_and_save(model, stage_args, run, resumed=resumed, tb_log_name="curriculum", recipe=recipe, bar=bar)
     if model is None:
         raise AgentError("--stages names no stage; give e.g. 30:6:10000,120:12:20000")
     if not path.exists():  # every stage was done already (a resumed, finished run)

@@ -32,8 +32,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 import baselines  # noqa: F401  (registers the policies)
 import hetgym  # noqa: F401  (registers the ids)
 from agents.args import AgentError, EventPPOArgs, parse_seeds
+from agents.callbacks import ProgressCallback
 from agents.common import num_actions, simulated
 from agents.vec import subproc_start_method
+from hetgym.progress import ProgressReport
 from hetgym.sim import Simulator, make_policy
 from hetgym.stats import paired_interval
 
@@ -185,7 +187,15 @@ class StopAfter(BaseCallback):
 
 
 def learn_and_save(
-    model: Any, args: Any, run: Path, *, resumed: bool, tb_log_name: str, recipe: str, teacher: str | None = None
+    model: Any,
+    args: Any,
+    run: Path,
+    *,
+    resumed: bool,
+    tb_log_name: str,
+    recipe: str,
+    teacher: str | None = None,
+    bar: ProgressReport | None = None,
 ) -> Path:
     """Train ``model`` up to ``args.total_timesteps`` (a checkpoint in ``run/checkpoints`` every
     ``args.checkpoint_every``, stopped after ``args.max_train_s``), then save ``run/model.zip`` (to resume
@@ -196,6 +206,10 @@ def learn_and_save(
     remaining = args.total_timesteps - model.num_timesteps
     if remaining > 0:
         callbacks: list[BaseCallback] = [StopAfter(args.max_train_s)]
+        if bar is not None:
+            bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
+            bar.update(completed=model.num_timesteps)
+            callbacks.append(ProgressCallback(bar))
         if args.checkpoint_every > 0:
             every = max(args.checkpoint_every // args.n_envs, 1)
             callbacks.append(CheckpointCallback(every, str(run / "checkpoints"), name_prefix="ckpt"))

@@ -27,11 +27,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.callbacks import CallbackList
 
 from agents.args import PPOArgs, check_vec_options
 from agents.bc import RunResult, evaluate_against_teacher, log_evaluation, make_logger, new_model
-from agents.callbacks import CriticWarmup, EpisodeMetricsCallback, PeriodicCheckpoint, TeacherReference
+from agents.callbacks import (
+    CriticWarmup,
+    EpisodeMetricsCallback,
+    PeriodicCheckpoint,
+    ProgressCallback,
+    TeacherReference,
+)
 from agents.common import (
     AgentError,
     AgentMeta,
@@ -46,7 +52,6 @@ from agents.common import (
 from agents.progress import progress_report
 from agents.smdp import TimeDiscountCallback, time_discount_kwargs
 from agents.vec import make_train_venv
-from hetgym.progress import ProgressReport
 
 #: ``gym.make`` settings a fine-tuning run may change: they shape the reward only.
 REWARD_ONLY_KEYS = frozenset({"reward", "reward_baseline", "shaping", "shaping_gamma"})
@@ -159,7 +164,7 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
             callbacks.append(PeriodicCheckpoint(folder, meta, args.checkpoint_every))
         with progress_report(progress) as bar:
             bar.task(f"{recipe}: training", args.total_timesteps, unit="timesteps")
-            callbacks.append(_ProgressCallback(bar))
+            callbacks.append(ProgressCallback(bar))
             model.learn(total_timesteps=args.total_timesteps, callback=CallbackList(callbacks))
             meta.results = {
                 "stage": "trained",
@@ -188,18 +193,6 @@ def train(args: PPOArgs, *, progress: bool = False) -> RunResult:
     save_meta(meta, folder)
     logger.close()
     return RunResult(folder, model, meta)
-
-
-class _ProgressCallback(BaseCallback):
-    """Advances the progress bar by one step per environment step."""
-
-    def __init__(self, bar: ProgressReport) -> None:
-        super().__init__()
-        self.bar = bar
-
-    def _on_step(self) -> bool:
-        self.bar.advance(self.training_env.num_envs if self.training_env is not None else 1)
-        return True
 
 
 __all__ = ["REWARD_ONLY_KEYS", "PPOArgs", "train"]
