@@ -5,6 +5,7 @@ written."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,8 +76,16 @@ def test_curriculum_runs_its_stages_resumes_and_evaluates(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["events-ppo", "kickstart", "curriculum"])
-def test_smoke_runs_each_event_recipe_end_to_end(algo: str, tmp_path: Path) -> None:
-    assert train("--smoke", "--algo", algo, "--preset", "tiny", "--out-dir", str(tmp_path), "--run-name", "s") == 0
+def test_smoke_runs_each_event_recipe_end_to_end(
+    algo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HETGYM_PROGRESS_S", "10")
+    argv = ["train", "--smoke", "--algo", algo, "--preset", "tiny", "--out-dir", str(tmp_path), "--run-name", "s"]
+    assert main(argv) == 0
+    recipe = {"kickstart": "events-kickstart", "curriculum": "events-curriculum"}.get(algo, algo)
+    assert re.search(
+        rf"^progress: {recipe}: training 512/512 timesteps \(100%\), done in ", capsys.readouterr().out, re.M
+    )
     meta = json.loads((tmp_path / "s" / "agent.json").read_text())
     budgets = SMOKE_BUDGETS[{"events-ppo": "EventPPOArgs"}.get(algo, algo.capitalize() + "Args")]
     assert {k: meta["args"][k] for k in budgets if k != "total_timesteps"} == {
