@@ -109,7 +109,7 @@ class HetClusterVectorEnv(VectorEnv):
         obs_space: Any = first.observation_space
         self._obs_spaces: dict[str, gym.spaces.Space[Any]] = dict(obs_space.spaces)
         # The flat layout of every sub-env's observation (the same encoder for all), or None: per-key copies.
-        layout = first.encoder.layout
+        layout: dict[str, slice] | None = first.encoder.layout
         if layout is not None and set(layout) != set(self._obs_spaces):
             layout = None
         self._layout: dict[str, slice] | None = layout
