@@ -14,6 +14,7 @@ from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.intervals import add_deadlines, add_ended, add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
+from hetgym.envs.observations_layout import Observation, ObservationLayout
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
@@ -37,7 +38,7 @@ RESET_OPTIONS = ("workload_seed", "jobs")
 TERMINAL_REASONS = ("done", "stalled")
 
 
-class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
+class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
     """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
     how many GPUs of which type.
 
@@ -96,6 +97,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
     slot being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
     clock, and out-of-window aggregates. Wrap with ``gymnasium.wrappers.FlattenObservation`` for ``MlpPolicy``.
 
+    The encoder writes these features as one float32 vector; :attr:`layout` names its slices (``name -> (start,
+    stop, shape)``, :class:`~hetgym.envs.observations_layout.ObservationLayout`) and the ``Dict`` is their views.
+    With ``flatten=True`` (the ``-v2`` ids) the observation is that vector, a ``Box`` of the layout's bounds, for
+    an ``MlpPolicy`` without a wrapper (:class:`~hetgym.envs.flat.DictObservation` gives the ``Dict`` back).
+
     ## Rewards
 
     ``reward="deadline"`` (default): +1 when a job meets its deadline, -1 when one is lost;
@@ -146,7 +152,8 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
     registries, so a registered plug-in is used by name like a built-in one; an unknown key or name raises
     an error naming the nearest valid one. ``HetCluster-Tiny-v1`` is the same with ``scenario="tiny"``.
     The ``-v1`` ids set ``interface="v1"`` (``codec="jobwise"``, ``decisions="on-change"``,
-    ``observation="window-cursor"``, ``queue_slots=32``); the ``-v0`` ids keep the defaults above.
+    ``observation="window-cursor"``, ``queue_slots=32``); the ``-v2`` ids (``HetCluster-v2``,
+    ``HetCluster-Tiny-v2``) add ``flatten=True``; the ``-v0`` ids keep the defaults above.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
     target allocation to actions (:mod:`hetgym.experts` builds on it). For batching: :meth:`transition` is a
@@ -164,8 +171,12 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
       (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``. Later
       additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
-    * v2: A different MDP in its own class, :class:`~hetgym.envs.events.HetClusterEventEnv`: one decision per
-      job arrival (admission and GPU type), a guided ElasticFlow allocating between them. v0 and v1 stay here.
+    * v2: v1's MDP (the same actions, rewards, episodes and feature values) with the observation flat by
+      default (``flatten=True``): the encoder's float32 vector under a ``Box``, its slices named by
+      :attr:`layout`, instead of a ``Dict`` of 30-odd arrays that every step built and a ``MlpPolicy`` flattened
+      again. v0 and v1 are unchanged, bit for bit. (The event-driven interface, one decision per job arrival
+      with a guided ElasticFlow allocating between them, is a different MDP in its own class and ids:
+      :class:`~hetgym.envs.events.HetClusterEventEnv`, ``HetClusterEvents-v0`` and later.)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -202,7 +213,10 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
             self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
-        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        # The flat ids (flatten=True) return the encoder's vector; the others the Dict of its slices.
+        space: gym.spaces.Space[Any] = self.encoder.flat_space if config.flatten else self.encoder.space
+        self.observation_space = space
+        self._flat = config.flatten
         self._reward_fn = REWARDS.get(config.reward)
         self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = RateTable(self.cluster, self.throughput)
@@ -236,7 +250,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Observation, dict[str, Any]]:
         """Start an episode: draw the workload from ``np_random`` and advance to the first epoch.
 
         Args:
@@ -248,12 +262,23 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._start_episode(options)
         info = self._info(RewardComponents(), committed=False, invalid=False)
         info["workload_seed"] = self.workload_seed
-        return self.encoder.observe(self.state), info
+        return self._observe(), info
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one action (see the class docstring); commits advance the simulator."""
         reward, terminated, truncated, info = self.transition(action)
-        return self.encoder.observe(self.state), reward, terminated, truncated, info
+        return self._observe(), reward, terminated, truncated, info
+
+    def _observe(self) -> Observation:
+        """The observation of the current draft: the flat vector (``flatten=True``) or the ``Dict`` of its slices."""
+        if self._flat:
+            return self.encoder.observe_flat(self.state)
+        return self.encoder.observe(self.state)
+
+    @property
+    def layout(self) -> ObservationLayout:
+        """Where each feature lies in the flat observation: ``name -> (start, stop, shape)`` (the encoder's)."""
+        return self.encoder.flat_layout
 
     def step_into(self, action: Any, out: np.ndarray) -> tuple[float, bool, bool, dict[str, Any]]:
         """:meth:`step`, with the observation written into ``out`` instead of returned.

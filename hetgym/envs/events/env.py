@@ -71,8 +71,10 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     cluster per type (capacity, free GPUs, GPUs held by guaranteed and by best-effort jobs) and queue
     aggregates (active, waiting, guaranteed, best-effort and late jobs, committed work, workload arrived,
     clock). ``probe=False`` leaves the admission-test features at 0 (and skips computing them).
-    ``flatten=True`` gives the same features as one float32 vector (``gymnasium.spaces.flatten`` of the
-    ``Dict``, the layout ``gymnasium.wrappers.FlattenObservation`` gives), for an ``MlpPolicy``.
+    The encoder writes the features as one float32 vector, its slices named by :attr:`layout` (``name ->
+    (start, stop, shape)``) in the keys' sorted order, the order ``gymnasium.spaces.flatten`` of the ``Dict``
+    and ``gymnasium.wrappers.FlattenObservation`` give; the ``Dict`` is their views. ``flatten=True`` (the
+    ``-v2`` ids) gives that vector, for an ``MlpPolicy``.
 
     ## Rewards
 
@@ -102,7 +104,8 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``action_set``, ``probe``,
     ``time_scale_s``, ``max_time_s``;
     and ``render_mode="ansi"``. ``HetClusterEvents-Tiny-v0`` is the same with ``scenario="tiny"``;
-    ``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` add ``action_set="share"``. An unknown key
+    ``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` add ``action_set="share"``;
+    ``HetClusterEvents-v2`` and ``HetClusterEvents-Tiny-v2`` add ``flatten=True`` to those. An unknown key
     names the nearest valid one.
 
     ## Version History
@@ -113,6 +116,9 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
       priority class in ElasticFlow's leftover GPUs and a cap on its GPUs, ``Discrete(6 * T + 16)``. The
       first ``2 * T + 4`` actions, the observation and the rewards are v0's; action 0 is still ElasticFlow,
       bit for bit. v0 is unchanged.
+    * v2: v1's MDP with the observation flat by default (``flatten=True``): one float32 ``Box``, the vector
+      ``flatten=True`` already gave on v0 and v1, now the encoder's own output rather than a ``Dict`` flattened
+      again every step, with :attr:`layout` naming its slices. v0 and v1 are unchanged, bit for bit.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
