@@ -89,18 +89,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
 
     ## Observation Space
 
-    A flat ``Dict`` of float32 ``Box`` es, every feature in ``[0, 1]`` or ``[-1, 1]``; see
-    :class:`~hetgym.envs.observations.WindowObservation` for the full table. Per slot: whether it is
-    used, the job's relative speed on each type, requested GPUs, remaining time at its best rate,
-    progress, deadline slack and time to deadline, age, waiting time, whether it runs, its current rate,
-    its GPUs per type before and in the draft, rejection and mode in the draft (``jobwise``, ``jobwise-types``: the
-    slot being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
-    clock, and out-of-window aggregates. Wrap with ``gymnasium.wrappers.FlattenObservation`` for ``MlpPolicy``.
-
-    The encoder writes these features as one float32 vector; :attr:`layout` names its slices (``name -> (start,
-    stop, shape)``, :class:`~hetgym.envs.observations_layout.ObservationLayout`) and the ``Dict`` is their views.
-    With ``flatten=True`` (the ``-v2`` ids) the observation is that vector, a ``Box`` of the layout's bounds, for
-    an ``MlpPolicy`` without a wrapper (:class:`~hetgym.envs.flat.DictObservation` gives the ``Dict`` back).
+    One float32 vector, every feature in ``[0, 1]`` or ``[-1, 1]``, :attr:`layout` naming its slices: a ``Box``
+    with ``flatten=True`` (the ``-v2`` ids), else the ``Dict`` of the slices (:mod:`hetgym.envs.observations`).
+    Per slot: used, the job's relative speed per type, requested GPUs, remaining time, progress, slack, time to
+    deadline, age, waiting, running, rate, GPUs per type before and in the draft, rejection, mode (``jobwise``:
+    the slot being decided). Per type: capacity, free under the draft, held outside the window. Clock, queue.
 
     ## Rewards
 
@@ -152,8 +145,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
     registries, so a registered plug-in is used by name like a built-in one; an unknown key or name raises
     an error naming the nearest valid one. ``HetCluster-Tiny-v1`` is the same with ``scenario="tiny"``.
     The ``-v1`` ids set ``interface="v1"`` (``codec="jobwise"``, ``decisions="on-change"``,
-    ``observation="window-cursor"``, ``queue_slots=32``); the ``-v2`` ids (``HetCluster-v2``,
-    ``HetCluster-Tiny-v2``) add ``flatten=True``; the ``-v0`` ids keep the defaults above.
+    ``observation="window-cursor"``, ``queue_slots=32``), ``-v2`` also ``flatten=True``; ``-v0`` the defaults above.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
     target allocation to actions (:mod:`hetgym.experts` builds on it). For batching: :meth:`transition` is a
@@ -171,12 +163,8 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
       (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``. Later
       additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
-    * v2: v1's MDP (the same actions, rewards, episodes and feature values) with the observation flat by
-      default (``flatten=True``): the encoder's float32 vector under a ``Box``, its slices named by
-      :attr:`layout`, instead of a ``Dict`` of 30-odd arrays that every step built and a ``MlpPolicy`` flattened
-      again. v0 and v1 are unchanged, bit for bit. (The event-driven interface, one decision per job arrival
-      with a guided ElasticFlow allocating between them, is a different MDP in its own class and ids:
-      :class:`~hetgym.envs.events.HetClusterEventEnv`, ``HetClusterEvents-v0`` and later.)
+    * v2: v1's MDP with the observation flat (``flatten=True``): the encoder's float32 vector, a ``Box`` whose
+      slices :attr:`layout` names, not a ``Dict`` of 30-odd arrays. v0 and v1 unchanged, bit for bit.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -213,10 +201,9 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
             self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
-        # The flat ids (flatten=True) return the encoder's vector; the others the Dict of its slices.
         space: gym.spaces.Space[Any] = self.encoder.flat_space if config.flatten else self.encoder.space
-        self.observation_space = space
-        self._flat = config.flatten
+        self.observation_space = space  # the flat ids (flatten=True): the encoder's vector; else its Dict
+        self.layout: ObservationLayout = self.encoder.flat_layout  # name -> (start, stop, shape) of the vector
         self._reward_fn = REWARDS.get(config.reward)
         self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = RateTable(self.cluster, self.throughput)
@@ -270,15 +257,8 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         return self._observe(), reward, terminated, truncated, info
 
     def _observe(self) -> Observation:
-        """The observation of the current draft: the flat vector (``flatten=True``) or the ``Dict`` of its slices."""
-        if self._flat:
-            return self.encoder.observe_flat(self.state)
-        return self.encoder.observe(self.state)
-
-    @property
-    def layout(self) -> ObservationLayout:
-        """Where each feature lies in the flat observation: ``name -> (start, stop, shape)`` (the encoder's)."""
-        return self.encoder.flat_layout
+        """The current observation: the flat vector (``flatten=True``) or the ``Dict`` of its slices."""
+        return self.encoder.observe_flat(self.state) if self.config.flatten else self.encoder.observe(self.state)
 
     def step_into(self, action: Any, out: np.ndarray) -> tuple[float, bool, bool, dict[str, Any]]:
         """:meth:`step`, with the observation written into ``out`` instead of returned.
