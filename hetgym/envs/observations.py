@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -45,6 +45,7 @@ from hetgym.envs.features import (
     SLOT_FEATURES,
     SLOT_TYPE_FEATURES,
     TYPE_FEATURES,
+    EncoderSettings,
     FeatureGroup,
     signed_scale,
     squash,
@@ -60,9 +61,6 @@ from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import KnobError, Knobs, knob
-
-if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
 
 #: A window job's features that never change, computed once a run: its rates record (the run's RateTable entry,
 #: which the cache checks), its speed row (float32, T), best rate, ``job_request`` and ``job_has_deadline``.
@@ -97,7 +95,7 @@ class WindowKnobs(Knobs):
             )
 
 
-def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EnvSettings) -> list[FeatureGroup]:
+def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EncoderSettings) -> list[FeatureGroup]:
     """The groups ``knobs`` turns on, in layout order (their modules are imported only when used)."""
     groups: list[FeatureGroup] = []
     if knobs.levels:
@@ -171,7 +169,7 @@ class WindowObservation(ObservationEncoder):
     name = "window"
     knobs = WindowKnobs
 
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+    def __init__(self, state: DecisionState, settings: EncoderSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
         self.knob_values = own = WindowKnobs.given_or_default(knobs, "the window encoder")
         self._groups = _feature_groups(own, state, settings)

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
+from hetgym.envs.features import EncoderSettings
 from hetgym.envs.observations_layout import ObservationLayout
 from hetgym.envs.state import DecisionState
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.rates import RateTable
 from hetgym.sim.registry import Knobs, Registry
-
-if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
 
 
 class ObservationEncoder(ABC):
@@ -55,7 +53,7 @@ class ObservationEncoder(ABC):
     name: ClassVar[str]
     knobs: ClassVar[type[Knobs] | None] = None
 
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+    def __init__(self, state: DecisionState, settings: EncoderSettings, knobs: Knobs | None = None) -> None:
         del state  # subclasses lay out their space from it
         cls = type(self)
         if cls.observe_into is ObservationEncoder.observe_into and cls.observe is ObservationEncoder.observe:
