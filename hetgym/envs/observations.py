@@ -242,6 +242,8 @@ class WindowObservation(ObservationEncoder):
         # The flat vector is the buffer, in its order; the Dict form keeps Gymnasium's sorted key order.
         self._flat_layout = ObservationLayout(features, dict_order=sorted(features))
         self._space = self._flat_layout.dict_space
+        # Every key is 1-D, so the Dict's values are plain slices of the vector (observe builds them per step).
+        self._dict_slices = [(key, self._slices[key]) for key in self._flat_layout.dict_order]
         self._capacity_share = (self.capacity / self.total_gpus).astype(np.float32)
         self._view["cluster_capacity"][:] = self._capacity_share
         self._log_total = math.log1p(self.total_gpus)
@@ -404,15 +406,21 @@ class WindowObservation(ObservationEncoder):
 
     def observe_flat(self, state: DecisionState) -> np.ndarray:
         """The observation as a new flat vector: a copy of the epoch's buffer with the draft's features written."""
-        if type(self).observe is not ObservationEncoder.observe:
+        if type(self).observe is not WindowObservation.observe:
             return super().observe_flat(state)  # a subclass with its own observe: copy what it returns
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
         self._write_draft(state, buf)
         return buf
 
+    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
+        """The ``Dict`` form: the keys' slices of a new flat vector (:meth:`observe_flat`'s), in sorted order."""
+        buf = self._buf.copy()  # one copy per call: observations never share memory across steps
+        self._write_draft(state, buf)
+        return {key: buf[sl] for key, sl in self._dict_slices}
+
     def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
         """Write the observation into ``out`` (float32, the flat :attr:`flat_layout`) instead of new arrays."""
-        if type(self).observe is not ObservationEncoder.observe:
+        if type(self).observe is not WindowObservation.observe:
             super().observe_into(state, out)  # a subclass with its own observe: copy what it returns
             return
         out[:] = self._buf
