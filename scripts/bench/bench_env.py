@@ -55,7 +55,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -197,30 +196,20 @@ def newest_main(args: argparse.Namespace, argv: list[str] | None) -> int:
     script = Path(__file__).resolve()
     repo = script.parents[2]
     sides: dict[str, tuple[Path, list[str]]] = {"head": (repo, list(NEWEST_MODES))}
-    base_rev = None
-    with tempfile.TemporaryDirectory(prefix="hetgym-newest-") as tmp:
-        try:
-            if args.base is not None:
-                base_rev = subprocess.run(
-                    ["git", "rev-parse", "--short", args.base], cwd=repo, capture_output=True, text=True, check=True
-                ).stdout.strip()
-                tree = Path(tmp) / "base"
-                subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), base_rev], cwd=repo, check=True)
-                sides = {"base": (tree, ["replay"]), **sides}  # before the fast-forward, the ticks are replayed
-            runs: dict[str, list[dict[str, dict[str, dict[str, float]]]]] = {side: [] for side in sides}
-            loads = []
-            for seed in range(args.repeats):
-                for side, (tree, modes) in sides.items():
-                    loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan)
-                    cmd = [sys.executable, str(script), "--newest-child", "--steps", str(args.steps)]
-                    cmd += ["--seed", str(seed), "--modes", *modes]
-                    env = {**os.environ, "PYTHONPATH": str(tree)}
-                    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
-                    runs[side].append(json.loads(out.strip().splitlines()[-1]))
-                    print(f"repeat {seed + 1}/{args.repeats}: {side} done (load {loads[-1]:.2f})", flush=True)
-        finally:
-            if base_rev is not None:
-                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / "base")], cwd=repo, check=False)
+    loads = []
+    with env_floor.base_worktree(repo, args.base) as (base_tree, base_rev):
+        if base_tree is not None:
+            sides = {"base": (base_tree, ["replay"]), **sides}  # before the fast-forward, the ticks are replayed
+        runs: dict[str, list[dict[str, dict[str, dict[str, float]]]]] = {side: [] for side in sides}
+        for seed in range(args.repeats):
+            for side, (tree, modes) in sides.items():
+                loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan)
+                cmd = [sys.executable, str(script), "--newest-child", "--steps", str(args.steps)]
+                cmd += ["--seed", str(seed), "--modes", *modes]
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
+                runs[side].append(json.loads(out.strip().splitlines()[-1]))
+                print(f"repeat {seed + 1}/{args.repeats}: {side} done (load {loads[-1]:.2f})", flush=True)
     results = []
     for env_id in NEWEST_IDS:
         for side, (_, modes) in sides.items():
@@ -283,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return newest_main(args, argv)
     if args.floor:
         if args.quick:
-            args.repeats, args.steps, args.ppo_timesteps, args.event_steps = 1, 500, 2_048, 50
+            args.repeats, args.steps, args.event_steps = 1, 500, 50
+            args.ppo_timesteps = min(args.ppo_timesteps, 2_048)
         args.out = args.out or Path("bench/env_floor.json")
         return floor_main(args, argv)
     args.out = args.out or Path("bench/env.json")

@@ -81,6 +81,25 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     print(f"wrote {path}")
 
 
+@contextlib.contextmanager
+def base_worktree(repo: Path, rev: str | None) -> Iterator[tuple[Path | None, str | None]]:
+    """A temporary detached git worktree of ``rev`` (``None``: none), as ``(folder, short revision)``; removed
+    when the block ends, an error included."""
+    if rev is None:
+        yield None, None
+        return
+    short = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="hetgym-base-") as tmp:
+        tree = Path(tmp) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), short], cwd=repo, check=True)
+        try:
+            yield tree, short
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=repo, check=False)
+
+
 class StubEnv(gym.Env[Any, Any]):
     """The floor: ``env_id``'s spaces and info keys, and a step that only copies them out."""
 
@@ -325,31 +344,20 @@ def events_before_after(args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     repo = script.parents[2]
     labels = [label for label, _, _ in EVENT_CASES]
     sides: dict[str, Path] = {"head": repo}
-    base_rev = None
     loads: list[float] = []
-    runs: dict[str, list[dict[str, float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="hetgym-floor-") as tmp:
-        try:
-            if args.base is not None:
-                base_rev = subprocess.run(
-                    ["git", "rev-parse", "--short", args.base], cwd=repo, capture_output=True, text=True, check=True
-                ).stdout.strip()
-                tree = Path(tmp) / "base"
-                subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), base_rev], cwd=repo, check=True)
-                sides = {"base": tree, **sides}
-            runs = {side: [] for side in sides}
-            for seed in range(args.repeats):
-                for side, tree in sides.items():
-                    loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan)
-                    cmd = [sys.executable, str(script), "--events-child", "--steps", str(args.event_steps)]
-                    cmd += ["--seed", str(seed), "--modes", *labels]
-                    env = {**os.environ, "PYTHONPATH": str(tree)}
-                    # The child runs this script (the working tree's), importing the side's hetgym.
-                    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
-                    runs[side].append(json.loads(out.strip().splitlines()[-1]))
-        finally:
-            if base_rev is not None:
-                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / "base")], cwd=repo, check=False)
+    with base_worktree(repo, args.base) as (tree, base_rev):
+        if tree is not None:
+            sides = {"base": tree, **sides}
+        runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+        for seed in range(args.repeats):
+            for side, folder in sides.items():
+                loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan)
+                cmd = [sys.executable, str(script), "--events-child", "--steps", str(args.event_steps)]
+                cmd += ["--seed", str(seed), "--modes", *labels]
+                env = {**os.environ, "PYTHONPATH": str(folder)}
+                # The child runs this script (the working tree's), importing the side's hetgym.
+                out = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=True).stdout
+                runs[side].append(json.loads(out.strip().splitlines()[-1]))
     rows = []
     for label in labels:
         for side in sides:

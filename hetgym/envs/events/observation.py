@@ -137,32 +137,9 @@ class EventObservation:
         """The all-zero flat observation (returned with the step that ends an episode)."""
         return self.flat_layout.zeros()
 
-    def build(
-        self,
-        view: ClusterView,
-        job: JobView,
-        usable: tuple[str, ...],
-        probe: tuple[bool, ...] | None,
-        *,
-        kinds: Mapping[int, str],
-        best_rates: Mapping[int, float],
-        to_decide: int,
-        num_jobs: int,
-        late: bool = False,
-    ) -> dict[str, np.ndarray]:
+    def build(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """The ``Dict`` form of :meth:`build_flat` (the same arguments): views into the new vector."""
-        flat = self.build_flat(
-            view,
-            job,
-            usable,
-            probe,
-            kinds=kinds,
-            best_rates=best_rates,
-            to_decide=to_decide,
-            num_jobs=num_jobs,
-            late=late,
-        )
-        return self.flat_layout.as_dict(flat)
+        return self.flat_layout.as_dict(self.build_flat(*args, **kwargs))
 
     def build_flat(
         self,
