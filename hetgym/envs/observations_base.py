@@ -29,8 +29,9 @@ class ObservationEncoder(ABC):
     Flat first: an encoder writes an observation as one float32 vector (:meth:`observe_into`) whose
     :attr:`flat_layout` names each slice (:class:`~hetgym.envs.observations_layout.ObservationLayout`);
     the ``Dict`` form (:meth:`observe`, :attr:`space`) is the slices of that vector. The environment calls
-    :meth:`begin_epoch` once per decision epoch (after the window is filled) and :meth:`observe_into` (flat
-    ids) or :meth:`observe` (the ``Dict`` ids) after every step; the spaces are fixed at construction.
+    :meth:`begin_epoch` once per decision epoch (after the window is filled) and :meth:`observe_flat` (flat
+    ids: a new vector that :meth:`observe_into` fills) or :meth:`observe` (the ``Dict`` ids) after every step;
+    a vector env writes rows with :meth:`observe_into`. The spaces are fixed at construction.
 
     A subclass implements :meth:`observe_into` and :attr:`flat_layout` (the built-in encoders do), or, written
     ``Dict`` first, :meth:`observe` and :attr:`space`: its layout is then the ``Dict``'s keys in order and
@@ -46,7 +47,7 @@ class ObservationEncoder(ABC):
     Attributes:
         name: Registry name (``observation="name"``).
         knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the encoder's own knobs, or
-            ``None`` (of the built-in encoders, ``window`` has :class:`WindowKnobs`).
+            ``None`` (of the built-in encoders, ``window`` has :class:`~hetgym.envs.observations.WindowKnobs`).
         knob_values: The knob values this instance was built with.
     """
 
