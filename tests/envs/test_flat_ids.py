@@ -180,3 +180,29 @@ def test_the_dict_form_is_views_of_a_fresh_vector() -> None:
     assert np.shares_memory(obs["a"], vec) and np.shares_memory(obs["b"], vec)
     np.testing.assert_array_equal(layout.from_dict(obs), vec)
     assert layout.dict_space["b"].low.shape == (2, 3) and float(layout.box.low[2]) == -1.0
+
+
+def test_maskable_ppo_trains_on_a_flat_id_without_wrappers() -> None:
+    import torch
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a small network on a shared machine: threads only add contention
+    try:
+        venv = DummyVecEnv([lambda: gym.make("HetCluster-Tiny-v2")])
+        model = MaskablePPO("MlpPolicy", venv, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.learn(total_timesteps=256)
+        assert model.num_timesteps >= 256
+        assert all(np.isfinite(v) for k, v in model.logger.name_to_value.items() if "loss" in k)
+        obs = venv.reset()
+        assert obs.shape == (1, *venv.observation_space.shape)  # the vector as the env wrote it, no flattening
+        for _ in range(50):
+            masks = get_action_masks(venv)
+            action, _ = model.predict(obs, action_masks=masks)
+            assert masks[0][action[0]]
+            obs, _, _, infos = venv.step(action)
+            assert not infos[0]["invalid_action"]
+    finally:
+        torch.set_num_threads(threads)
