@@ -1,9 +1,10 @@
-"""Digests of the env's output stream on fixed seeded random episodes, to prove speed work changes no result.
+"""Digests of the envs' output streams on fixed seeded random episodes, to prove speed work changes no result.
 
-Each case makes one env configuration, resets it with a seed and steps it with a random masked agent
+Each case makes one env configuration (a ``HetCluster`` or a ``HetClusterEvents`` id, the env itself without
+``gym.make``'s wrappers), resets it with a seed and steps it with a random masked agent
 (its own seeded generator; for ``MultiDiscrete`` codecs a uniform sample of the action space) for a
 fixed number of steps, resetting when an episode ends. Every observation (each key's name, dtype and
-bytes, in key order), action mask, reward component (``info["reward_components"]``), reward,
+bytes, in key order, or the flat vector's), action mask, reward component (``info["reward_components"]``), reward,
 termination and truncation flag is hashed. The committed
 digests live in ``tests/data/env_digests.json``; ``tests/envs/test_observation_stream.py`` recomputes
 them. A change that alters any entry of any observation, mask or reward, by even one bit, fails there.
@@ -46,7 +47,8 @@ class Case:
 def cases() -> list[Case]:
     """The fixed set: the v1 interface (default and tiny), the v0 defaults and the other built-in
     observations and codecs (each window feature group, both job-at-a-time rules), two seeds each for
-    the v1 default."""
+    the v1 default; and the event-driven ids (both action sets, the ``Dict`` and the flattened observation,
+    late events, no probe)."""
     return [
         Case("v1", "HetCluster-v1", 0, 1500),
         Case("v1", "HetCluster-v1", 1, 1500),
@@ -62,6 +64,12 @@ def cases() -> list[Case]:
         Case("tiny-types-modes", "HetCluster-Tiny-v1", 11, 600, {"codec": "jobwise-types", "modes": ("sync", "fork")}),
         Case("v0-nodes", "HetCluster-v0", 12, 400, {"observation": "window-nodes"}),
         Case("v0-cursor", "HetCluster-v0", 13, 300, {"observation": "window-cursor"}),
+        Case("events-tiny-v0", "HetClusterEvents-Tiny-v0", 0, 120),
+        Case("events-tiny-v1", "HetClusterEvents-Tiny-v1", 1, 120),
+        Case("events-v1", "HetClusterEvents-v1", 2, 60),
+        Case("events-v1-flat", "HetClusterEvents-v1", 3, 60, {"flatten": True}),
+        Case("events-tiny-late", "HetClusterEvents-Tiny-v0", 4, 120, {"events": ("arrival", "late")}),
+        Case("events-tiny-no-probe-flat", "HetClusterEvents-Tiny-v0", 5, 120, {"probe": False, "flatten": True}),
     ]
 
 
@@ -72,15 +80,17 @@ def _actions(env: Any, mask: np.ndarray, rng: np.random.Generator) -> Any:
     return rng.integers(0, space.nvec)
 
 
-def stream(case: Case) -> Iterator[tuple[dict[str, np.ndarray], dict[str, Any], float, bool, bool]]:
+def stream(case: Case) -> Iterator[tuple[Any, dict[str, Any], float, bool, bool]]:
     """``(obs, info, reward, terminated, truncated)`` for the reset and every step of ``case``."""
     import gymnasium as gym
 
     import hetgym  # noqa: F401  (registers the ids)
     from hetgym.envs.env import HetClusterEnv
+    from hetgym.envs.events.env import HetClusterEventEnv
 
-    # The env itself, without gym.make's wrappers (and the v0 ids' deprecation warning).
-    env = HetClusterEnv(**{**gym.spec(case.env_id).kwargs, **case.overrides})
+    # The env itself, without gym.make's wrappers (and the earlier ids' deprecation warning).
+    cls = HetClusterEventEnv if case.env_id.startswith("HetClusterEvents") else HetClusterEnv
+    env = cls(**{**gym.spec(case.env_id).kwargs, **case.overrides})
     rng = np.random.default_rng(case.seed)
     obs, info = env.reset(seed=case.seed)
     yield obs, info, 0.0, False, False
@@ -98,7 +108,7 @@ def digest(case: Case) -> dict[str, object]:
     steps = episodes = 0
     reward_sum = 0.0
     for obs, info, reward, terminated, truncated in stream(case):
-        for key, value in obs.items():
+        for key, value in obs.items() if isinstance(obs, dict) else [("", obs)]:
             h.update(f"{key}:{value.dtype}:{value.shape}".encode())
             h.update(np.ascontiguousarray(value).tobytes())
         h.update(np.ascontiguousarray(info["action_mask"]).tobytes())

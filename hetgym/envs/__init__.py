@@ -1,10 +1,11 @@
 """The ``HetCluster-v0`` Gymnasium environment: observation encoders, action codecs, rewards, rendering.
 
 Importing :mod:`hetgym` registers ``HetCluster-v0`` (the ``default`` scenario) and
-``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface, and the event-driven
-``HetClusterEvents-v0`` and ``HetClusterEvents-Tiny-v0`` with their sharing-option successors
-``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` (:mod:`hetgym.envs.events`); make them with
-``gymnasium.make``. See
+``HetCluster-Tiny-v0`` (the ``tiny`` scenario), their ``-v1`` interface and its flat-observation
+``-v2`` (``HetCluster-v2``, ``HetCluster-Tiny-v2``), and the event-driven ``HetClusterEvents-v0`` and
+``HetClusterEvents-Tiny-v0`` with their sharing-option successors ``HetClusterEvents-v1`` and
+``HetClusterEvents-Tiny-v1`` and those with the flat observation, ``HetClusterEvents-v2`` and
+``HetClusterEvents-Tiny-v2`` (:mod:`hetgym.envs.events`); make them with ``gymnasium.make``. See
 :class:`HetClusterEnv` for the spaces, rewards and episode rules, and ``docs/environment.md``.
 
 The pluggable components (action codecs, observation encoders, rewards, window orders) are registries
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from hetgym.envs.env import HetClusterEnv
     from hetgym.envs.events import EventEnvConfig, HetClusterEventEnv
     from hetgym.envs.exactness import Encoding
-    from hetgym.envs.flat import FlatObservation
+    from hetgym.envs.flat import DictObservation, FlatObservation
     from hetgym.envs.observations import (
         ENCODERS,
         OBSERVATIONS,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         WindowObservation,
         register_observation,
     )
+    from hetgym.envs.observations_layout import LayoutEntry, ObservationLayout
     from hetgym.envs.rewards import REWARDS, RewardComponents, register_reward
     from hetgym.envs.state import WINDOW_ORDERS, DecisionState, register_window_order
 
@@ -54,7 +56,10 @@ _LAZY = {
     "EventEnvConfig": "hetgym.envs.events",
     "HetClusterEventEnv": "hetgym.envs.events",
     "Encoding": "hetgym.envs.exactness",
+    "DictObservation": "hetgym.envs.flat",
     "FlatObservation": "hetgym.envs.flat",
+    "LayoutEntry": "hetgym.envs.observations_layout",
+    "ObservationLayout": "hetgym.envs.observations_layout",
     "ENCODERS": "hetgym.envs.observations",
     "OBSERVATIONS": "hetgym.envs.observations",
     "ObservationEncoder": "hetgym.envs.observations",
@@ -87,6 +92,7 @@ __all__ = [
     "ActionCodec",
     "CodecStep",
     "DecisionState",
+    "DictObservation",
     "Encoding",
     "EnvSettings",
     "EventEnvConfig",
@@ -94,7 +100,9 @@ __all__ = [
     "HetClusterConfig",
     "HetClusterEnv",
     "HetClusterEventEnv",
+    "LayoutEntry",
     "ObservationEncoder",
+    "ObservationLayout",
     "OneShotCodec",
     "RewardComponents",
     "SequentialCodec",

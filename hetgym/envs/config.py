@@ -245,6 +245,9 @@ class HetClusterConfig:
             (:mod:`hetgym.envs.shaping`; optimal policies unchanged), added to every step's reward.
         shaping_gamma: The discount per ``time_scale_s`` of simulated time the shaping terms use, in (0, 1];
             set it to the learner's (1: undiscounted).
+        flatten: Whether observations are the encoder's flat float32 vector under a ``Box`` (``True``: the
+            ``-v2`` ids; its slices are named by ``env.unwrapped.layout``) instead of the ``Dict`` of its slices
+            (``False``, default).
         throughput: The throughput table the simulator, the workload recipe and the observation use:
             ``None`` (default) for the embedded one, the path of a CSV or parquet file with the columns
             of ``hetgym/data/throughputs.csv`` (kept as the path), a ``pandas.DataFrame`` with those
@@ -279,6 +282,7 @@ class HetClusterConfig:
     shaping: str | None = None
     shaping_gamma: float = 1.0
     throughput: str | ThroughputModel | None = None
+    flatten: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.throughput, Path):
@@ -358,6 +362,8 @@ class HetClusterConfig:
             "shaping_gamma",
             _check("shaping_gamma", self.shaping_gamma, low=0.0, low_open=True, high=1.0, fix="a discount"),
         )
+        if not isinstance(self.flatten, bool):
+            raise EnvConfigError(f"flatten={self.flatten!r}: give True (a flat Box observation) or False (the Dict)")
         if self.decisions not in DECISION_MODES:
             raise UnknownNameError("decisions setting", self.decisions, DECISION_MODES)
         for policy in (self.policy_compat, self.reward_baseline):

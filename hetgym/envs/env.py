@@ -14,6 +14,7 @@ from hetgym.envs.config import HetClusterConfig
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.intervals import add_deadlines, add_ended, add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
+from hetgym.envs.observations_layout import Observation, ObservationLayout
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
@@ -37,7 +38,7 @@ RESET_OPTIONS = ("workload_seed", "jobs")
 TERMINAL_REASONS = ("done", "stalled")
 
 
-class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
+class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
     """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
     how many GPUs of which type.
 
@@ -88,13 +89,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
 
     ## Observation Space
 
-    A flat ``Dict`` of float32 ``Box`` es, every feature in ``[0, 1]`` or ``[-1, 1]``; see
-    :class:`~hetgym.envs.observations.WindowObservation` for the full table. Per slot: whether it is
-    used, the job's relative speed on each type, requested GPUs, remaining time at its best rate,
-    progress, deadline slack and time to deadline, age, waiting time, whether it runs, its current rate,
-    its GPUs per type before and in the draft, rejection and mode in the draft (``jobwise``, ``jobwise-types``: the
-    slot being decided). Per type: capacity, free GPUs under the draft, GPUs held outside the window. The
-    clock, and out-of-window aggregates. Wrap with ``gymnasium.wrappers.FlattenObservation`` for ``MlpPolicy``.
+    One float32 vector, every feature in ``[0, 1]`` or ``[-1, 1]``, :attr:`layout` naming its slices: a ``Box``
+    with ``flatten=True`` (the ``-v2`` ids), else the ``Dict`` of the slices (:mod:`hetgym.envs.observations`).
+    Per slot: used, the job's relative speed per type, requested GPUs, remaining time, progress, slack, time to
+    deadline, age, waiting, running, rate, GPUs per type before and in the draft, rejection, mode (``jobwise``:
+    the slot being decided). Per type: capacity, free under the draft, held outside the window. Clock, queue.
 
     ## Rewards
 
@@ -146,7 +145,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
     registries, so a registered plug-in is used by name like a built-in one; an unknown key or name raises
     an error naming the nearest valid one. ``HetCluster-Tiny-v1`` is the same with ``scenario="tiny"``.
     The ``-v1`` ids set ``interface="v1"`` (``codec="jobwise"``, ``decisions="on-change"``,
-    ``observation="window-cursor"``, ``queue_slots=32``); the ``-v0`` ids keep the defaults above.
+    ``observation="window-cursor"``, ``queue_slots=32``), ``-v2`` also ``flatten=True``; ``-v0`` the defaults above.
 
     For experts: :attr:`view` is the epoch's :class:`~hetgym.sim.ClusterView`, :meth:`encode` maps a
     target allocation to actions (:mod:`hetgym.experts` builds on it). For batching: :meth:`transition` is a
@@ -164,8 +163,8 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
       zero-time edits are discounted like any step, so stalling pays, and learners stalled
       (``docs/results/agents.md``). ``policy_compat`` now also sets ``decisions="every-epoch"``. Later
       additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
-    * v2: A different MDP in its own class, :class:`~hetgym.envs.events.HetClusterEventEnv`: one decision per
-      job arrival (admission and GPU type), a guided ElasticFlow allocating between them. v0 and v1 stay here.
+    * v2: v1's MDP with the observation flat (``flatten=True``): the encoder's float32 vector, a ``Box`` whose
+      slices :attr:`layout` names, not a ``Dict`` of 30-odd arrays. v0 and v1 unchanged, bit for bit.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -202,7 +201,9 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
             self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
-        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        space: gym.spaces.Space[Any] = self.encoder.flat_space if config.flatten else self.encoder.space
+        self.observation_space = space  # the flat ids (flatten=True): the encoder's vector; else its Dict
+        self.layout: ObservationLayout = self.encoder.flat_layout  # name -> (start, stop, shape) of the vector
         self._reward_fn = REWARDS.get(config.reward)
         self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = RateTable(self.cluster, self.throughput)
@@ -236,7 +237,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Observation, dict[str, Any]]:
         """Start an episode: draw the workload from ``np_random`` and advance to the first epoch.
 
         Args:
@@ -248,12 +249,16 @@ class HetClusterEnv(QuietEpochs, gym.Env[dict[str, np.ndarray], Any]):
         self._start_episode(options)
         info = self._info(RewardComponents(), committed=False, invalid=False)
         info["workload_seed"] = self.workload_seed
-        return self.encoder.observe(self.state), info
+        return self._observe(), info
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
         """Apply one action (see the class docstring); commits advance the simulator."""
         reward, terminated, truncated, info = self.transition(action)
-        return self.encoder.observe(self.state), reward, terminated, truncated, info
+        return self._observe(), reward, terminated, truncated, info
+
+    def _observe(self) -> Observation:
+        """The current observation: the flat vector (``flatten=True``) or the ``Dict`` of its slices."""
+        return self.encoder.observe_flat(self.state) if self.config.flatten else self.encoder.observe(self.state)
 
     def step_into(self, action: Any, out: np.ndarray) -> tuple[float, bool, bool, dict[str, Any]]:
         """:meth:`step`, with the observation written into ``out`` instead of returned.

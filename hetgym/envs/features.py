@@ -3,22 +3,23 @@
 :mod:`hetgym.envs.observations` (the encoder) and the modules of its feature groups
 (:mod:`hetgym.envs.observations_levels`, :mod:`hetgym.envs.observations_cursor`,
 :mod:`hetgym.envs.observations_nodes`) import these; this module imports none of them at run time, so the
-encoder can import its groups without a circle.
+encoder can import its groups without a circle; a group sees its encoder as a :class:`WindowBuffer`, the
+protocol of what it reads there, so this module needs no import of the encoder even for types; and the
+encoders see the environment-wide settings as :class:`EncoderSettings` (what
+:class:`~hetgym.envs.config.EnvSettings` gives them), so they need no import of the configuration either.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
-
-if TYPE_CHECKING:
-    from hetgym.envs.observations import WindowObservation
+from hetgym.sim.throughput import ThroughputModel
 
 #: Per-slot scalar features, in the order ``begin_epoch`` fills them; each is a key of shape (K,).
 SLOT_FEATURES: tuple[str, ...] = (
@@ -67,6 +68,53 @@ def signed_scale(slack: float, scale: float) -> float:
     return 1.0 if slack > 0 else -1.0
 
 
+class EncoderSettings(Protocol):
+    """The environment-wide settings an observation encoder reads (:class:`~hetgym.envs.config.EnvSettings`)."""
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """Ascending GPU count levels starting at 0."""
+
+    @property
+    def allow_reject(self) -> bool:
+        """Whether actions can reject a job."""
+
+    @property
+    def max_actions(self) -> int:
+        """The per-epoch cap on actions."""
+
+    @property
+    def time_scale_s(self) -> float:
+        """Time unit of the squashed time features."""
+
+    @property
+    def throughput(self) -> ThroughputModel:
+        """The throughput model the simulator runs with."""
+
+    @property
+    def slot_cursor(self) -> bool:
+        """The codec decides one window slot per action."""
+
+
+class WindowBuffer(Protocol):
+    """What a feature group reads of the window encoder it is bound to
+    (:class:`~hetgym.envs.observations.WindowObservation` has all of it)."""
+
+    num_slots: int
+    num_types: int
+    capacity: np.ndarray
+    capacity_list: list[float]
+    time_scale_s: float
+    slot_cursor: bool
+
+    @property
+    def layout(self) -> dict[str, slice]:
+        """Where each key lies in the encoder's buffer."""
+
+    def view_of(self, key: str) -> np.ndarray:
+        """The epoch buffer's entries of ``key`` (a view)."""
+
+
 class FeatureGroup(ABC):
     """Keys that a :class:`WindowObservation` knob adds after the encoder's own, and the code that fills them.
 
@@ -76,13 +124,13 @@ class FeatureGroup(ABC):
     after those of a vector env's batch.
     """
 
-    enc: WindowObservation
+    enc: WindowBuffer
 
     @abstractmethod
     def keys(self, state: DecisionState) -> dict[str, tuple[int, float]]:
         """The added keys, ``{name: (size, low)}`` in layout order (every high is 1)."""
 
-    def bind(self, enc: WindowObservation) -> None:
+    def bind(self, enc: WindowBuffer) -> None:
         """Keep the encoder, its layout fixed (a group that reads offsets into its buffer extends this)."""
         self.enc = enc
 

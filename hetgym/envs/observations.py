@@ -1,4 +1,10 @@
-"""Observation encoders: the decision state as a flat ``Dict`` of bounded, one-dimensional float32 ``Box`` es.
+"""Observation encoders: the decision state as one float32 vector of named slices, flat first.
+
+Every encoder writes an observation as one float32 vector (:meth:`ObservationEncoder.observe_into`) whose
+layout (:attr:`ObservationEncoder.flat_layout`, an :class:`~hetgym.envs.observations_layout.ObservationLayout`;
+``env.unwrapped.layout``) names each slice: ``name -> (start, stop, shape)``. The flat ids (``HetCluster-v2``)
+return that vector under a ``Box``; the earlier ids return the ``Dict`` of its slices, bounded one-dimensional
+float32 ``Box`` es in Gymnasium's sorted key order (:meth:`ObservationEncoder.observe`).
 
 The default :class:`WindowObservation` (``observation="window"``) shows the K-slot job window (see
 :mod:`hetgym.envs.state` for which jobs fill it), the cluster per GPU type, the clock, and aggregates
@@ -10,23 +16,25 @@ for every slot, GPU type and count level, the job's speed and its deadline slack
 The names ``window-levels``, ``window-cursor`` and ``window-nodes`` are registered aliases of ``window``
 with the groups up to that one preset. Every feature is scaled to ``[0, 1]`` or
 ``[-1, 1]``: counts by capacities, times with ``x / (1 + x)`` (or ``tanh`` for signed slack) of
-``seconds / time_scale_s``. Every entry is a 1-D ``Box`` (per-slot-and-type features are slot-major:
-index ``k * T + t``), which Stable-Baselines3's ``MultiInputPolicy`` takes as is and
-``gymnasium.wrappers.FlattenObservation`` turns into one vector for an ``MlpPolicy``;
-:class:`~hetgym.envs.flat.FlatObservation` (opt-in) gives that vector from the encoder's flat buffer without the
-``Dict``.
+``seconds / time_scale_s``. Every key is 1-D (per-slot-and-type features are slot-major: index ``k * T + t``).
+Its flat vector is the encoder's epoch buffer with the draft's features written, the keys in the order of
+:class:`WindowObservation`'s table, then the feature groups' keys. For the ``Dict`` ids,
+Stable-Baselines3's ``MultiInputPolicy`` takes the ``Dict`` as is, and
+:class:`~hetgym.envs.flat.FlatObservation` gives ``gymnasium.wrappers.FlattenObservation``'s vector (the
+sorted keys' order) from the buffer with one gather.
 
 Encoders are chosen by name from the registry :data:`OBSERVATIONS`; add one by subclassing
-:class:`ObservationEncoder` and decorating it with :func:`register_observation`.
+:class:`ObservationEncoder` (implementing :meth:`~ObservationEncoder.observe_into` and
+:attr:`~ObservationEncoder.flat_layout`, or, ``Dict`` first, :meth:`~ObservationEncoder.observe` and
+:attr:`~ObservationEncoder.space`) and decorating it with :func:`register_observation`.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -37,104 +45,26 @@ from hetgym.envs.features import (
     SLOT_FEATURES,
     SLOT_TYPE_FEATURES,
     TYPE_FEATURES,
+    EncoderSettings,
     FeatureGroup,
     signed_scale,
     squash,
 )
+from hetgym.envs.observations_base import (
+    ENCODERS,
+    OBSERVATIONS,
+    ObservationEncoder,
+    register_observation,
+)
+from hetgym.envs.observations_layout import ObservationLayout
 from hetgym.envs.state import DecisionState, slack_s
 from hetgym.sim.job import JobStatus
 from hetgym.sim.rates import JobRates, RateTable
-from hetgym.sim.registry import KnobError, Knobs, Registry, knob
-
-if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+from hetgym.sim.registry import KnobError, Knobs, knob
 
 #: A window job's features that never change, computed once a run: its rates record (the run's RateTable entry,
 #: which the cache checks), its speed row (float32, T), best rate, ``job_request`` and ``job_has_deadline``.
 _JobFixed = tuple[JobRates, np.ndarray, float, float, float]
-
-
-class ObservationEncoder(ABC):
-    """Base class of observation encoders (pluggable: decorate a subclass with :func:`register_observation`).
-
-    The environment calls :meth:`begin_epoch` once per decision epoch (after the window is filled) and
-    :meth:`observe` after every step; :attr:`space` is fixed at construction.
-
-    Args:
-        state: The environment's decision state (fixes K, the GPU types and the modes).
-        settings: The environment-wide settings (count levels, ``allow_reject``, the per-epoch action cap,
-            the time scale, the throughput model; :class:`~hetgym.envs.config.EnvSettings`).
-        knobs: The encoder's own knobs, an instance of :attr:`knobs` (``observation_knobs={...}``), or
-            ``None`` when it declares none.
-
-    Attributes:
-        name: Registry name (``observation="name"``).
-        knobs: The frozen :class:`~hetgym.sim.registry.Knobs` dataclass of the encoder's own knobs, or
-            ``None`` (of the built-in encoders, ``window`` has :class:`WindowKnobs`).
-        knob_values: The knob values this instance was built with.
-    """
-
-    name: ClassVar[str]
-    knobs: ClassVar[type[Knobs] | None] = None
-
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
-        del state  # subclasses lay out their space from it
-        self.settings = settings
-        self.knob_values = knobs
-
-    @property
-    @abstractmethod
-    def space(self) -> spaces.Dict:
-        """The observation space (fixed at construction)."""
-
-    def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:  # noqa: B027
-        """Compute what stays fixed during a decision epoch (called after ``state.load``; default: nothing)."""
-
-    @abstractmethod
-    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
-        """The observation of the current draft (fresh arrays on every call)."""
-
-    @property
-    def layout(self) -> dict[str, slice] | None:
-        """Where each key lies in one flat float32 array, when the encoder has such a form (``None``:
-        it has not, and :meth:`observe_into` is not available; the built-in encoders have one)."""
-        return None
-
-    def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
-        """Write the observation into ``out`` (float32, flat, keys where :attr:`layout` says).
-
-        The default copies :meth:`observe`'s arrays; encoders that build one flat buffer write it directly.
-        """
-        layout = self.layout
-        if layout is None:
-            raise NotImplementedError(f"{type(self).__name__} has no flat layout (its layout is None)")
-        obs = self.observe(state)
-        for key, sl in layout.items():
-            out[sl] = obs[key]
-
-
-#: Every registered observation encoder class, by ``observation=`` name (see :mod:`hetgym.sim.registry`).
-OBSERVATIONS: Registry[type[ObservationEncoder]] = Registry(
-    "observation encoder",
-    "Register one with @hetgym.envs.register_observation(); list them with hetgym.envs.OBSERVATIONS.describe().",
-)
-#: The same registry under its earlier name.
-ENCODERS = OBSERVATIONS
-_E = TypeVar("_E", bound=type[ObservationEncoder])
-
-
-def register_observation(name: str | None = None) -> Callable[[_E], _E]:
-    """Class decorator: register an :class:`ObservationEncoder` subclass as ``observation=name``.
-
-    ``name`` defaults to ``cls.name``; the class's ``knobs`` dataclass, when set, is recorded with the
-    entry and the configuration's ``observation_knobs`` are checked against it.
-    """
-
-    def deco(cls: _E) -> _E:
-        OBSERVATIONS.register(name or cls.name, cls, knobs=cls.knobs)
-        return cls
-
-    return deco
 
 
 @dataclass(frozen=True)
@@ -165,7 +95,7 @@ class WindowKnobs(Knobs):
             )
 
 
-def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EnvSettings) -> list[FeatureGroup]:
+def _feature_groups(knobs: WindowKnobs, state: DecisionState, settings: EncoderSettings) -> list[FeatureGroup]:
     """The groups ``knobs`` turns on, in layout order (their modules are imported only when used)."""
     groups: list[FeatureGroup] = []
     if knobs.levels:
@@ -239,7 +169,7 @@ class WindowObservation(ObservationEncoder):
     name = "window"
     knobs = WindowKnobs
 
-    def __init__(self, state: DecisionState, settings: EnvSettings, knobs: Knobs | None = None) -> None:
+    def __init__(self, state: DecisionState, settings: EncoderSettings, knobs: Knobs | None = None) -> None:
         super().__init__(state, settings, knobs)
         self.knob_values = own = WindowKnobs.given_or_default(knobs, "the window encoder")
         self._groups = _feature_groups(own, state, settings)
@@ -299,7 +229,7 @@ class WindowObservation(ObservationEncoder):
             offset += size
         self._buf = np.zeros(offset, dtype=np.float32)
         self._make_views()
-        space_map: dict[str, spaces.Space[np.ndarray]] = {}
+        features: dict[str, tuple[tuple[int, ...], Any, Any]] = {}
         for key, size in sizes.items():
             low = np.zeros(size, dtype=np.float32)
             if key == "job_slack":
@@ -308,15 +238,16 @@ class WindowObservation(ObservationEncoder):
                 low[QUEUE_FEATURES.index("outside_slack")] = -1.0
             elif key in lows:
                 low[:] = lows[key]
-            space_map[key] = spaces.Box(low, np.ones(size, dtype=np.float32), dtype=np.float32)
-        self._space = spaces.Dict(space_map)
-        self._keys = list(self._space.spaces)
+            features[key] = ((size,), low, 1.0)
+        # The flat vector is the buffer, in its order; the Dict form keeps Gymnasium's sorted key order.
+        self._flat_layout = ObservationLayout(features, dict_order=sorted(features))
+        self._space = self._flat_layout.dict_space
+        # Every key is 1-D, so the Dict's values are plain slices of the vector (observe builds them per step).
+        self._dict_slices = [(key, self._slices[key]) for key in self._flat_layout.dict_order]
         self._capacity_share = (self.capacity / self.total_gpus).astype(np.float32)
         self._view["cluster_capacity"][:] = self._capacity_share
         self._log_total = math.log1p(self.total_gpus)
         self._mode_rows = np.arange(k) * m
-        # Where observe writes the draft's features (offsets into the buffer).
-        self._items = [(key, self._slices[key]) for key in self._keys]
         self.capacity_list: list[float] = self.capacity.tolist()
         self._alloc_slice = self._slices["job_alloc"]
         self._free_slice = self._slices["cluster_free"]
@@ -357,6 +288,11 @@ class WindowObservation(ObservationEncoder):
     @property
     def space(self) -> spaces.Dict:
         return self._space
+
+    @property
+    def flat_layout(self) -> ObservationLayout:
+        """The buffer's layout: the keys in the order of the table above, then the feature groups' keys."""
+        return self._flat_layout
 
     def begin_epoch(self, state: DecisionState, statics: RateTable, num_jobs: int) -> None:
         v = self._view
@@ -468,20 +404,31 @@ class WindowObservation(ObservationEncoder):
             out.append(hit)
         return out
 
-    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
+    def observe_flat(self, state: DecisionState) -> np.ndarray:
+        """The observation as a new flat vector: a copy of the epoch's buffer with the draft's features written."""
+        if type(self).observe is not WindowObservation.observe:
+            return super().observe_flat(state)  # a subclass with its own observe: copy what it returns
         buf = self._buf.copy()  # one copy per call: observations never share memory across steps
         self._write_draft(state, buf)
-        return {key: buf[sl] for key, sl in self._items}
+        return buf
+
+    def observe(self, state: DecisionState) -> dict[str, np.ndarray]:
+        """The ``Dict`` form: the keys' slices of a new flat vector (:meth:`observe_flat`'s), in sorted order."""
+        buf = self._buf.copy()  # one copy per call: observations never share memory across steps
+        self._write_draft(state, buf)
+        return {key: buf[sl] for key, sl in self._dict_slices}
 
     def observe_into(self, state: DecisionState, out: np.ndarray) -> None:
-        """Write the observation into ``out`` (float32, the flat :attr:`layout`) instead of new arrays."""
+        """Write the observation into ``out`` (float32, the flat :attr:`flat_layout`) instead of new arrays."""
         if type(self).observe is not WindowObservation.observe:
             super().observe_into(state, out)  # a subclass with its own observe: copy what it returns
             return
         out[:] = self._buf
         self._write_draft(state, out)
 
-    def observe_batch(self, encoders: list[ObservationEncoder], states: list[DecisionState], out: np.ndarray) -> None:
+    def observe_batch(
+        self, encoders: Sequence[WindowObservation], states: Sequence[DecisionState], out: np.ndarray
+    ) -> None:
         """Row ``i`` of ``out`` (float32 ``(N, size)``) = ``encoders[i].observe_into(states[i], ...)``, with the
         draft's features of all rows computed by numpy operations over the batch.
 
@@ -489,7 +436,7 @@ class WindowObservation(ObservationEncoder):
         hold the epochs' buffers, this one the layout.
         """
         for i, enc in enumerate(encoders):
-            out[i] = enc._buf  # type: ignore[attr-defined]
+            out[i] = enc._buf
         live = []
         for i, st in enumerate(states):
             if st.view is None:
@@ -530,11 +477,6 @@ class WindowObservation(ObservationEncoder):
         """Where each key lies in the flat float32 form of an observation (:meth:`observe_into`)."""
         return dict(self._slices)
 
-    @property
-    def size(self) -> int:
-        """Number of float32 entries of the flat form."""
-        return int(self._buf.shape[0])
-
     def _write_draft(self, state: DecisionState, buf: np.ndarray) -> None:
         """The features that change with the draft, written into ``buf`` (a copy of the epoch's buffer)."""
         if state.view is not None:
@@ -561,3 +503,13 @@ class WindowObservation(ObservationEncoder):
 OBSERVATIONS.alias("window-levels", "window", levels=True)
 OBSERVATIONS.alias("window-cursor", "window", levels=True, cursor=True)
 OBSERVATIONS.alias("window-nodes", "window", levels=True, cursor=True, nodes=True)
+
+
+__all__ = [
+    "ENCODERS",
+    "OBSERVATIONS",
+    "ObservationEncoder",
+    "WindowKnobs",
+    "WindowObservation",
+    "register_observation",
+]

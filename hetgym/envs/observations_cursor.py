@@ -37,23 +37,17 @@ fastest type is the one of its best rate at its requested count (ties: the first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from hetgym.envs.features import SLOT_FEATURES, FeatureGroup, signed_scale, squash
+from hetgym.envs.features import SLOT_FEATURES, EncoderSettings, FeatureGroup, WindowBuffer, signed_scale, squash
 from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
-
-if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
-    from hetgym.envs.observations import WindowObservation
 
 
 class CursorFeatures(FeatureGroup):
     """The job being decided (the cursor), what it may take, the jobs after it, the pressure on each GPU type."""
 
-    def __init__(self, state: DecisionState, settings: EnvSettings) -> None:
+    def __init__(self, state: DecisionState, settings: EncoderSettings) -> None:
         self.num_levels = len(settings.levels)
         #: Each job's fastest type (-1: none), by the key of its rates in the simulator's RateTable.
         self._fastest: dict[tuple[object, ...], int] = {}
@@ -71,7 +65,7 @@ class CursorFeatures(FeatureGroup):
             "type_pressure": (t, 0.0),
         }
 
-    def bind(self, enc: WindowObservation) -> None:
+    def bind(self, enc: WindowBuffer) -> None:
         super().bind(enc)
         self._gather_dst, self._gather_src = self._cursor_gather(enc)
         self._avail_slice = enc.layout["cursor_avail"]
@@ -102,7 +96,7 @@ class CursorFeatures(FeatureGroup):
         need = np.array(demand, dtype=np.float64)
         enc.view_of("type_pressure")[:] = need / (enc.capacity + need)  # squash(demand / capacity)
 
-    def _cursor_gather(self, enc: WindowObservation) -> tuple[np.ndarray, np.ndarray]:
+    def _cursor_gather(self, enc: WindowBuffer) -> tuple[np.ndarray, np.ndarray]:
         """Buffer offsets: those of the ``cursor_job``, ``cursor_type``, ``cursor_level_rate`` and
         ``cursor_level_slack`` entries, and for each slot, those of the entries they copy, int64 ``(K, L)``."""
         k, t, c = enc.num_slots, enc.num_types, self.num_levels

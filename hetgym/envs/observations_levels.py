@@ -10,19 +10,15 @@ its rows. The encoder contract, the registry and the encoder are :mod:`hetgym.en
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from hetgym.envs.features import FeatureGroup
+from hetgym.envs.features import EncoderSettings, FeatureGroup
 from hetgym.envs.state import DecisionState
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.view import JobView
-
-if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
-
 
 #: Up to this many slack entries to compute at an epoch, a Python loop; beyond, numpy over all of them.
 _PER_ENTRY = 48
@@ -54,7 +50,7 @@ class LevelFeatures(FeatureGroup):
     trained without this group does not read these keys and one trained with it needs them.
     """
 
-    def __init__(self, state: DecisionState, settings: EnvSettings) -> None:
+    def __init__(self, state: DecisionState, settings: EncoderSettings) -> None:
         self.levels = np.asarray(settings.levels, dtype=np.int64)
         self.throughput = settings.throughput
         self.cluster: ClusterSpec = state.cluster

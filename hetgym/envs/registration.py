@@ -20,23 +20,29 @@ VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_vector_env"
 EVENT_VECTOR_ENTRY_POINT = "hetgym.envs.vector:make_event_vector_env"
 
 #: Registered ids and the keyword arguments they add (presets are kwargs, not subclasses). The ``-v1`` ids
-#: take the decision interface built for learning (``interface="v1"``: see ``HetClusterConfig``); the
+#: take the decision interface built for learning (``interface="v1"``: see ``HetClusterConfig``); the ``-v2``
+#: ids the same MDP with the flat observation (``flatten=True``: one float32 ``Box``, the encoder's vector); the
 #: ``-v0`` ids stay registered, unchanged, for comparison with results obtained on them.
 ENV_IDS: dict[str, dict[str, Any]] = {
     "HetCluster-v0": {"scenario": "default"},
     "HetCluster-Tiny-v0": {"scenario": "tiny"},
     "HetCluster-v1": {"scenario": "default", "interface": "v1"},
     "HetCluster-Tiny-v1": {"scenario": "tiny", "interface": "v1"},
+    "HetCluster-v2": {"scenario": "default", "interface": "v1", "flatten": True},
+    "HetCluster-Tiny-v2": {"scenario": "tiny", "interface": "v1", "flatten": True},
 }
 
 #: The ids of the event-driven interface (:mod:`hetgym.envs.events`): one decision per job arrival, a guided
 #: ElasticFlow allocating between them. A different class, so its options are not those of :data:`ENV_IDS`.
-#: The ``-v1`` ids add sharing options to the actions (``action_set="share"``); ``-v0`` stays unchanged.
+#: The ``-v1`` ids add sharing options to the actions (``action_set="share"``); ``-v0`` stays unchanged. The ``-v2``
+#: ids are ``-v1`` with the flat observation (one float32 ``Box``; ``env.unwrapped.layout`` names its slices).
 EVENT_ENV_IDS: dict[str, dict[str, Any]] = {
     "HetClusterEvents-v0": {"scenario": "default"},
     "HetClusterEvents-Tiny-v0": {"scenario": "tiny"},
     "HetClusterEvents-v1": {"scenario": "default", "action_set": "share"},
     "HetClusterEvents-Tiny-v1": {"scenario": "tiny", "action_set": "share"},
+    "HetClusterEvents-v2": {"scenario": "default", "action_set": "share", "flatten": True},
+    "HetClusterEvents-Tiny-v2": {"scenario": "tiny", "action_set": "share", "flatten": True},
 }
 
 

@@ -52,6 +52,7 @@ from gymnasium.vector.utils import batch_space
 from hetgym.envs.codecs.base import discrete_index, multidiscrete_array
 from hetgym.envs.env import HetClusterEnv
 from hetgym.envs.observations import WindowObservation
+from hetgym.envs.observations_layout import Observation
 from hetgym.limits import MAX_NUM_ENVS
 from hetgym.sim.errors import HetgymError
 
@@ -107,10 +108,12 @@ class HetClusterVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata = dict(self.metadata, env_metadata=first.metadata, autoreset_mode=self.autoreset_mode)
         obs_space: Any = first.observation_space
-        self._obs_spaces: dict[str, gym.spaces.Space[Any]] = dict(obs_space.spaces)
+        # The flat ids (a Box observation) return the (N, size) array itself; the others its column views.
+        self._flat_obs = isinstance(obs_space, gym.spaces.Box)
+        self._obs_spaces: dict[str, gym.spaces.Space[Any]] = {} if self._flat_obs else dict(obs_space.spaces)
         # The flat layout of every sub-env's observation (the same encoder for all), or None: per-key copies.
-        layout = first.encoder.layout
-        if layout is not None and set(layout) != set(self._obs_spaces):
+        layout: dict[str, slice] | None = first.encoder.layout
+        if layout is not None and not self._flat_obs and set(layout) != set(self._obs_spaces):
             layout = None
         self._layout: dict[str, slice] | None = layout
         self._flat_size: int = max((sl.stop for sl in layout.values()), default=0) if layout else 0
@@ -122,14 +125,14 @@ class HetClusterVectorEnv(VectorEnv):
         self._started: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._autoreset: np.ndarray = np.zeros(self.num_envs, dtype=bool)
         self._elapsed: np.ndarray = np.zeros(self.num_envs, dtype=np.int64)
-        self._last_obs: list[dict[str, np.ndarray] | None] = [None] * self.num_envs
+        self._last_obs: list[Observation | None] = [None] * self.num_envs
 
     # ----------------------------------------------------------------------------------------
     # Gymnasium API
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Observation, dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``); see the class docstring for seeds."""
         seeds = self._seeds(seed)
         if options is not None and not isinstance(options, Mapping):
@@ -165,7 +168,7 @@ class HetClusterVectorEnv(VectorEnv):
             self._elapsed[i] = 0
         return self._batch_obs(flat), _batch_infos(infos, self.num_envs)
 
-    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Observation, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (autoresetting those that ended on the previous step)."""
         if not self._started.all():
             raise HetgymError("call reset() on the vector env before step()")
@@ -279,9 +282,7 @@ class HetClusterVectorEnv(VectorEnv):
     # ----------------------------------------------------------------------------------------
     # Batching
 
-    def _final_obs(
-        self, env: HetClusterEnv, obs: dict[str, np.ndarray] | None, row: np.ndarray | None
-    ) -> dict[str, np.ndarray]:
+    def _final_obs(self, env: HetClusterEnv, obs: Observation | None, row: np.ndarray | None) -> Observation:
         """An ended sub-env's last observation as its own ``Dict`` (``SAME_STEP``'s ``info["final_obs"]``).
 
         ``obs``: the step's own ``Dict`` (the per-key path); ``row``: its batch row, written by ``step_into``
@@ -296,6 +297,8 @@ class HetClusterVectorEnv(VectorEnv):
             final[:] = row
         else:
             env.encoder.observe_into(env.state, final)
+        if self._flat_obs:
+            return final
         return {key: final[sl] for key, sl in self._layout.items()}
 
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
@@ -343,16 +346,18 @@ class HetClusterVectorEnv(VectorEnv):
                 raise ValueError(f"sub-env {i}: {err}") from None
         return out
 
-    def _batch_obs(self, flat: np.ndarray | None) -> dict[str, np.ndarray]:
+    def _batch_obs(self, flat: np.ndarray | None) -> Observation:
         """The batched observation: column views of ``flat`` (the flat path), else per-key copies."""
         if flat is not None:
             assert self._layout is not None
             self._last_flat = flat
+            if self._flat_obs:
+                return flat
             return {key: flat[:, sl] for key, sl in self._layout.items()}
         n = self.num_envs
         out = {key: np.empty((n, *(space.shape or ())), dtype=space.dtype) for key, space in self._obs_spaces.items()}
         for i, obs in enumerate(self._last_obs):
-            assert obs is not None
+            assert isinstance(obs, dict)  # the per-key path: an encoder without a flat layout, so a Dict
             for key, value in obs.items():
                 out[key][i] = value
         return out

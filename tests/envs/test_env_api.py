@@ -41,7 +41,10 @@ def random_masked_action(env: gym.Env, info: dict[str, Any], rng: np.random.Gene
 
 
 def test_registration_is_idempotent_and_covers_every_id() -> None:
-    assert set(ENV_IDS) == {"HetCluster-v0", "HetCluster-Tiny-v0", "HetCluster-v1", "HetCluster-Tiny-v1"}
+    assert set(ENV_IDS) == {
+        *("HetCluster-v0", "HetCluster-Tiny-v0", "HetCluster-v1", "HetCluster-Tiny-v1"),
+        *("HetCluster-v2", "HetCluster-Tiny-v2"),
+    }
     hetgym.envs.register_envs()
     hetgym.envs.register_envs()
     for env_id in ENV_IDS:

@@ -45,7 +45,10 @@ def random_masked(seed: int) -> Any:
 
 def test_the_v2_ids_are_registered_beside_v0_and_v1() -> None:
     hetgym.envs.register_envs()
-    events = {"HetClusterEvents-v0", "HetClusterEvents-Tiny-v0", "HetClusterEvents-v1", "HetClusterEvents-Tiny-v1"}
+    events = {
+        *("HetClusterEvents-v0", "HetClusterEvents-Tiny-v0", "HetClusterEvents-v1", "HetClusterEvents-Tiny-v1"),
+        *("HetClusterEvents-v2", "HetClusterEvents-Tiny-v2"),
+    }
     assert set(EVENT_ENV_IDS) == events
     for env_id in ("HetCluster-v0", "HetCluster-v1", *sorted(events)):
         assert env_id in gym.registry

@@ -30,3 +30,19 @@ def test_bench_env_stub_floor_has_the_newest_ids_spaces() -> None:
     _, _, _, _, step_info = stub.step(0)
     assert obs.keys() == real.reset(seed=0)[0].keys() and "action_mask" in info
     assert step_info.keys() == info.keys()
+
+
+def test_bench_env_flat_stub_floor_has_the_flat_ids_box_and_each_id_its_floor() -> None:
+    import gymnasium as gym
+    import numpy as np
+
+    script = load_script("bench/bench_env")
+    stub = script.StubEnv("HetCluster-Tiny-v2")
+    real = gym.make("HetCluster-Tiny-v2")
+    assert stub.observation_space == real.observation_space and stub.action_space == real.action_space
+    obs, _ = stub.reset(seed=0)
+    again, *_ = stub.step(0)
+    assert isinstance(obs, np.ndarray) and not np.shares_memory(obs, again)
+    floor_of = script.env_floor._floor_of
+    assert floor_of("HetCluster-v2") == floor_of("CartPole-v1") == "HetClusterStubFloor-v2"
+    assert floor_of("HetCluster-Tiny-v1") == "HetClusterStubFloor-v1"

@@ -12,7 +12,8 @@ import numpy as np
 
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
 from hetgym.envs.events.config import EventEnvConfig
-from hetgym.envs.events.observation import EventObservation, empty_observation
+from hetgym.envs.events.observation import EventObservation
+from hetgym.envs.observations_layout import Observation, ObservationLayout
 from hetgym.envs.reset_options import check_reset_options
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
@@ -27,7 +28,7 @@ WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
 RESET_OPTIONS = ("workload_seed", "jobs")
 
 
-class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
+class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     """A heterogeneous GPU cluster in which the agent decides each arriving job's admission and GPU type,
     and a fixed expert allocator (ElasticFlow's machinery by default) runs the cluster between those events.
 
@@ -70,8 +71,10 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     cluster per type (capacity, free GPUs, GPUs held by guaranteed and by best-effort jobs) and queue
     aggregates (active, waiting, guaranteed, best-effort and late jobs, committed work, workload arrived,
     clock). ``probe=False`` leaves the admission-test features at 0 (and skips computing them).
-    ``flatten=True`` gives the same features as one float32 vector (``gymnasium.spaces.flatten`` of the
-    ``Dict``, the layout ``gymnasium.wrappers.FlattenObservation`` gives), for an ``MlpPolicy``.
+    The encoder writes the features as one float32 vector, its slices named by :attr:`layout` (``name ->
+    (start, stop, shape)``) in the keys' sorted order, the order ``gymnasium.spaces.flatten`` of the ``Dict``
+    and ``gymnasium.wrappers.FlattenObservation`` give; the ``Dict`` is their views. ``flatten=True`` (the
+    ``-v2`` ids) gives that vector, for an ``MlpPolicy``.
 
     ## Rewards
 
@@ -101,7 +104,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ``sim={...}``, ``allocator``, ``allocator_knobs={...}``, ``events``, ``action_set``, ``probe``,
     ``time_scale_s``, ``max_time_s``;
     and ``render_mode="ansi"``. ``HetClusterEvents-Tiny-v0`` is the same with ``scenario="tiny"``;
-    ``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` add ``action_set="share"``. An unknown key
+    ``HetClusterEvents-v1`` and ``HetClusterEvents-Tiny-v1`` add ``action_set="share"``;
+    ``HetClusterEvents-v2`` and ``HetClusterEvents-Tiny-v2`` add ``flatten=True`` to those. An unknown key
     names the nearest valid one.
 
     ## Version History
@@ -112,6 +116,9 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
       priority class in ElasticFlow's leftover GPUs and a cap on its GPUs, ``Discrete(6 * T + 16)``. The
       first ``2 * T + 4`` actions, the observation and the rewards are v0's; action 0 is still ElasticFlow,
       bit for bit. v0 is unchanged.
+    * v2: v1's MDP with the observation flat by default (``flatten=True``): one float32 ``Box``, the vector
+      ``flatten=True`` already gave on v0 and v1, now the encoder's own output rather than a ``Dict`` flattened
+      again every step, with :attr:`layout` naming its slices. v0 and v1 are unchanged, bit for bit.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
@@ -127,8 +134,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.action_space = gym.spaces.Discrete(self.actions.n)
         self.encoder = EventObservation(self.cluster, self.config.time_scale_s)
         self._dict_space = self.encoder.space
-        flat = gym.spaces.flatten_space(self._dict_space) if self.config.flatten else None
-        self.observation_space = flat if flat is not None else self._dict_space  # type: ignore[assignment]
+        space: gym.spaces.Space[Any] = self.encoder.flat_space if self.config.flatten else self._dict_space
+        self.observation_space = space
         self.allocator: Policy = self.config.make_allocator()
         self.sim: Simulator | None = None
         self.jobs: tuple[JobSpec, ...] = ()
@@ -143,7 +150,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
-        self._obs = empty_observation(len(self.gpu_types))
+        self._obs = self.encoder.empty()
         self._done = True
         self._result: SimulationResult | None = None
         self._stop_reason = ""
@@ -153,7 +160,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
         options = check_reset_options(options, RESET_OPTIONS)
         drawn = int(self.np_random.integers(0, 2**31 - 1))
@@ -190,7 +197,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             self._run_to_decision(comps)
         return self._observation(), self._info(comps, invalid=False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         if not self.action_space.contains(action) and not self.action_space.contains(np.int64(action)):
@@ -218,11 +225,18 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         truncated = self._done and not terminated
         return self._observation(), reward, terminated, truncated, self._info(comps, invalid=invalid)
 
-    def _observation(self) -> Any:
-        """The observation as the space says: the ``Dict``, or (``flatten=True``) its flattened vector."""
+    def _observation(self) -> Observation:
+        """The observation as the space says: the flat vector (``flatten=True``), or the ``Dict`` of its slices."""
         if self.config.flatten:
-            return gym.spaces.flatten(self._dict_space, self._obs)
-        return self._obs
+            return self._obs
+        obs = self.encoder.flat_layout.as_dict(self._obs)
+        # The episode's last (all-zero) observation has always listed its keys in the space's sorted order.
+        return dict(sorted(obs.items())) if self._done else obs
+
+    @property
+    def layout(self) -> ObservationLayout:
+        """Where each feature lies in the flat observation: ``name -> (start, stop, shape)``."""
+        return self.encoder.flat_layout
 
     def action_masks(self) -> np.ndarray:
         """The valid actions now (sb3-contrib's MaskablePPO reads this)."""
@@ -386,7 +400,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if self.config.probe and not late:
             choices: tuple[str | None, ...] = (None, *self.gpu_types)
             probe = tuple(allocator.probe(view, job_id, choices))  # type: ignore[attr-defined]
-        self._obs = self.encoder.build(
+        self._obs = self.encoder.build_flat(
             view,
             view.job(job_id),
             usable,
@@ -405,7 +419,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
-        self._obs = empty_observation(len(self.gpu_types))
+        self._obs = self.encoder.empty()
         self._account(comps)  # jobs left unfinished at a stop are logged by then
         result = self.sim.result(str(getattr(self.allocator, "name", "env")))
         self._result = result

@@ -1,4 +1,4 @@
-"""The event-driven environment's observation: the deciding job and the cluster, a fixed-shape ``Dict`` of ``Box`` es.
+"""The event-driven environment's observation: the deciding job and the cluster, one float32 vector of named slices.
 
 Every feature lies in ``[0, 1]`` or ``[-1, 1]``; times are squashed with ``x / (1 + |x|)`` of ``x`` in
 units of ``time_scale_s``, counts of jobs with ``n / (n + 16)``. ``T`` is the number of GPU types (cluster
@@ -28,7 +28,14 @@ key                       shape    entries
                                    (squashed); share of the workload arrived; the clock (squashed)
 ========================  =======  ==============================================================
 
-Every entry is a 1-D ``Box`` (Stable-Baselines3's checker warns on other shapes).
+Flat first: :class:`EventObservation` writes one float32 vector whose
+:class:`~hetgym.envs.observations_layout.ObservationLayout` (``env.unwrapped.layout``) names the keys above,
+laid out in their sorted order (``cluster_best_effort``, ``cluster_capacity``, ``cluster_free``,
+``cluster_guaranteed``, ``job``, ``job_admissible``, ``job_run_time``, ``job_slack``, ``job_speed``,
+``job_usable``, ``queue``): the order of ``gymnasium.spaces.flatten`` of the ``Dict``, so the vector is the one
+``flatten=True`` and ``gymnasium.wrappers.FlattenObservation`` give. The ``Dict`` form (the ``-v0`` and ``-v1``
+ids) is the slices of that vector in the table's order; every entry is a 1-D ``Box`` (Stable-Baselines3's
+checker warns on other shapes).
 
 *Guaranteed* jobs are those the agent's decision (or the allocator's test under ``auto``) admitted with
 the guarantee; *best-effort* those admitted without it.
@@ -43,6 +50,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from hetgym.envs.observations_layout import ObservationLayout
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.view import ClusterView, JobView
 
@@ -66,20 +74,26 @@ def count_feature(n: float) -> float:
     return n / (n + _COUNT_SCALE)
 
 
-def observation_space(num_types: int) -> spaces.Dict:
-    """The observation space of a cluster with ``num_types`` GPU types."""
+def observation_layout(num_types: int) -> ObservationLayout:
+    """The flat layout of a cluster with ``num_types`` GPU types: the keys in sorted order (the vector
+    ``gymnasium.spaces.flatten`` gives), the ``Dict`` form in the order of the module's table."""
     t = num_types
-    boxes: dict[str, spaces.Space[Any]] = {key: spaces.Box(-1.0, 1.0, (t,), dtype=np.float32) for key in JOB_TYPE_KEYS}
-    boxes["job"] = spaces.Box(0.0, 1.0, (JOB_FEATURES,), dtype=np.float32)
-    boxes.update({key: spaces.Box(0.0, 1.0, (t,), dtype=np.float32) for key in CLUSTER_KEYS})
-    boxes["queue"] = spaces.Box(0.0, 1.0, (QUEUE_FEATURES,), dtype=np.float32)
-    return spaces.Dict(boxes)
+    features: dict[str, tuple[tuple[int, ...], Any, Any]] = {key: ((t,), -1.0, 1.0) for key in JOB_TYPE_KEYS}
+    features["job"] = ((JOB_FEATURES,), 0.0, 1.0)
+    features.update({key: ((t,), 0.0, 1.0) for key in CLUSTER_KEYS})
+    features["queue"] = ((QUEUE_FEATURES,), 0.0, 1.0)
+    return ObservationLayout({key: features[key] for key in sorted(features)}, dict_order=list(features))
+
+
+def observation_space(num_types: int) -> spaces.Dict:
+    """The ``Dict`` observation space of a cluster with ``num_types`` GPU types."""
+    return observation_layout(num_types).dict_space
 
 
 def empty_observation(num_types: int) -> dict[str, np.ndarray]:
-    """The all-zero observation (returned with the step that ends an episode)."""
-    space = observation_space(num_types)
-    return {k: np.zeros(s.shape, dtype=np.float32) for k, s in space.spaces.items()}  # type: ignore[arg-type]
+    """The all-zero ``Dict`` observation (returned with the step that ends an episode)."""
+    layout = observation_layout(num_types)
+    return layout.as_dict(layout.zeros())
 
 
 class EventObservation:
@@ -97,7 +111,15 @@ class EventObservation:
         self.max_capacity = float(self.capacity.max())
         self.total_gpus = float(self.capacity.sum())
         self.scale_s = float(time_scale_s)
-        self.space = observation_space(len(self.types))
+        self.flat_layout = observation_layout(len(self.types))
+        self.space = self.flat_layout.dict_space
+        self.flat_space = self.flat_layout.box
+        slices = self.flat_layout.slices
+        # Where build_flat writes each row of its per-type tables and the job and queue vectors.
+        self._job_type_slices = [slices[key] for key in JOB_TYPE_KEYS]
+        self._cluster_slices = [slices[key] for key in CLUSTER_KEYS]
+        self._job_slice = slices["job"]
+        self._queue_slice = slices["queue"]
 
     def best_rate(self, view: ClusterView, job: JobView) -> float:
         """The job's best rate at its requested count (capped by each type's capacity), 0 when none."""
@@ -111,7 +133,15 @@ class EventObservation:
             out[t] = max(view.rate(job, t, n), 0.0)
         return out
 
-    def build(
+    def empty(self) -> np.ndarray:
+        """The all-zero flat observation (returned with the step that ends an episode)."""
+        return self.flat_layout.zeros()
+
+    def build(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        """The ``Dict`` form of :meth:`build_flat` (the same arguments): views into the new vector."""
+        return self.flat_layout.as_dict(self.build_flat(*args, **kwargs))
+
+    def build_flat(
         self,
         view: ClusterView,
         job: JobView,
@@ -123,8 +153,8 @@ class EventObservation:
         to_decide: int,
         num_jobs: int,
         late: bool = False,
-    ) -> dict[str, np.ndarray]:
-        """The observation of ``job``'s event at ``view``.
+    ) -> np.ndarray:
+        """The observation of ``job``'s event at ``view``, a new flat float32 vector (:attr:`flat_layout`).
 
         Args:
             view: The epoch's view.
@@ -208,11 +238,21 @@ class EventObservation:
             dtype=np.float32,
         )
         cl = np.clip(cl, 0.0, 1.0)
-        out = {key: jt[i] for i, key in enumerate(JOB_TYPE_KEYS)}
-        out["job"] = jv
-        out.update({key: cl[i] for i, key in enumerate(CLUSTER_KEYS)})
-        out["queue"] = queue
+        out = np.empty(self.flat_layout.size, dtype=np.float32)
+        for values, sl in zip(jt, self._job_type_slices, strict=True):
+            out[sl] = values
+        out[self._job_slice] = jv
+        for values, sl in zip(cl, self._cluster_slices, strict=True):
+            out[sl] = values
+        out[self._queue_slice] = queue
         return out
 
 
-__all__ = ["EventObservation", "count_feature", "empty_observation", "observation_space", "squash"]
+__all__ = [
+    "EventObservation",
+    "count_feature",
+    "empty_observation",
+    "observation_layout",
+    "observation_space",
+    "squash",
+]
