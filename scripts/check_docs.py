@@ -211,10 +211,10 @@ def snippet_output(doc: str, marker: str) -> str:
 
 def default_comparison_size() -> tuple[int, int]:
     """(policies, runs) of a plain ``hetgym compare``: the default policies times the default seeds."""
-    from hetgym.cli import build_parser
+    from hetgym.cli.run import DEFAULT_SEEDS
     from hetgym.experiments import default_policies
 
-    seeds = build_parser().parse_args(["compare"]).seeds.split(",")
+    seeds = DEFAULT_SEEDS.split(",")
     policies = len(default_policies())
     return policies, policies * len(seeds)
 

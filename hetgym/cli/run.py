@@ -35,6 +35,9 @@ from hetgym.seeds import SeedsError, parse_seeds
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.usercode import describe
 
+#: The seeds a plain ``hetgym compare`` runs (``--seeds`` left out).
+DEFAULT_SEEDS = "0,1,2"
+
 if TYPE_CHECKING:  # the commands import the experiments (pandas) and rich's tables when they run
     from hetgym.experiments import Comparison
 
@@ -206,7 +209,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not policies:
         raise ValueError("--policies is empty; give e.g. --policies fifo,srtf")
     try:
-        seeds = parse_seeds(str(args.seeds or "0,1,2"))
+        seeds = parse_seeds(str(args.seeds or DEFAULT_SEEDS))
     except SeedsError as exc:
         raise ValueError(f"--seeds: {exc}") from None
     check_runs(len(policies) * len(seeds), f"--policies ({len(policies)}) x --seeds ({len(seeds)})", _MANY_RUNS)
@@ -242,7 +245,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console.print(
             f"The workload is the same for every seed ({scenario.workload.trace}): {len(seeds_by_policy)} "
             f"policies that are not randomised run seed {seeds[0]} only"
-            + (f"; {', '.join(randomised)} (randomised) {verb} seeds {args.seeds or '0,1,2'}" if randomised else "")
+            + (
+                f"; {', '.join(randomised)} (randomised) {verb} seeds {args.seeds or DEFAULT_SEEDS}"
+                if randomised
+                else ""
+            )
             + "; give --seeds to run every policy on each seed",
             highlight=False,
         )
