@@ -47,7 +47,7 @@ from hetgym.sim.errors import UnknownNameError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import policy_class
 from hetgym.sim.registry import Knobs, Registry
-from hetgym.sim.throughput import EXECUTION_MODES, ThroughputModel
+from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode, ThroughputModel
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 from hetgym.workloads.schema import read_trace
 
@@ -261,7 +261,7 @@ class HetClusterConfig:
     codec: str = "sequential"
     codec_knobs: Knobs | Mapping[str, Any] | None = None
     count_levels: str | tuple[int, ...] = "pow2"
-    modes: tuple[str, ...] = ("sync",)
+    modes: tuple[ExecutionMode, ...] = ("sync",)
     allow_reject: bool | None = None
     max_actions_per_epoch: int | None = None
     window_order: str = "slack"

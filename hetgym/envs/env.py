@@ -31,7 +31,9 @@ from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
 
-class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
+# Observations are dicts of float32 arrays; typed ``dict[str, Any]`` because gymnasium types a ``Dict`` space's
+# elements as ``dict[str, Space]``.
+class HetClusterEnv(gym.Env[dict[str, Any], Any]):
     """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
     how many GPUs of which type.
 
@@ -196,7 +198,7 @@ class HetClusterEnv(gym.Env[dict[str, np.ndarray], Any]):
             self.state, settings, config.knobs("observation")
         )
         self.action_space = self.codec.space
-        self.observation_space = self.encoder.space  # type: ignore[assignment]
+        self.observation_space = self.encoder.space
         self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = RateTable(self.cluster, self.throughput)
         trace_jobs: tuple[JobSpec, ...] | None = None

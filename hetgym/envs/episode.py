@@ -35,7 +35,7 @@ from hetgym.sim.config import SimConfig
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.policy import Policy, policy_placer
+from hetgym.sim.policy import PolicyProtocol, policy_placer
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -110,7 +110,7 @@ class EpisodeCore:
         np_random: np.random.Generator,
         *,
         fast_forward: bool = True,
-        policy: Policy | None = None,
+        policy: PolicyProtocol | None = None,
     ) -> ClusterView | None:
         """Start an episode: check ``options``, choose the workload, build and start the simulator.
 
@@ -153,7 +153,7 @@ class EpisodeCore:
             return sim.reset()
         policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
         ticks = bool(getattr(policy, "uses_ticks", True))
-        return sim.reset(round_s=policy.round_s, ticks=ticks, placer=policy_placer(policy))
+        return sim.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
 
     # ----------------------------------------------------------------------------------------
     # What a step brought

@@ -20,6 +20,8 @@ from hetgym.sim.allocation import Allocation
 from hetgym.sim.cluster import get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.guidance import GuidedPolicy, LateReportingPolicy, SharingPolicy
+from hetgym.sim.policy import make_policy
 from hetgym.workloads.scenario import get_scenario
 
 
@@ -130,3 +132,20 @@ def test_the_core_alone_runs_an_episode_from_options_to_stop() -> None:
     comps.job_s = 120.0
     assert core.reward(comps) == -2.0  # jct: minus job-time in time_scale_s units
     assert core.final_metrics(3)["num_decisions"] == 3.0
+
+
+def test_the_event_allocator_protocols_name_what_the_env_calls() -> None:
+    guided = make_policy("elasticflow-guided")
+    assert isinstance(guided, GuidedPolicy) and isinstance(guided, SharingPolicy)
+    assert isinstance(guided, LateReportingPolicy)
+    assert not isinstance(make_policy("elasticflow"), LateReportingPolicy)
+    env = _event_env(events=("arrival", "late"))
+    assert env.allocator is not guided and isinstance(env.allocator, LateReportingPolicy)
+
+
+def test_a_vector_env_refuses_a_bool_seed_by_name() -> None:
+    venv = gym.make_vec("HetCluster-Tiny-v1", num_envs=2)
+    with pytest.raises(TypeError, match=r"seed=True.*integer seed"):
+        venv.reset(seed=True)
+    obs, _ = venv.reset(seed=[1, 2])  # a list of one seed per sub-env still works
+    assert len(next(iter(obs.values()))) == 2

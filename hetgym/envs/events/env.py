@@ -12,19 +12,20 @@ import numpy as np
 
 from hetgym.envs.episode import EpisodeCore
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
-from hetgym.envs.events.config import EventEnvConfig
+from hetgym.envs.events.config import EventAllocator, EventEnvConfig
 from hetgym.envs.events.observation import EventObservation, empty_observation
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.fastforward import quiet_hook, quiet_request
 from hetgym.sim.forking import fork_policy
+from hetgym.sim.guidance import LateReportingPolicy, SharingPolicy
 from hetgym.sim.job import JobSpec
-from hetgym.sim.policy import Policy
 from hetgym.sim.view import ClusterView
 
 
-class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
+# An observation is a dict of float32 arrays or (flatten=True) one float32 vector: typed Any (either one).
+class HetClusterEventEnv(gym.Env[Any, np.int64]):
     """A heterogeneous GPU cluster in which the agent decides each arriving job's admission and GPU type,
     and a fixed expert allocator (ElasticFlow's machinery by default) runs the cluster between those events.
 
@@ -129,8 +130,8 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.encoder = EventObservation(self.cluster, self.config.time_scale_s)
         self._dict_space = self.encoder.space
         flat = gym.spaces.flatten_space(self._dict_space) if self.config.flatten else None
-        self.observation_space = flat if flat is not None else self._dict_space  # type: ignore[assignment]
-        self.allocator: Policy = self.config.make_allocator()
+        self.observation_space = flat if flat is not None else self._dict_space
+        self.allocator: EventAllocator = self.config.make_allocator()
         # The episode (workload, simulator, stop, metrics; the deadline reward) is a member, as in HetClusterEnv.
         self.core = EpisodeCore(
             self.cluster,
@@ -156,9 +157,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     # ----------------------------------------------------------------------------------------
     # Gymnasium API
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         # The allocator starts its run as Simulator.run starts a policy's: its seed, round, ticks and placer.
         self._view = self.core.start(options, self.np_random, policy=self.allocator)
@@ -175,7 +174,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             self._run_to_decision(comps)
         return self._observation(), self._info(comps, invalid=False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         core = self.core
         if core.done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
@@ -190,11 +189,11 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if self._event == "late":
             # Keep (anything but a drop: nothing changes, the allocator goes on as it would) or drop.
             if a == REJECT_ACTION:
-                self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+                self.allocator.guide(self._job_id, directive)
         else:
             if invalid:
                 directive = self.actions.directive(self.actions.fallback(a, self._mask))
-            self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+            self.allocator.guide(self._job_id, directive)
             self._decided[self._job_id] = directive.admission
         self.num_decisions += 1
         comps = RewardComponents()
@@ -268,7 +267,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         """The GPU types the allocator can run the deciding job on."""
         if self._view is None or self.core.done:
             return ()
-        return tuple(self.allocator.usable_types(self._view, self._job_id))  # type: ignore[attr-defined]
+        return tuple(self.allocator.usable_types(self._view, self._job_id))
 
     #: What a :meth:`fork` shares with the original: set at construction and never changed by an episode.
     _FORK_SHARED = (
@@ -314,6 +313,10 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         assert sim is not None
         allocator = self.allocator
         quiet_until = quiet_hook(allocator) if sim.fast_forward else None
+        reporter: LateReportingPolicy | None = None  # the allocator, when the agent is asked at late events
+        if self._late_events:
+            assert isinstance(allocator, LateReportingPolicy)  # EventEnvConfig checked it
+            reporter = allocator
         view = self._view
         while True:
             if self._pending:
@@ -326,7 +329,7 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             allocation = allocator.schedule(view)
             if self._decided:
                 self._settle(view, allocation.reject)
-            late = allocator.newly_late() if self._late_events else ()  # type: ignore[attr-defined]
+            late = reporter.newly_late() if reporter is not None else ()
             # Ticks at which the allocator's answer stands are passed over (hetgym.sim.fastforward), unless a
             # late event is to be asked at the next epoch.
             quiet = quiet_request(quiet_until(), view.now_s) if quiet_until is not None and not late else None
@@ -366,19 +369,20 @@ class HetClusterEventEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._job_id = job_id
         self._event = event
         allocator = self.allocator
-        usable = tuple(allocator.usable_types(view, job_id))  # type: ignore[attr-defined]
+        usable = tuple(allocator.usable_types(view, job_id))
         late = event == "late"
         if late:
             self._mask = self.actions.late_mask()
         elif self.actions.shares:
-            capped = tuple(allocator.capped_types(view, job_id, "requested"))  # type: ignore[attr-defined]
+            assert isinstance(allocator, SharingPolicy)  # EventEnvConfig checked it
+            capped = tuple(allocator.capped_types(view, job_id, "requested"))
             self._mask = self.actions.mask(usable, capped)
         else:
             self._mask = self.actions.mask(usable)
         probe = None
         if self.config.probe and not late:
             choices: tuple[str | None, ...] = (None, *self.gpu_types)
-            probe = tuple(allocator.probe(view, job_id, choices))  # type: ignore[attr-defined]
+            probe = tuple(allocator.probe(view, job_id, choices))
         self._obs = self.encoder.build(
             view,
             view.job(job_id),
