@@ -47,7 +47,7 @@ from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.registry import KnobError, Knobs, Registry, knob
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 #: A window job's features that never change, computed once a run: its rates record (the run's RateTable entry,
 #: which the cache checks), its speed row (float32, T), best rate, ``job_request`` and ``job_has_deadline``.

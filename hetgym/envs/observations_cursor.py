@@ -46,8 +46,8 @@ from hetgym.envs.state import DecisionState
 from hetgym.sim.rates import RateTable
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
     from hetgym.envs.observations import WindowObservation
+    from hetgym.envs.settings import EnvSettings
 
 
 class CursorFeatures(FeatureGroup):

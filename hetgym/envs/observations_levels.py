@@ -21,7 +21,7 @@ from hetgym.sim.rates import JobRates, RateTable
 from hetgym.sim.view import JobView
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 
 #: Up to this many slack entries to compute at an epoch, a Python loop; beyond, numpy over all of them.
