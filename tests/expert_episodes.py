@@ -31,7 +31,7 @@ def expert_episode(
         view = env.unwrapped.view
         if info["committed"] and view is not None:
             info["asked_at_quiet_tick"] = (
-                view.is_tick and not view.arrived and not view.completed and not env.unwrapped._changed
+                view.is_tick and not view.arrived and not view.completed and not env.unwrapped.quiet.changed
             )
         infos.append(info)
         if term or trunc:

@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from hetgym.envs.settings import EnvSettings
 from hetgym.envs.settings_checks import (
     EnvConfigError,
     _check,
@@ -47,7 +48,7 @@ from hetgym.sim.errors import UnknownNameError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import policy_class
 from hetgym.sim.registry import Knobs, Registry
-from hetgym.sim.throughput import EXECUTION_MODES, ThroughputModel
+from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode, ThroughputModel
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 from hetgym.workloads.schema import read_trace
 
@@ -135,34 +136,6 @@ def count_levels_for(spec: str | Sequence[int], cluster: ClusterSpec) -> tuple[i
     if len(levels) < 2:
         raise EnvConfigError("count_levels=[0] leaves no way to give a job GPUs; add at least one positive count")
     return tuple(sorted(levels))
-
-
-@dataclass(frozen=True)
-class EnvSettings:
-    """What the configuration gives every codec and observation encoder (:meth:`HetClusterConfig.settings`).
-
-    These are environment-wide rather than one component's knobs: the count levels and ``allow_reject``
-    shape both the action space and the observation (the ``window-levels`` encoder mirrors the levels,
-    the window shows rejections), the per-epoch action cap limits sequential actions and is an observed
-    feature, and the time scale sets both the time features and the time-based rewards. A component's own
-    knobs, which only it reads, are ``codec_knobs`` / ``observation_knobs``.
-
-    Attributes:
-        levels: Ascending GPU count levels starting at 0.
-        allow_reject: Whether actions can reject a job.
-        max_actions: The per-epoch cap on actions.
-        time_scale_s: Time unit of the squashed time features.
-        throughput: The throughput model the simulator runs with.
-        slot_cursor: The codec decides one window slot per action, the slot at ``state.cursor``
-            (``jobwise``, ``jobwise-types``); the observation then shows which one (its ``slot_cursor`` key).
-    """
-
-    levels: tuple[int, ...]
-    allow_reject: bool
-    max_actions: int
-    time_scale_s: float
-    throughput: ThroughputModel
-    slot_cursor: bool = False
 
 
 @dataclass(frozen=True)
@@ -264,7 +237,7 @@ class HetClusterConfig:
     codec: str = "sequential"
     codec_knobs: Knobs | Mapping[str, Any] | None = None
     count_levels: str | tuple[int, ...] = "pow2"
-    modes: tuple[str, ...] = ("sync",)
+    modes: tuple[ExecutionMode, ...] = ("sync",)
     allow_reject: bool | None = None
     max_actions_per_epoch: int | None = None
     window_order: str = "slack"

@@ -11,15 +11,15 @@ import numpy as np
 
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
+from hetgym.envs.episode import RESET_OPTIONS, TERMINAL_REASONS, WALL_CLOCK_METRICS, EpisodeCore
 from hetgym.envs.exactness import Encoding
-from hetgym.envs.intervals import add_deadlines, add_ended, add_interval, add_quiet_ticks, charge_unfinished
+from hetgym.envs.intervals import add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
 from hetgym.envs.observations_layout import Observation, ObservationLayout
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.reference import ReferenceRun
 from hetgym.envs.render import Segment, render_ansi, render_rgb
-from hetgym.envs.reset_options import check_reset_options
-from hetgym.envs.rewards import REWARDS, RewardComponents
+from hetgym.envs.rewards import RewardComponents
 from hetgym.envs.shaping import deadline_slack_potential
 from hetgym.envs.state import WINDOW_ORDERS, Commit, DecisionState
 from hetgym.sim.allocation import Allocation
@@ -31,14 +31,8 @@ from hetgym.sim.rates import RateTable
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
-#: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
-WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
-RESET_OPTIONS = ("workload_seed", "jobs")
-#: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
-TERMINAL_REASONS = ("done", "stalled")
 
-
-class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
+class HetClusterEnv(gym.Env[Observation, Any]):
     """A heterogeneous GPU cluster in which the agent decides, at each decision epoch, which jobs get
     how many GPUs of which type.
 
@@ -204,31 +198,31 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         space: gym.spaces.Space[Any] = self.encoder.flat_space if config.flatten else self.encoder.space
         self.observation_space = space  # the flat ids (flatten=True): the encoder's vector; else its Dict
         self.layout: ObservationLayout = self.encoder.flat_layout  # name -> (start, stop, shape) of the vector
-        self._reward_fn = REWARDS.get(config.reward)
         self._window_order = WINDOW_ORDERS.get(config.window_order)
         self._statics = RateTable(self.cluster, self.throughput)
-        self._trace_jobs: tuple[JobSpec, ...] | None = None
+        trace_jobs: tuple[JobSpec, ...] | None = None
         if config.trace is not None:
-            self._trace_jobs = config.draw_jobs(0)
-            Simulator(self.cluster, self._trace_jobs, config=self.sim_config, throughput=self.throughput)
-        self.sim: Simulator | None = None
+            trace_jobs = config.draw_jobs(0)
+            Simulator(self.cluster, trace_jobs, config=self.sim_config, throughput=self.throughput)
+        # The episode (workload, simulator, stop, metrics, reward) and the quiet-epoch rule are members.
+        self.core = EpisodeCore(
+            self.cluster,
+            self.sim_config,
+            config.draw_jobs,
+            throughput=self.throughput,
+            fixed_jobs=trace_jobs,
+            reward=config.reward,
+            time_scale_s=config.time_scale_s,
+        )
+        self.quiet = QuietEpochs(
+            self.state, on_change=config.decisions == "on-change", draws_history=render_mode == "rgb_array"
+        )
         self._reference: ReferenceRun | None = None
-        self._changed = False
-        self._requested = False
         self._potential = 0.0
-        self.jobs: tuple[JobSpec, ...] = ()
-        self.workload_seed: int | None = None
-        self.episode_id = 0
         self._mask = self.codec.mask(self.state)
-        self._done = True
-        self._started = False
-        self._stop_reason = ""
-        self._result: SimulationResult | None = None
         self._target_note: tuple[bool, tuple[str, ...]] | None = None
         self._history: list[Segment] = []
         self._ended_at: dict[int, float] = {}
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
 
@@ -245,10 +239,9 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
             options: ``{"workload_seed": int}`` or ``{"jobs": [JobSpec, ...]}`` (see the class docstring).
         """
         super().reset(seed=seed)
-        options = check_reset_options(options, RESET_OPTIONS)
         self._start_episode(options)
         info = self._info(RewardComponents(), committed=False, invalid=False)
-        info["workload_seed"] = self.workload_seed
+        info["workload_seed"] = self.core.workload_seed
         return self._observe(), info
 
     def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -280,9 +273,10 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         For batching: the observation of the new state is then ``self.encoder.observe(self.state)`` (or
         ``observe_into``; :class:`~hetgym.envs.vector.HetClusterVectorEnv` encodes all its sub-envs' at once).
         """
-        if not self._started:
+        core = self.core
+        if not core.started:
             raise HetgymError("call reset() before step()")
-        if self._done:
+        if core.done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         note = self._target_note
         outcome = self.codec.apply(self.state, action, self._mask)
@@ -291,19 +285,20 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         if outcome.commit:
             t0 = self._now_s
             view = self._commit(comps, self.state.view, self.state.commit())
-            if self._requested:
-                self._requested = False  # the agent asked to see the next epoch (request_decision)
+            quiet = self.quiet
+            if quiet.requested:
+                quiet.requested = False  # the agent asked to see the next epoch (request_decision)
             else:
-                while view is not None and self._quiet_epoch(view):
+                while view is not None and quiet.is_quiet(view):
                     # The allocation stands: nothing changed since the agent decided. Such an epoch is never
                     # shown, so its window, observation and mask are not built.
-                    view = self._commit(comps, view, self._standing_commit(view))
+                    view = self._commit(comps, view, quiet.standing_commit(view, self._statics, self._window_order))
             self._load(view)
             self._present()
             if self._reference is not None:
-                ref = self._reference.components(t0, math.inf if self._done else self._now_s)
-                reference_reward = self._reward_fn(ref, self.config.time_scale_s, self.total_gpus)
-        reward = self._reward_fn(comps, self.config.time_scale_s, self.total_gpus) - reference_reward
+                ref = self._reference.components(t0, math.inf if core.done else self._now_s)
+                reference_reward = core.reward(ref)
+        reward = core.reward(comps) - reference_reward
         shaping = 0.0
         if self.config.shaping is not None and outcome.commit:
             phi = deadline_slack_potential(self.state.view, self._statics)  # 0 once the episode has ended
@@ -319,9 +314,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         if self.config.shaping is not None:
             info["shaping"] = shaping
         self.codec.step_info(outcome, info)
-        terminated = self._done and self._stop_reason in TERMINAL_REASONS
-        truncated = self._done and not terminated
-        return float(reward), terminated, truncated, info
+        return float(reward), core.terminated, core.truncated, info
 
     def render(self) -> str | np.ndarray | None:
         """The ``ansi`` table or the ``rgb_array`` picture (see :mod:`hetgym.envs.render`).
@@ -337,7 +330,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
             )
             return None
         if self.render_mode == "ansi":
-            if not self._started:
+            if not self.core.started:
                 return "(reset the environment to start an episode)\n"
             view = self.state.view
             pending = view.num_pending if view is not None else 0
@@ -363,7 +356,27 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
     @property
     def decision_key(self) -> tuple[int, int]:
         """``(episode_id, epoch)`` of the current decision; changes exactly when a new one starts."""
-        return self.episode_id, self._epoch
+        return self.core.episode_id, self._epoch
+
+    @property
+    def sim(self) -> Simulator | None:
+        """The current episode's simulator (``None`` before the first reset)."""
+        return self.core.sim
+
+    @property
+    def jobs(self) -> tuple[JobSpec, ...]:
+        """The current episode's workload."""
+        return self.core.jobs
+
+    @property
+    def workload_seed(self) -> int | None:
+        """The seed the current episode's workload was drawn with (``None``: given jobs or a trace)."""
+        return self.core.workload_seed
+
+    @property
+    def episode_id(self) -> int:
+        """How many episodes have started."""
+        return self.core.episode_id
 
     def encode(self, target: Allocation) -> Encoding:
         """Express ``target`` (an allocation for the current epoch) in the codec's actions.
@@ -393,51 +406,29 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
 
     def result(self) -> SimulationResult:
         """The simulator's result for the current episode (complete once it has ended)."""
-        if self.sim is None:
-            raise HetgymError("call reset() first")
-        return self._result if self._result is not None else self.sim.result("env")
+        return self.core.current_result()
 
     # ----------------------------------------------------------------------------------------
     # Internals
 
-    def _start_episode(self, options: dict[str, Any]) -> None:
-        drawn = int(self.np_random.integers(0, 2**31 - 1))
-        if "jobs" in options:
-            jobs = tuple(options["jobs"])
-            self.workload_seed = None
-        elif self._trace_jobs is not None:
-            jobs = self._trace_jobs
-            self.workload_seed = None
-        else:
-            seed = int(options.get("workload_seed", drawn))
-            jobs = self.config.draw_jobs(seed)
-            self.workload_seed = seed
-        self.jobs = jobs
-        self.sim = Simulator(
-            self.cluster, jobs, config=self.sim_config, throughput=self.throughput, fast_forward=self.fast_forward
-        )
+    def _start_episode(self, options: dict[str, Any] | None) -> None:
+        core = self.core
+        view = core.start(options, self.np_random, fast_forward=self.fast_forward)
+        assert core.sim is not None
         self._reference = None
         if self.config.reward_baseline is not None:
             # Its GPU timeline is needed for idle GPU-time, whatever the env records.
             ref_config = dataclasses.replace(self.sim_config, record_timeline=True)
-            reference = Simulator(self.cluster, jobs, config=ref_config, throughput=self.throughput)
+            reference = Simulator(self.cluster, core.jobs, config=ref_config, throughput=self.throughput)
             ref_result = reference.run(make_policy(self.config.reward_baseline))
             self._reference = ReferenceRun(ref_result, self.total_gpus)
         # The simulator's own table (cleared on its reset): the env and a policy_compat expert share it.
-        self._statics = self.sim.rate_table
-        self.episode_id += 1
-        self._started = True
-        self._done = False
-        self._requested = False
-        self._stop_reason = ""
-        self._result = None
+        self._statics = core.sim.rate_table
+        self.quiet.requested = False
         self._history = []
         self._ended_at = {}
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
         self._now_s = 0.0
         self._epoch = 0
-        view = self.sim.reset()
         if view is None:
             self._end_episode()
         self._load(view)
@@ -454,7 +445,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
 
     def _present(self) -> None:
         """The epoch's observation features and mask: skipped for quiet epochs, which the agent never sees."""
-        self.encoder.begin_epoch(self.state, self._statics, len(self.jobs))
+        self.encoder.begin_epoch(self.state, self._statics, len(self.core.jobs))
         self._mask = self.codec.mask(self.state)
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, commit: Commit) -> ClusterView | None:
@@ -465,13 +456,14 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         (:mod:`hetgym.envs.intervals`).
         """
         state = self.state
-        assert view is not None and self.sim is not None
+        sim = self.core.sim
+        assert view is not None and sim is not None
         t0 = view.now_s
-        quiet = self._quiet_request(commit)
-        next_view = self.sim.step_counts(commit.delta, quiet=quiet)
-        t1 = next_view.now_s if next_view is not None else self.sim.now_s
-        ended = self.sim.ended_log(self._ended_cursor)
-        self._ended_cursor += len(ended)
+        quiet = self.quiet.request(commit, sim)
+        next_view = sim.step_counts(commit.delta, quiet=quiet)
+        t1 = next_view.now_s if next_view is not None else sim.now_s
+        # What ended and the deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
+        ended, lost = self.core.account(comps)
         ended_at = self._ended_at
         for jid, t, _ in ended:
             ended_at[jid] = t
@@ -481,16 +473,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
             add_quiet_ticks(comps, view, t0, held, quiet.times_s, self.total_gpus)
             # The last interval, from the last tick passed over, under the allocation standing there.
             t0 = quiet.times_s[-1]
-            standing = self._standing_jobs(quiet.running, t0)
-            assert standing is not None  # every mode is configured (_quiet_request)
+            standing = self.quiet.standing_jobs(quiet.running, t0, self._statics, self._window_order)
+            assert standing is not None  # every mode is configured (QuietEpochs.request)
             held = [(jid, ja.total_gpus) for jid, ja in standing.items()]
         add_interval(comps, view, t0, t1, held, commit.reject, ended_at if ended else None, self.total_gpus)
-        add_ended(comps, ended)
-        # Deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
-        outcomes = self.sim.deadline_log(self._deadline_cursor)
-        self._deadline_cursor += len(outcomes)
-        add_deadlines(comps, outcomes)
-        self._changed = bool(ended) or not all(o.met for o in outcomes)
+        self.quiet.changed = bool(ended) or lost
         if self.render_mode == "rgb_array":
             # The allocation history is the picture's content, kept only when it is drawn: it grows with
             # the episode, and everything else an env holds stays bounded by the workload.
@@ -501,9 +488,7 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
                 self._history.append((t0, segment))
         self._now_s = t1
         if next_view is None:
-            self._end_episode()
-            assert self._result is not None
-            charge_unfinished(comps, self._result.job_rows)
+            charge_unfinished(comps, self._end_episode().job_rows)
         return next_view
 
     def request_decision(self) -> None:
@@ -516,26 +501,13 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         only (call it again at that epoch to keep being asked); ``ExpertAgent`` calls it for policies
         whose ``wants_next_epoch()`` says so. No effect under ``decisions="every-epoch"``.
         """
-        if self._done:
+        if self.core.done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
-        self._requested = True
+        self.quiet.requested = True
 
-    def _end_episode(self) -> None:
-        assert self.sim is not None
-        self._done = True
-        result = self.sim.result("env")
-        self._result = result
-        m = result.metrics
-        cfg = self.sim_config
-        if m["num_unfinished"] == 0 and m["num_not_arrived"] == 0:
-            reason = "done"
-        elif result.stalled:
-            reason = "stalled"
-        elif self.sim.now_s >= cfg.max_time_s:
-            reason = "max_time"
-        else:
-            reason = "max_decisions"
-        self._stop_reason = reason
+    def _end_episode(self) -> SimulationResult:
+        """The run stopped: the core records its result and stop reason."""
+        return self.core.end()
 
     def _info(
         self,
@@ -558,19 +530,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
         if note is not None:
             info["target_exact"] = note[0]
             info["target_reasons"] = list(note[1])
-        if self._done:
-            info["stop_reason"] = self._stop_reason
-            if self._result is not None and self._result.stalled:
-                info["stall_reason"] = self._result.stall_reason
-            info["metrics"] = self._final_metrics()
-            info["workload_seed"] = self.workload_seed
+        core = self.core
+        if core.done:
+            assert core.result is not None
+            core.end_info(info, core.final_metrics(core.result.num_epochs))
         return info
-
-    def _final_metrics(self) -> dict[str, float]:
-        assert self._result is not None
-        metrics = {k: float(v) for k, v in self._result.metrics.items() if k not in WALL_CLOCK_METRICS}
-        metrics["num_decisions"] = float(self._result.num_epochs)
-        return metrics
 
     # ----------------------------------------------------------------------------------------
     # Pickling by state: the simulator, the decision state, the codec and the random stream are plain
@@ -581,12 +545,11 @@ class HetClusterEnv(QuietEpochs, gym.Env[Observation, Any]):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_reward_fn"], state["_window_order"]
+        del state["_window_order"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._reward_fn = REWARDS.get(self.config.reward)
         self._window_order = WINDOW_ORDERS.get(self.config.window_order)
 
 
@@ -597,4 +560,5 @@ def episode_metrics(info: dict[str, Any]) -> dict[str, float]:
     return dict(info["metrics"])
 
 
-__all__ = ["HetClusterEnv", "episode_metrics"]
+# The episode's rules live in hetgym.envs.episode; re-exported here, where older imports find them.
+__all__ = ["RESET_OPTIONS", "TERMINAL_REASONS", "WALL_CLOCK_METRICS", "HetClusterEnv", "episode_metrics"]

@@ -10,13 +10,21 @@ execution mode, no job moved by an explicit server placement), with one line per
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from hetgym.envs.state import DecisionState
 from hetgym.sim.allocation import Allocation, JobAllocation
 
-if TYPE_CHECKING:
-    from hetgym.envs.codecs import ActionCodec
+
+class CodecLimits(Protocol):
+    """What :func:`explain_gap` reads of a codec (an :class:`~hetgym.envs.codecs.ActionCodec` has it): its count
+    levels and whether it can reject. A protocol, so that this module, which the codecs import, names no codec."""
+
+    levels: np.ndarray
+    level_set: frozenset[int]
+    allow_reject: bool
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ def _describe(ja: JobAllocation | None) -> str:
     return text
 
 
-def explain_gap(codec: ActionCodec, state: DecisionState, expressed: Allocation, target: Allocation) -> list[str]:
+def explain_gap(codec: CodecLimits, state: DecisionState, expressed: Allocation, target: Allocation) -> list[str]:
     """Why committing ``expressed`` would not leave the simulator as ``target`` would (empty if it would).
 
     Two allocations are equivalent when they reject the same jobs and give every job the same GPU
@@ -100,7 +108,7 @@ def explain_gap(codec: ActionCodec, state: DecisionState, expressed: Allocation,
     return reasons
 
 
-def _why_not(codec: ActionCodec, state: DecisionState, window: dict[int, int], jid: int, target: Allocation) -> str:
+def _why_not(codec: CodecLimits, state: DecisionState, window: dict[int, int], jid: int, target: Allocation) -> str:
     if jid not in window:
         return f"the job is outside the {state.num_slots}-slot window"
     slot = window[jid]

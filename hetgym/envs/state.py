@@ -181,12 +181,12 @@ class DecisionState:
             turn (``jobwise-types``, where a job's turn may give it several types one at a time).
     """
 
-    def __init__(self, cluster: ClusterSpec, num_slots: int, modes: Sequence[str]) -> None:
+    def __init__(self, cluster: ClusterSpec, num_slots: int, modes: Sequence[ExecutionMode]) -> None:
         self.cluster = cluster
         self.types = cluster.gpu_types
         self.type_index = {t: i for i, t in enumerate(self.types)}
         self.num_slots = num_slots
-        self.modes: tuple[ExecutionMode, ...] = tuple(modes)  # type: ignore[arg-type]
+        self.modes: tuple[ExecutionMode, ...] = tuple(modes)
         self.mode_index = {m: i for i, m in enumerate(self.modes)}
         self.capacity = np.array([cluster.capacity[t] for t in self.types], dtype=np.int64)
         k, t = num_slots, len(self.types)

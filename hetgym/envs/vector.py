@@ -42,7 +42,7 @@ any of them and for Stable-Baselines3's ``VecEnv`` (``action_masks()``, ``call``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -58,7 +58,7 @@ from hetgym.sim.errors import HetgymError
 
 #: Encoders whose :meth:`~hetgym.envs.observations.WindowObservation.observe_batch` the vector env uses
 #: (exactly these classes, whatever their feature-group knobs: a subclass may change what an observation holds).
-BATCHED_ENCODERS: tuple[type, ...] = (WindowObservation,)
+BATCHED_ENCODERS: tuple[type[WindowObservation], ...] = (WindowObservation,)
 #: From this many sub-envs on, batched encoding costs less than a row per sub-env (its numpy calls have a
 #: fixed cost per step; measured in ``docs/environment.md``, "Vectorised environments").
 BATCH_MIN_ENVS = 6
@@ -229,7 +229,11 @@ class HetClusterVectorEnv(VectorEnv):
         if batched:
             assert flat is not None
             envs = self.envs
-            envs[0].encoder.observe_batch([env.encoder for env in envs], [env.state for env in envs], flat)  # type: ignore[attr-defined]
+            encoder = envs[0].encoder
+            assert isinstance(encoder, BATCHED_ENCODERS)  # what self._batched checked (exactly these classes)
+            encoders = [e for e in (env.encoder for env in envs) if isinstance(e, WindowObservation)]
+            assert len(encoders) == len(envs)  # self._batched checked every sub-env's encoder
+            encoder.observe_batch(encoders, [env.state for env in envs], flat)
         batch_infos = _batch_infos(infos, self.num_envs)
         if final_obs is not None:
             batch_infos["final_obs"] = final_obs
@@ -304,9 +308,11 @@ class HetClusterVectorEnv(VectorEnv):
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None:
             return [None] * self.num_envs
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if isinstance(seed, bool):
+            raise TypeError(f"reset(seed={seed!r}): give an integer seed, a list of one per sub-env, or None")
+        if isinstance(seed, (int, np.integer)):
             return [int(seed) + i for i in range(self.num_envs)]
-        seeds = list(seed)  # type: ignore[arg-type]
+        seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(f"reset(seed=...) needs one seed per sub-env ({self.num_envs}), got {len(seeds)}")
         return seeds
@@ -365,9 +371,8 @@ class HetClusterVectorEnv(VectorEnv):
 
 def _batch_infos(infos: list[dict[str, Any] | None], num_envs: int) -> dict[str, Any]:
     """Gymnasium's vector info layout for per-sub-env ``infos`` (``None``: that sub-env reported nothing)."""
-    first = infos[0]
-    if first is not None and all(info is not None and info.keys() == first.keys() for info in infos):
-        return _batch_same_keys(infos, num_envs)  # type: ignore[arg-type]
+    if _same_keys(infos):
+        return _batch_same_keys(infos, num_envs)
     out: dict[str, Any] = {}
     keys: dict[str, None] = {}
     for info in infos:
@@ -386,6 +391,12 @@ def _batch_infos(infos: list[dict[str, Any] | None], num_envs: int) -> dict[str,
 
 
 _MISSING = object()
+
+
+def _same_keys(infos: list[dict[str, Any] | None]) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether every sub-env reported, with the same keys."""
+    first = infos[0]
+    return first is not None and all(info is not None and info.keys() == first.keys() for info in infos)
 
 
 def _batch_same_keys(infos: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:

@@ -113,4 +113,24 @@ class SharingPolicy(GuidedPolicy, Protocol):
     def capped_types(self, view: ClusterView, job_id: int, gpu_cap: str) -> tuple[str, ...]: ...
 
 
-__all__ = ["ADMISSIONS", "AUTO", "GPU_CAPS", "PRIORITIES", "Directive", "GuidedPolicy", "SharingPolicy"]
+@runtime_checkable
+class LateReportingPolicy(GuidedPolicy, Protocol):
+    """A guided policy that also names the guaranteed jobs its re-plans leave without a share (late).
+
+    ``newly_late`` gives the jobs found late since its last call, each job once (the event-driven
+    environment's ``"late"`` job events).
+    """
+
+    def newly_late(self) -> tuple[int, ...]: ...
+
+
+__all__ = [
+    "ADMISSIONS",
+    "AUTO",
+    "GPU_CAPS",
+    "PRIORITIES",
+    "Directive",
+    "GuidedPolicy",
+    "LateReportingPolicy",
+    "SharingPolicy",
+]

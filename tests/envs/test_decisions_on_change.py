@@ -38,7 +38,7 @@ def test_the_setting_is_validated() -> None:
 def _quiet(env: gym.Env) -> bool:
     u = env.unwrapped
     view = u.view  # type: ignore[attr-defined]
-    return bool(view is not None and view.is_tick and not view.arrived and not view.completed and not u._changed)  # type: ignore[attr-defined]
+    return bool(view is not None and view.is_tick and not view.arrived and not view.completed and not u.quiet.changed)  # type: ignore[attr-defined]
 
 
 def test_request_decision_shows_the_next_quiet_tick_once() -> None:
@@ -104,7 +104,7 @@ def test_only_an_acting_expert_asks_for_ticks_and_only_if_ticks_change_it() -> N
     obs, _ = env.reset(seed=0)
     with pytest.warns(UserWarning, match="physics differ"):
         ExpertTracker("dancer").label(env)  # the labelling wrapper's tracker
-    assert not env.unwrapped._requested  # type: ignore[attr-defined]
+    assert not env.unwrapped.quiet.requested  # type: ignore[attr-defined]
     with pytest.warns(UserWarning, match="physics differ"):
         ExpertAgent("dancer", env).predict(obs)
-    assert env.unwrapped._requested  # type: ignore[attr-defined]
+    assert env.unwrapped.quiet.requested  # type: ignore[attr-defined]

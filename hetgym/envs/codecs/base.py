@@ -24,7 +24,7 @@ from hetgym.sim.allocation import Allocation
 from hetgym.sim.registry import Knobs, Registry
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ from hetgym.sim.allocation import Allocation
 from hetgym.sim.registry import Knobs, knob
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 
 @dataclass(frozen=True)

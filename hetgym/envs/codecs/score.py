@@ -69,7 +69,7 @@ from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.registry import Knobs, knob
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 #: Columns of one slot's row in ``action.reshape(K, D)``.
 CHOICE, COUNT, PRIORITY, MODE = 0, 1, 2, 3

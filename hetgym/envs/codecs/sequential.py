@@ -14,7 +14,7 @@ from hetgym.sim.allocation import Allocation
 from hetgym.sim.registry import Knobs
 
 if TYPE_CHECKING:
-    from hetgym.envs.config import EnvSettings
+    from hetgym.envs.settings import EnvSettings
 
 
 @register_codec()

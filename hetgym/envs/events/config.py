@@ -26,22 +26,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from hetgym.envs.config import EnvConfigError, _merge, dataclass_to_dict
 from hetgym.envs.events.actions import ACTION_SETS
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, check_number
 from hetgym.sim.errors import UnknownNameError
-from hetgym.sim.guidance import GuidedPolicy, SharingPolicy
+from hetgym.sim.guidance import GuidedPolicy, LateReportingPolicy, SharingPolicy
 from hetgym.sim.job import JobSpec
-from hetgym.sim.policy import Policy, make_policy, policy_class
+from hetgym.sim.policy import PolicyProtocol, make_policy, policy_class
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 
 #: The allocator of the registered ``HetClusterEvents`` ids.
 DEFAULT_ALLOCATOR = "elasticflow-guided"
 #: The job events the agent can be asked at (``events=``); ``"arrival"`` is always among them.
 EVENTS: tuple[str, ...] = ("arrival", "late")
+
+
+class EventAllocator(PolicyProtocol, GuidedPolicy, Protocol):
+    """The allocator of the event-driven environment: a policy (it schedules every epoch) that takes guidance."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class EventEnvConfig:
             raise EnvConfigError(f"events={list(events)}: give 'arrival' once, optionally with 'late'")
         object.__setattr__(self, "events", tuple(e for e in EVENTS if e in events))
         allocator = self.make_allocator()  # an unknown policy, knob or a policy that takes no guidance raises here
-        if "late" in self.events and not callable(getattr(allocator, "newly_late", None)):
+        if "late" in self.events and not isinstance(allocator, LateReportingPolicy):
             raise EnvConfigError(
                 f"events={list(self.events)}: the allocator {self.allocator!r} does not report late jobs "
                 "(no newly_late()); use events=['arrival'] or a guided policy that does"
@@ -157,7 +161,7 @@ class EventEnvConfig:
         """The cluster."""
         return get_cluster(self.cluster)
 
-    def make_allocator(self) -> Policy:
+    def make_allocator(self) -> EventAllocator:
         """A fresh instance of the allocator (checked to take guidance)."""
         cls = policy_class(self.allocator)
         policy = make_policy(self.allocator, **self.allocator_knobs)
@@ -173,4 +177,4 @@ class EventEnvConfig:
         return tuple(self.workload.build(self.cluster, seed=int(seed)).jobs)
 
 
-__all__ = ["DEFAULT_ALLOCATOR", "EVENTS", "EventEnvConfig"]
+__all__ = ["DEFAULT_ALLOCATOR", "EVENTS", "EventAllocator", "EventEnvConfig"]

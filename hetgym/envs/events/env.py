@@ -10,22 +10,19 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from hetgym.envs.episode import EpisodeCore
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
-from hetgym.envs.events.config import EventEnvConfig
+from hetgym.envs.events.config import EventAllocator, EventEnvConfig
 from hetgym.envs.events.observation import EventObservation
 from hetgym.envs.observations_layout import Observation, ObservationLayout
-from hetgym.envs.reset_options import check_reset_options
+from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.fastforward import quiet_hook, quiet_request
 from hetgym.sim.forking import fork_policy
-from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.policy import Policy, policy_placer
+from hetgym.sim.guidance import LateReportingPolicy, SharingPolicy
+from hetgym.sim.job import JobSpec
 from hetgym.sim.view import ClusterView
-
-#: Metrics that measure wall-clock time; never put in ``info`` (runs must be reproducible).
-WALL_CLOCK_METRICS = ("decision_ms_p50", "decision_ms_p99")
-RESET_OPTIONS = ("workload_seed", "jobs")
 
 
 class HetClusterEventEnv(gym.Env[Observation, np.int64]):
@@ -93,9 +90,11 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
 
     Terminated when every job has completed or been rejected (``info["stop_reason"] == "done"``) or the
     simulator's watchdog stops a run that no longer progresses (``"stalled"``); truncated at
-    ``max_time_s`` of simulated time (``"max_time"``). The step that ends the episode runs the simulator to
-    the end (after the last arrival nothing is left to decide) and its ``info["metrics"]`` holds the run's
-    metrics, with ``num_decisions`` (the agent's) and ``decisions_per_job``.
+    ``max_time_s`` of simulated time (``"max_time"``) or after ``sim={"max_epochs": n}`` decision epochs
+    (``"max_decisions"``; the stop rules of :mod:`hetgym.envs.episode`, as in ``HetCluster``). The step
+    that ends the episode runs the simulator to the end (after the last arrival nothing is left to decide)
+    and its ``info["metrics"]`` holds the run's metrics, with ``num_decisions`` (the agent's) and
+    ``decisions_per_job``.
 
     ## Arguments
 
@@ -119,6 +118,8 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     * v2: v1's MDP with the observation flat by default (``flatten=True``): one float32 ``Box``, the vector
       ``flatten=True`` already gave on v0 and v1, now the encoder's own output rather than a ``Dict`` flattened
       again every step, with :attr:`layout` naming its slices. v0 and v1 are unchanged, bit for bit.
+    * Both: a run stopped by ``sim={"max_epochs": n}`` reports ``stop_reason="max_decisions"`` (it said
+      ``"max_time"``), as ``HetCluster`` does; observations, rewards and flags are unchanged.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
@@ -136,24 +137,28 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         self._dict_space = self.encoder.space
         space: gym.spaces.Space[Any] = self.encoder.flat_space if self.config.flatten else self._dict_space
         self.observation_space = space
-        self.allocator: Policy = self.config.make_allocator()
-        self.sim: Simulator | None = None
-        self.jobs: tuple[JobSpec, ...] = ()
-        self.workload_seed: int | None = None
-        self.episode_id = 0
+        self.allocator: EventAllocator = self.config.make_allocator()
+        # The episode (workload, simulator, stop, metrics; the deadline reward) is a member, as in HetClusterEnv.
+        self.core = EpisodeCore(
+            self.cluster,
+            self.config.sim,
+            self.config.draw_jobs,
+            reward="deadline",
+            time_scale_s=self.config.time_scale_s,
+            result_name=str(getattr(self.allocator, "name", "env")),
+        )
         self.num_decisions = 0
         self._view: ClusterView | None = None
         self._pending: deque[tuple[str, int]] = deque()  # (event, job id), in the order asked
         self._late_events = "late" in self.config.events
         self._event = ""
         self._job_id = -1
-        self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
         self._obs = self.encoder.empty()
-        self._done = True
-        self._result: SimulationResult | None = None
-        self._stop_reason = ""
+        self._kinds: dict[int, str] = {}  # the admitted active jobs: guaranteed | best_effort
+        self._decided: dict[int, str] = {}  # this epoch's directed jobs and their admission, until scheduled
+        self._best_rates: dict[int, float] = {}
 
     # ----------------------------------------------------------------------------------------
     # Gymnasium API
@@ -162,34 +167,14 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
-        options = check_reset_options(options, RESET_OPTIONS)
-        drawn = int(self.np_random.integers(0, 2**31 - 1))
-        if "jobs" in options:
-            self.jobs = tuple(options["jobs"])
-            self.workload_seed = None
-        else:
-            self.workload_seed = int(options.get("workload_seed", drawn))
-            self.jobs = self.config.draw_jobs(self.workload_seed)
-        self._specs = {j.job_id: j for j in self.jobs}
-        sim = Simulator(self.cluster, self.jobs, config=self.config.sim)
-        self.sim = sim
-        allocator = self.allocator
-        allocator.reset(self.cluster, rng=np.random.default_rng(self.config.sim.seed))
-        self.episode_id += 1
+        # The allocator starts its run as Simulator.run starts a policy's: its seed, round, ticks and placer.
+        self._view = self.core.start(options, self.np_random, policy=self.allocator)
         self.num_decisions = 0
-        self._kinds: dict[int, str] = {}  # the admitted active jobs: guaranteed | best_effort
-        self._decided: dict[int, str] = {}  # this epoch's directed jobs and their admission, until scheduled
-        self._best_rates: dict[int, float] = {}
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
-        self._done = False
-        self._result = None
-        self._stop_reason = ""
+        self._kinds = {}
+        self._decided = {}
+        self._best_rates = {}
         self._pending = deque()
-        # Exactly as Simulator.run starts a policy's run: its round, its ticks setting and its placer.
-        ticks = bool(getattr(allocator, "uses_ticks", True))
-        self._view = sim.reset(round_s=allocator.round_s, ticks=ticks, placer=policy_placer(allocator))
-        comps = self._new_components()
+        comps = RewardComponents()
         if self._view is None:
             self._end_episode(comps)
         else:
@@ -198,7 +183,8 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         return self._observation(), self._info(comps, invalid=False)
 
     def step(self, action: Any) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
-        if self._done:
+        core = self.core
+        if core.done:
             raise HetgymError("the episode has ended (terminated or truncated); call reset() to start a new one")
         if not self.action_space.contains(action) and not self.action_space.contains(np.int64(action)):
             raise HetgymError(
@@ -211,19 +197,17 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         if self._event == "late":
             # Keep (anything but a drop: nothing changes, the allocator goes on as it would) or drop.
             if a == REJECT_ACTION:
-                self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+                self.allocator.guide(self._job_id, directive)
         else:
             if invalid:
                 directive = self.actions.directive(self.actions.fallback(a, self._mask))
-            self.allocator.guide(self._job_id, directive)  # type: ignore[attr-defined]
+            self.allocator.guide(self._job_id, directive)
             self._decided[self._job_id] = directive.admission
         self.num_decisions += 1
-        comps = self._new_components()
+        comps = RewardComponents()
         self._run_to_decision(comps)
-        reward = float(comps["met"] - comps["missed"])
-        terminated = self._done and self._stop_reason in ("done", "stalled")
-        truncated = self._done and not terminated
-        return self._observation(), reward, terminated, truncated, self._info(comps, invalid=invalid)
+        reward = core.reward(comps)
+        return self._observation(), reward, core.terminated, core.truncated, self._info(comps, invalid=invalid)
 
     def _observation(self) -> Observation:
         """The observation as the space says: the flat vector (``flatten=True``), or the ``Dict`` of its slices."""
@@ -231,7 +215,7 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             return self._obs
         obs = self.encoder.flat_layout.as_dict(self._obs)
         # The episode's last (all-zero) observation has always listed its keys in the space's sorted order.
-        return dict(sorted(obs.items())) if self._done else obs
+        return dict(sorted(obs.items())) if self.core.done else obs
 
     @property
     def layout(self) -> ObservationLayout:
@@ -247,8 +231,8 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             gym.logger.warn("render() called without a render_mode; make the env with render_mode='ansi'")
             return None
         view = self._view
-        if view is None or self._done:
-            return f"episode over ({self._stop_reason}); {self.num_decisions} decisions"
+        if view is None or self.core.done:
+            return f"episode over ({self.core.stop_reason}); {self.num_decisions} decisions"
         free = ", ".join(f"{t} {view.free_gpus.get(t, 0)}/{self.cluster.capacity[t]}" for t in self.gpu_types)
         job = view.job(self._job_id)
         slack_h = (job.deadline_s - view.now_s) / 3600.0
@@ -263,23 +247,47 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     @property
     def view(self) -> ClusterView | None:
         """The epoch of the pending decision (``None`` once the episode has ended)."""
-        return None if self._done else self._view
+        return None if self.core.done else self._view
 
     @property
     def job_id(self) -> int:
         """The job the pending decision is about (-1 once the episode has ended)."""
-        return -1 if self._done else self._job_id
+        return -1 if self.core.done else self._job_id
+
+    @property
+    def sim(self) -> Simulator | None:
+        """The current episode's simulator (``None`` before the first reset)."""
+        return self.core.sim
+
+    @property
+    def jobs(self) -> tuple[JobSpec, ...]:
+        """The current episode's workload (a lookahead's fork replaces the jobs still to arrive)."""
+        return self.core.jobs
+
+    @jobs.setter
+    def jobs(self, jobs: tuple[JobSpec, ...]) -> None:
+        self.core.jobs = jobs
+
+    @property
+    def workload_seed(self) -> int | None:
+        """The seed the current episode's workload was drawn with (``None``: given jobs)."""
+        return self.core.workload_seed
+
+    @property
+    def episode_id(self) -> int:
+        """How many episodes have started."""
+        return self.core.episode_id
 
     def usable_types(self) -> tuple[str, ...]:
         """The GPU types the allocator can run the deciding job on."""
-        if self._view is None or self._done:
+        if self._view is None or self.core.done:
             return ()
-        return tuple(self.allocator.usable_types(self._view, self._job_id))  # type: ignore[attr-defined]
+        return tuple(self.allocator.usable_types(self._view, self._job_id))
 
     #: What a :meth:`fork` shares with the original: set at construction and never changed by an episode.
     _FORK_SHARED = (
         "config", "cluster", "gpu_types", "actions", "action_space", "encoder", "_dict_space",
-        "observation_space", "jobs", "_specs", "spec", "metadata", "render_mode",
+        "observation_space", "spec", "metadata", "render_mode",
     )  # fmt: skip
 
     def fork(self) -> HetClusterEventEnv:
@@ -293,37 +301,37 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         """
         state = self.__dict__
         shared = {name: state[name] for name in self._FORK_SHARED if name in state}
-        memo: dict[int, Any] = {id(value): value for value in shared.values()}
-        special = ("sim", "allocator", "_view")
+        shared_jobs = self.core.jobs  # the workload, shared like the configuration
+        memo: dict[int, Any] = {id(value): value for value in (*shared.values(), shared_jobs)}
+        special = ("core", "allocator", "_view")
         out = type(self).__new__(type(self))
         out.__dict__.update({name: copy.deepcopy(value, memo) for name, value in state.items() if name not in special})
         out.__dict__.update(shared)
-        sim = self.sim.fork() if self.sim is not None else None
-        out.sim = sim
+        core = self.core.fork(memo)
+        out.core = core
         out.allocator = fork_policy(self.allocator, memo)
         view = self._view
-        out._view = sim.rebind_view(view) if sim is not None and view is not None and not self._done else view
+        sim = core.sim
+        out._view = sim.rebind_view(view) if sim is not None and view is not None and not core.done else view
         return out
 
     def result(self) -> SimulationResult:
         """The simulator's result for the current episode (complete once it has ended)."""
-        if self.sim is None:
-            raise HetgymError("call reset() first")
-        return self._result if self._result is not None else self.sim.result("env")
+        return self.core.current_result()
 
     # ----------------------------------------------------------------------------------------
     # Internals
 
-    @staticmethod
-    def _new_components() -> dict[str, int]:
-        return {"met": 0, "missed": 0, "rejected": 0, "completed": 0}
-
-    def _run_to_decision(self, comps: dict[str, int]) -> None:
+    def _run_to_decision(self, comps: RewardComponents) -> None:
         """Schedule and advance the simulator until a job event needs the agent, or the run ends."""
-        sim = self.sim
+        sim = self.core.sim
         assert sim is not None
         allocator = self.allocator
         quiet_until = quiet_hook(allocator) if sim.fast_forward else None
+        reporter: LateReportingPolicy | None = None  # the allocator, when the agent is asked at late events
+        if self._late_events:
+            assert isinstance(allocator, LateReportingPolicy)  # EventEnvConfig checked it
+            reporter = allocator
         view = self._view
         while True:
             if self._pending:
@@ -336,7 +344,7 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             allocation = allocator.schedule(view)
             if self._decided:
                 self._settle(view, allocation.reject)
-            late = allocator.newly_late() if self._late_events else ()  # type: ignore[attr-defined]
+            late = reporter.newly_late() if reporter is not None else ()
             # Ticks at which the allocator's answer stands are passed over (hetgym.sim.fastforward), unless a
             # late event is to be asked at the next epoch.
             quiet = quiet_request(quiet_until(), view.now_s) if quiet_until is not None and not late else None
@@ -363,43 +371,33 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             self._best_rates[jid] = self.encoder.best_rate(view, job)
         self._decided = {}
 
-    def _account(self, comps: dict[str, int]) -> None:
-        """Count the jobs that ended and the deadline outcomes the simulator decided since the last call."""
-        assert self.sim is not None
-        ended = self.sim.ended_log(self._ended_cursor)
-        self._ended_cursor += len(ended)
-        for jid, _, status in ended:
+    def _account(self, comps: RewardComponents) -> None:
+        """Count the jobs that ended and the deadline outcomes since the last call (the core's accounting);
+        forget the ended jobs' bookkeeping."""
+        ended, _ = self.core.account(comps)
+        for jid, _, _ in ended:
             self._kinds.pop(jid, None)
             self._best_rates.pop(jid, None)
-            if status == JobStatus.COMPLETED:
-                comps["completed"] += 1
-            elif status == JobStatus.REJECTED:
-                comps["rejected"] += 1
-        # Met or lost, as the simulator's accounting decides them (one tolerance, sim/metrics.py): a deadline
-        # job is lost at its rejection, at the first epoch past its deadline, or when left unfinished.
-        outcomes = self.sim.deadline_log(self._deadline_cursor)
-        self._deadline_cursor += len(outcomes)
-        for outcome in outcomes:
-            comps["met" if outcome.met else "missed"] += 1
 
-    def _present(self, view: ClusterView, event: str, job_id: int, comps: dict[str, int]) -> None:
+    def _present(self, view: ClusterView, event: str, job_id: int, comps: RewardComponents) -> None:
         """Make ``job_id`` the deciding job of ``event``: its mask and observation."""
         self._job_id = job_id
         self._event = event
         allocator = self.allocator
-        usable = tuple(allocator.usable_types(view, job_id))  # type: ignore[attr-defined]
+        usable = tuple(allocator.usable_types(view, job_id))
         late = event == "late"
         if late:
             self._mask = self.actions.late_mask()
         elif self.actions.shares:
-            capped = tuple(allocator.capped_types(view, job_id, "requested"))  # type: ignore[attr-defined]
+            assert isinstance(allocator, SharingPolicy)  # EventEnvConfig checked it
+            capped = tuple(allocator.capped_types(view, job_id, "requested"))
             self._mask = self.actions.mask(usable, capped)
         else:
             self._mask = self.actions.mask(usable)
         probe = None
         if self.config.probe and not late:
             choices: tuple[str | None, ...] = (None, *self.gpu_types)
-            probe = tuple(allocator.probe(view, job_id, choices))  # type: ignore[attr-defined]
+            probe = tuple(allocator.probe(view, job_id, choices))
         self._obs = self.encoder.build_flat(
             view,
             view.job(job_id),
@@ -408,55 +406,45 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             kinds=self._kinds,
             best_rates=self._best_rates,
             to_decide=len(self._pending),
-            num_jobs=len(self.jobs),
+            num_jobs=len(self.core.jobs),
             late=late,
         )
 
-    def _end_episode(self, comps: dict[str, int]) -> None:
-        assert self.sim is not None
-        self._done = True
+    def _end_episode(self, comps: RewardComponents) -> None:
         self._job_id = -1
         self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
         self._obs = self.encoder.empty()
         self._account(comps)  # jobs left unfinished at a stop are logged by then
-        result = self.sim.result(str(getattr(self.allocator, "name", "env")))
-        self._result = result
-        m = result.metrics
-        if m["num_unfinished"] == 0 and m["num_not_arrived"] == 0:
-            self._stop_reason = "done"
-        elif result.stalled:
-            self._stop_reason = "stalled"
-        else:
-            self._stop_reason = "max_time"
+        self.core.end()
 
-    def _info(self, comps: dict[str, int], *, invalid: bool) -> dict[str, Any]:
+    def _info(self, comps: RewardComponents, *, invalid: bool) -> dict[str, Any]:
+        core = self.core
         view = self._view
-        if view is not None and not self._done:
+        if view is not None and not core.done:
             now_s = float(view.now_s)
         else:
-            now_s = float(self.sim.now_s) if self.sim is not None else 0.0
+            now_s = float(core.sim.now_s) if core.sim is not None else 0.0
         info: dict[str, Any] = {
             "action_mask": self._mask.copy(),
-            "event": self._event if not self._done else "end",
+            "event": self._event if not core.done else "end",
             "job_id": self.job_id,
             "now_s": now_s,
             "num_decisions": self.num_decisions,
             "invalid_action": invalid,
-            "reward_components": dict(comps),
+            "reward_components": {
+                "met": comps.met,
+                "missed": comps.missed,
+                "rejected": comps.rejected,
+                "completed": comps.completed,
+            },
         }
-        if self._done:
-            assert self._result is not None
-            metrics = {k: float(v) for k, v in self._result.metrics.items() if k not in WALL_CLOCK_METRICS}
-            metrics["num_decisions"] = float(self.num_decisions)
-            n = len(self.jobs)
+        if core.done:
+            metrics = core.final_metrics(self.num_decisions)
+            n = len(core.jobs)
             metrics["decisions_per_job"] = self.num_decisions / n if n else math.nan
-            info["metrics"] = metrics
-            info["stop_reason"] = self._stop_reason
-            info["workload_seed"] = self.workload_seed
-            if self._result.stalled:
-                info["stall_reason"] = self._result.stall_reason
+            core.end_info(info, metrics)
         return info
 
 

@@ -78,7 +78,9 @@ def expert_run(
         last[0], last[1] = out, view.now_s
         return out
 
-    pol.schedule = recording  # type: ignore[method-assign]
+    # The instance's own attribute shadows the class's method: Simulator.run reads pol.schedule once, and the
+    # policy stays itself for everything else the run reads of it (round, ticks, placer, quiet hook).
+    vars(pol)["schedule"] = recording
     result = Simulator(cluster, jobs, config=sim).run(pol)
     return result, {jid: dict(v) for jid, v in gpu_s.items()}
 
