@@ -9,6 +9,10 @@ A *base policy* finishes every rollout. It is resolved by :func:`resolve_base` f
   ``predict`` takes ``action_masks``);
 * any callable ``f(observation, env) -> action``.
 
+A base policy with ``reads_observation = False`` (the constant rules and ``"force"`` here) plays its
+rollouts with the fork's admission probe off (``probe=False``): the probe only fills observation features,
+so the scores are the same and a rollout costs less.
+
 For rollouts on worker processes the base policy must pickle (an ``int``, a name, a top-level function
 or an agent that pickles).
 
@@ -50,6 +54,9 @@ BASE_NAMES = ("elasticflow", "auto", "force")
 
 
 class _Constant:
+    #: A rule that reads no observation: its rollouts skip the observation's admission probe.
+    reads_observation = False
+
     def __init__(self, action: int) -> None:
         self.action = int(action)
 
@@ -58,6 +65,8 @@ class _Constant:
 
 
 class _Force:
+    reads_observation = False  # reads the mask only
+
     def __call__(self, obs: Any, env: Any) -> int:
         force = env.actions.index(Directive("force"))
         return force if bool(env.action_masks()[force]) else 0
@@ -115,6 +124,10 @@ def rollout(env: Any, action: int, base: Callable[[Any, Any], int], horizon: Hor
             sim.config = dataclasses.replace(sim.config, max_time_s=stop_s)
         else:
             stop_s = math.inf
+    if getattr(base, "reads_observation", True) is False and env.config.probe:
+        # A base policy that reads no observation: the fork skips the admission probe, which only fills
+        # observation features (it changes nothing the allocator remembers), so the score is the same.
+        env.config = dataclasses.replace(env.config, probe=False)
     cursor = len(sim.deadline_log())
     obs, _, terminated, truncated, _ = env.step(int(action))
     steps = 0

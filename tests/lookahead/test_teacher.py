@@ -200,3 +200,38 @@ def test_the_same_decisions_on_ray() -> None:
 
         ray.shutdown()
     assert [(r.chosen, r.futures, r.margin_jobs) for r in teacher.records] == _decisions(1, count=1)
+
+
+def test_a_rule_base_skips_the_probe_in_rollouts_and_scores_the_same() -> None:
+    """The probe fills observation features only: a rule's rollouts without it score exactly as with it."""
+    from hetgym.lookahead.rollout import FutureTask, Horizon, score_future
+
+    env = _env(1003)
+    u = env.unwrapped
+    force = resolve_base("force")
+    for _ in range(3):  # a root a few decisions in, with jobs running
+        env.step(force(None, u))
+    candidates = tuple(int(a) for a in np.flatnonzero(u.action_masks()))
+    assert len(candidates) > 2
+
+    def reading(obs, e):  # the same rule, declared as reading observations: the probe stays on
+        return force(obs, e)
+
+    seen: list[bool] = []
+    original = rollout_mod.rollout
+
+    def spy(fork, action, base, horizon):
+        score = original(fork, action, base, horizon)
+        seen.append(fork.config.probe)
+        return score
+
+    task = FutureTask(0, None, candidates)
+    rollout_mod.rollout = spy
+    try:
+        skipped = score_future(u, task, force, Horizon())
+        kept = score_future(u, task, reading, Horizon())
+    finally:
+        rollout_mod.rollout = original
+    assert skipped == kept
+    assert seen == [False] * len(candidates) + [True] * len(candidates)
+    assert u.config.probe  # the root keeps its probe
