@@ -255,7 +255,7 @@ def test_every_variant_completes_a_small_workload(name: str) -> None:
 
 
 def test_ftf_centre_is_the_proportional_split_when_every_job_is_pinned() -> None:
-    from baselines._gavel_centre import ftf_analytic_centre
+    from baselines.gavel.centre import ftf_analytic_centre
 
     # Six one-GPU jobs that each need (almost) all their time, on 1 + 2 + 3 GPUs: every row sum is pinned
     # at 1, and the centre of the remaining freedom (how each row splits over the types) is the split
@@ -269,7 +269,7 @@ def test_ftf_centre_is_the_proportional_split_when_every_job_is_pinned() -> None
 
 
 def test_ftf_centre_meets_the_throughput_floors_and_reports_an_empty_set() -> None:
-    from baselines._gavel_centre import ftf_analytic_centre
+    from baselines.gavel.centre import ftf_analytic_centre
 
     rng = np.random.default_rng(3)
     rates = rng.uniform(0.5, 4.0, size=(12, 3))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.hadare import GAVEL_MODEL_BYTES, HadarE, with_model_bytes
+from baselines.hadar import GAVEL_MODEL_BYTES, HadarE, with_model_bytes
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, ThroughputModel, make_policy
 from hetgym.workloads import WorkloadConfig
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._elasticflow_admission import _Pass
 from baselines.elasticflow import ElasticFlow, MSSPlan, Timeline
+from baselines.elasticflow.admission import _Pass
 from baselines.hadar import Hadar
 from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
 from hetgym.sim.placement.priced import NodePool

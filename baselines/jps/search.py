@@ -1,6 +1,6 @@
 """JPS's search: the within-category solve, local search, the sampling algorithm and the exhaustive references.
 
-Pure functions over a :class:`~baselines._jps_model.PlacementInstance`; the paper, the formulas and what
+Pure functions over a :class:`~baselines.jps.model.PlacementInstance`; the paper, the formulas and what
 is reconstructed are described in :mod:`baselines.jps`, which re-exports these names.
 """
 
@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from baselines._jps_model import (
+from baselines.jps.model import (
     PlacementInstance,
     _owner_to_counts,
     equal_category,

@@ -48,7 +48,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import ClassVar, Literal
 
-from baselines.hadar import Hadar, HadarKnobs, UtilityFn, _Decision, _merge, groups_to_server_groups
+from baselines.hadar.policy import Hadar, HadarKnobs, _Decision, _merge, groups_to_server_groups
+from baselines.hadar.pricing import UtilityFn
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy

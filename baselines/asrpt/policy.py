@@ -50,20 +50,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from baselines._asrpt_predict import (
-    PREDICTORS,
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
+from baselines.asrpt.predict import (
     IterationPredictor,
-    NoisyPredictor,
-    OraclePredictor,
-    RandomForestPredictor,
     make_predictor,
 )
-from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
-from hetgym.sim.placement import comm_aware_place, place_count, placement_units, random_place
+from hetgym.sim.placement import comm_aware_place, place_count, random_place
 from hetgym.sim.policy import Policy, register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
@@ -516,16 +512,11 @@ class PredictedSRTF(Policy):
 
 __all__ = [
     "ASRPT",
-    "PREDICTORS",
-    "IterationPredictor",
-    "NoisyPredictor",
-    "OraclePredictor",
+    "MODES",
+    "PLACEMENTS",
+    "ASRPTKnobs",
     "PredictedSRTF",
-    "RandomForestPredictor",
+    "PredictedSRTFKnobs",
     "VirtualSRPT",
-    "comm_aware_place",
     "consolidated_groups",
-    "make_predictor",
-    "placement_units",
-    "random_place",
 ]

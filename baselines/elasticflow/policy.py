@@ -31,14 +31,14 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
   the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
   remaining GPU-time per extra GPU, largest first). A job grows on the type it holds. A subclass may serve
   jobs in classes before that order and hold some at what they have (``_leftover_terms``: the guided
-  policy's priority and share cap, :mod:`baselines.elasticflow_guided`).
+  policy's priority and share cap, :mod:`baselines.elasticflow.guided`).
 * **Placement** [C: buddy allocation]. The policy decides counts; it declares the simulator's ``buddy``
   placer (:mod:`hetgym.sim.placement.buddy`, ``placement="buddy"``), which re-packs the cluster at every
   decision, or the ``default`` placer (``"default"``).
 
 Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
 event loop; between them the allocation stays as it is. The timeline, the minimum satisfactory share and
-the admission passes are :mod:`baselines._elasticflow_admission`; this module keeps the policy, the
+the admission passes are :mod:`baselines.elasticflow.admission`; this module keeps the policy, the
 leftover GPUs and the re-planning.
 
 **Memory** [I: teacher mode]. ``memory="history"`` (default) remembers which jobs were admitted, the
@@ -76,13 +76,11 @@ from baselines._deadline import (
     check_slot_origin,
     new_arrivals,
 )
-from baselines._elasticflow_admission import (
+from baselines.elasticflow.admission import (
     ElasticFlowAdmission,
     JobLevels,
     MSSPlan,
     Timeline,
-    job_levels,
-    mss_plan,
 )
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
@@ -350,9 +348,4 @@ __all__ = [
     "REJECTED_MODES",
     "ElasticFlow",
     "ElasticFlowKnobs",
-    "JobLevels",
-    "MSSPlan",
-    "Timeline",
-    "job_levels",
-    "mss_plan",
 ]

@@ -70,9 +70,9 @@ work quanta, like Dancer's dual subroutine, is too slow for Philly-length jobs),
 than per node (future placements are not known).
 
 Layout: the utility and the prices (the primal-dual framework's two sides) are
-:mod:`baselines._hadar_pricing`; this module holds the dual subroutine (offers), the greedy admission
-and the round decisions; the plan-ahead variant is :mod:`baselines._hadar_plan` and HadarE's forking
-:mod:`baselines.hadare`.
+:mod:`baselines.hadar.pricing`; this module holds the dual subroutine (offers), the greedy admission
+and the round decisions; the plan-ahead variant is :mod:`baselines.hadar.plan_ahead` and HadarE's forking
+:mod:`baselines.hadar.hadare`.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from baselines._hadar_plan import PlanAhead, RoundPlan
-from baselines._hadar_pricing import UTILITIES, HadarPricing, UtilityFn
+from baselines.hadar.plan_ahead import PlanAhead, RoundPlan
+from baselines.hadar.pricing import UTILITIES, HadarPricing, UtilityFn
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.placement import NodePool

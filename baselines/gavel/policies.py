@@ -70,8 +70,8 @@ Deviations and reconstructions (each a knob):
 
 Layout, as Gavel's code divides it: this module holds the policies (the LP objectives' dispatch and
 FIFO's type choice, Gavel's ``scheduler/policies/``); the round mechanism they all run over (Gavel's
-``scheduler/scheduler.py``) is :mod:`baselines._gavel_rounds`, the LPs themselves
-:mod:`baselines._gavel_lp` and finish-time fairness's analytic centre :mod:`baselines._gavel_centre`.
+``scheduler/scheduler.py``) is :mod:`baselines.gavel.rounds`, the LPs themselves
+:mod:`baselines.gavel.lp` and finish-time fairness's analytic centre :mod:`baselines.gavel.centre`.
 """
 
 from __future__ import annotations
@@ -83,20 +83,15 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from baselines._gavel_centre import ftf_analytic_centre
-from baselines._gavel_lp import (
-    FTFSolution,
-    LPError,
+from baselines.gavel.centre import ftf_analytic_centre
+from baselines.gavel.lp import (
     LPSolver,
-    MakespanSolution,
-    finish_time_rho,
     isolated_allocation,
-    proportional_rates,
     solve_finish_time_fairness,
     solve_max_min_fairness,
     solve_min_total_duration,
 )
-from baselines._gavel_rounds import GAVEL_MIN_RESET_INTERVAL_S, GAVEL_ROUND_S, GavelRounds
+from baselines.gavel.rounds import GAVEL_MIN_RESET_INTERVAL_S, GavelRounds
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -161,7 +156,7 @@ class GavelPolicy(GavelRounds):
             Gavel's ECOS) or ``"simplex"``.
         ftf_point: Which optimal allocation finish-time fairness returns: ``"solver"`` (the point of the
             bisection's last feasibility LP), ``"centre"`` (the analytic centre of the allocations within
-            ``FTF_CENTRE_MARGIN`` of the optimum, :mod:`baselines._gavel_centre`, the point an
+            ``FTF_CENTRE_MARGIN`` of the optimum, :mod:`baselines.gavel.centre`, the point an
             interior-point solver such as Gavel's ECOS returns) or ``"auto"`` (default: the centre under
             ``SimConfig(compat="gavel")``, the solver's point otherwise).
         gavel_failures: Under ``SimConfig(compat="gavel")`` only: reproduce Gavel's failed micro-tasks. A
@@ -523,26 +518,16 @@ class GavelMinTotalDurationAgnostic(GavelPolicy):
 
 
 __all__ = [
-    "GAVEL_MIN_RESET_INTERVAL_S",
-    "GAVEL_ROUND_S",
     "OBJECTIVES",
-    "FTFSolution",
     "GavelFifo",
+    "GavelFifoKnobs",
     "GavelFinishTimeFairness",
     "GavelFinishTimeFairnessAgnostic",
+    "GavelKnobs",
     "GavelMaxMinFairness",
     "GavelMaxMinFairnessAgnostic",
     "GavelMinTotalDuration",
     "GavelMinTotalDurationAgnostic",
     "GavelPolicy",
-    "LPError",
-    "LPSolver",
-    "MakespanSolution",
     "Objective",
-    "finish_time_rho",
-    "isolated_allocation",
-    "proportional_rates",
-    "solve_finish_time_fairness",
-    "solve_max_min_fairness",
-    "solve_min_total_duration",
 ]

@@ -4,10 +4,10 @@ Zhang, Luo, Sun, Yu and Li, "Deadline-Aware Online Job Scheduling for Distribute
 Heterogeneous Clusters", IEEE TCC 13(2), 2025. What :class:`baselines.dancer.Dancer` asks of its dual
 subroutine, over the policy's state: the price function in force and its running calibration
 (``price_auto``), a job's options and rates, the cheapest deadline-feasible schedule on the slot ledger's
-unreserved GPUs (the block DP of :mod:`baselines._dancer_dp`, checked and repaired exactly), and, for
+unreserved GPUs (the block DP of :mod:`baselines.dancer.dp`, checked and repaired exactly), and, for
 re-planning, the work a reserved plan still does and the release of its surplus tail. The admission
 rule, the executor and the re-planning schedule are :mod:`baselines.dancer`; the reservations
-:mod:`baselines._dancer_plan`.
+:mod:`baselines.dancer.reservations`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from baselines._dancer_dp import PriceFunction, block_costs, dual_dp, repair_schedule, schedule_progress
-from baselines._dancer_plan import JobState, Plan, SlotLedger, plan_remaining, trim_plan
 from baselines._deadline import JobOptions, job_options, slot_of
+from baselines.dancer.dp import PriceFunction, block_costs, dual_dp, repair_schedule, schedule_progress
+from baselines.dancer.reservations import JobState, Plan, SlotLedger, plan_remaining, trim_plan
 from hetgym.sim import portable
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import Policy

@@ -50,8 +50,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from baselines._deadline import job_options
-from baselines._elasticflow_admission import _order_key
-from baselines.elasticflow import ElasticFlow, JobLevels, job_levels
+from baselines.elasticflow.admission import JobLevels, _order_key, job_levels
+from baselines.elasticflow.policy import ElasticFlow
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.guidance import GPU_CAPS, Directive

@@ -65,37 +65,15 @@ from typing import Literal
 
 import numpy as np
 
-from baselines._jps_model import (
-    SYNTHETIC_BASE_RHO,
-    SYNTHETIC_BW,
+from baselines.jps.model import (
     PlacementInstance,
-    counts_to_owner,
-    equal_category,
-    exact_optimum,
-    iter_categories,
-    jain_index,
-    match_auction,
-    match_hungarian,
-    num_categories,
-    rank_category,
-    sample_categories,
-    score_of,
-    synthetic_instance,
-    times_of,
-    unrank_category,
-    valuation_total,
 )
-from baselines._jps_search import (
+from baselines.jps.search import (
     MATCHERS,
     VALUATIONS,
-    JPSResult,
     Matcher,
     Valuation,
-    exhaustive_search,
     jps,
-    local_search,
-    optimum,
-    solve_category,
 )
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.comm import job_model_bytes
@@ -312,32 +290,7 @@ def matchable_jobs(rho: np.ndarray, workers: np.ndarray, order: np.ndarray) -> l
 
 
 __all__ = [
-    "MATCHERS",
-    "SYNTHETIC_BASE_RHO",
-    "SYNTHETIC_BW",
-    "VALUATIONS",
+    "JPSKnobs",
     "JPSPolicy",
-    "JPSResult",
-    "PlacementInstance",
-    "counts_to_owner",
-    "equal_category",
-    "exact_optimum",
-    "exhaustive_search",
-    "iter_categories",
-    "jain_index",
-    "jps",
-    "local_search",
-    "match_auction",
-    "match_hungarian",
     "matchable_jobs",
-    "num_categories",
-    "optimum",
-    "rank_category",
-    "sample_categories",
-    "score_of",
-    "solve_category",
-    "synthetic_instance",
-    "times_of",
-    "unrank_category",
-    "valuation_total",
 ]

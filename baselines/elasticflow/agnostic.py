@@ -34,7 +34,8 @@ import numpy as np
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice
 from baselines._deadline import JobOptions, planning_rate, power_of_two_levels
-from baselines.elasticflow import ElasticFlow, ElasticFlowKnobs, JobLevels, job_levels
+from baselines.elasticflow.admission import JobLevels, job_levels
+from baselines.elasticflow.policy import ElasticFlow, ElasticFlowKnobs
 from hetgym.sim import rates
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.policy import register_policy

@@ -20,7 +20,7 @@ from hetgym.sim import portable
 from hetgym.sim.view import ClusterView, JobView
 
 if TYPE_CHECKING:
-    from baselines.hadar import Hadar, _Decision
+    from baselines.hadar.policy import Hadar, _Decision
 
 _EPS = 1e-9
 

@@ -68,8 +68,8 @@ full paper (``docs/provenance.md``).
 
 Layout, following the parts above: this module holds the online admission, the re-planning schedule
 and the executor; the planning step they call (prices in force, a job's options, the per-job DP on the
-unreserved GPUs) is :mod:`baselines._dancer_planning`, the price function and the DP
-:mod:`baselines._dancer_dp`, the reservations (plans, the slot ledger) :mod:`baselines._dancer_plan`.
+unreserved GPUs) is :mod:`baselines.dancer.planning`, the price function and the DP
+:mod:`baselines.dancer.dp`, the reservations (plans, the slot ledger) :mod:`baselines.dancer.reservations`.
 """
 
 from __future__ import annotations
@@ -78,17 +78,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._dancer_dp import (
-    PRICE_INCREMENTS,
-    PRICE_MODES,
-    DPResult,
-    PriceFunction,
-    dual_dp,
-    repair_schedule,
-    schedule_progress,
-)
-from baselines._dancer_plan import JobState, SlotLedger, best_extra_option
-from baselines._dancer_planning import DancerPlanning
 from baselines._deadline import (
     MEMORY_MODES,
     SLOT_ORIGINS,
@@ -98,6 +87,12 @@ from baselines._deadline import (
     new_arrivals,
     slot_of,
 )
+from baselines.dancer.dp import (
+    PRICE_INCREMENTS,
+    PRICE_MODES,
+)
+from baselines.dancer.planning import DancerPlanning
+from baselines.dancer.reservations import JobState, SlotLedger, best_extra_option
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
@@ -451,15 +446,9 @@ class Dancer(DancerPlanning):
 
 __all__ = [
     "ARRIVAL_ORDERS",
-    "PRICE_INCREMENTS",
-    "PRICE_MODES",
     "PRICE_SCALES",
     "REJECTED_MODES",
     "TIE_BREAKS",
-    "DPResult",
     "Dancer",
-    "PriceFunction",
-    "dual_dp",
-    "repair_schedule",
-    "schedule_progress",
+    "DancerKnobs",
 ]
