@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from baselines import _gavel_lp
+from baselines.gavel import lp as _gavel_lp
 from baselines.gavel.lp import (
     _base_constraints,
     _block_rows,
