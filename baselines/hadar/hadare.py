@@ -54,7 +54,7 @@ from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import knob
-from hetgym.sim.throughput import allocation_rate
+from hetgym.sim.throughput import ExecutionMode, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
 #: Approximate model sizes in bytes (FP32 parameters x 4) of the Gavel job types; estimates from the
@@ -238,7 +238,7 @@ class HadarE(Hadar):
             if job.allocation is not None and job.allocation.as_dict() == counts:
                 out[jid] = job.allocation  # same GPUs: keep the mode and the nodes too (no restart)
                 continue
-            mode = "fork"
+            mode: ExecutionMode = "fork"
             primary = decision.offers.get(jid)
             if len(merged) > 1 and primary is not None and sorted(primary.groups) == sorted(merged.items()):
                 sg = groups_to_server_groups(self.cluster, merged.items())
@@ -261,5 +261,5 @@ class HadarE(Hadar):
                     sync_rate == fork_rate and job.allocation is not None and job.allocation.mode == "sync"
                 ):
                     mode = "sync"
-            out[jid] = JobAllocation(counts, mode=mode)  # type: ignore[arg-type]
+            out[jid] = JobAllocation(counts, mode=mode)
         return Allocation(out)
