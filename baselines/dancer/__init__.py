@@ -1,6 +1,7 @@
 """Dancer (Zhang et al., IEEE TCC 13(2), 2025): deadline-aware primal-dual admission with a DP, by the paper's parts.
 
-* :mod:`baselines.dancer.policy`: the policy and its knobs: online admission, the executor (reserved
+* :mod:`baselines.dancer.knobs`: its knobs, every reconstructed constant with its default;
+* :mod:`baselines.dancer.policy`: the policy: online admission, the executor (reserved
   configurations and the work-conserving extra) and the re-plan on drift;
 * :mod:`baselines.dancer.planning`: the dual subroutine run for one job (prices in force, a job's options,
   the cheapest deadline-feasible schedule on the unreserved GPUs);
@@ -12,11 +13,16 @@
 from __future__ import annotations
 
 from baselines.dancer.dp import PRICE_INCREMENTS, PRICE_MODES, DPResult, PriceFunction, dual_dp, schedule_progress
-from baselines.dancer.policy import Dancer, DancerKnobs
+from baselines.dancer.knobs import ARRIVAL_ORDERS, PRICE_SCALES, REJECTED_MODES, TIE_BREAKS, DancerKnobs
+from baselines.dancer.policy import Dancer
 
 __all__ = [
+    "ARRIVAL_ORDERS",
     "PRICE_INCREMENTS",
     "PRICE_MODES",
+    "PRICE_SCALES",
+    "REJECTED_MODES",
+    "TIE_BREAKS",
     "DPResult",
     "Dancer",
     "DancerKnobs",
