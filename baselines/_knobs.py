@@ -77,7 +77,8 @@ def _normalised(values: Knobs) -> Knobs:
     changed: dict[str, Any] = {}
     for f in dataclasses.fields(values):
         value: Any = getattr(values, f.name)
-        if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)  # None is no number either
+        if not is_number:
             continue
         if f.metadata.get("integer"):
             plain: Any = int(value)
