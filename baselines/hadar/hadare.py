@@ -46,10 +46,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from baselines.hadar.policy import Hadar, HadarKnobs, _Decision, _merge, groups_to_server_groups
-from baselines.hadar.pricing import UtilityFn
+from baselines.hadar.knobs import HadarKnobs
+from baselines.hadar.policy import Hadar, _Decision, _merge, groups_to_server_groups
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
@@ -87,9 +87,15 @@ class HadarEKnobs(HadarKnobs):
     """Knobs of :class:`HadarE`: Hadar's, and how copies are made."""
 
     max_copies_per_job: int | None = knob(
-        None, low=1, integer=True, optional=True, doc="server groups per job, primary included (None: every node)"
+        None,
+        low=1,
+        integer=True,
+        optional=True,
+        doc="most server groups (primary included) per job (``None``: the number of nodes)",
     )
-    copy_rule: str = knob("gain", choices=("gain", "srpt"), doc="'gain' (rate / remaining) or 'srpt'")
+    copy_rule: str = knob(
+        "gain", choices=("gain", "srpt"), doc="``'gain'`` (rate / remaining) or ``'srpt'`` (shortest remaining time)"
+    )
     fork_between_rounds: bool = knob(False, doc="also fork onto nodes freed inside a round")
 
 
@@ -102,14 +108,6 @@ class HadarE(Hadar):
     unfinished jobs on every node with idle GPUs, run in the simulator's ``fork`` mode (summed copy
     progress less the aggregation overhead). Reconstructions: the copy size, the node-to-job choice
     rule and stickiness, the per-round re-decision (see the module docstring).
-
-    Args:
-        max_copies_per_job: Most server groups (primary included) per job; ``None`` = number of nodes.
-        copy_rule: ``"gain"`` (rate / remaining, default) or ``"srpt"`` (shortest remaining time).
-        fork_between_rounds: Also fork onto nodes freed inside a round (default ``False``).
-        utility, mode, work_conserving, task_level_mixing, fill_between_rounds, price_auto, price_L,
-        price_U, price_floor_ratio, utility_horizon, sigmoid_slack, sigmoid_width, plan_max_rounds,
-        replan_tolerance: As for :class:`~baselines.hadar.Hadar`.
     """
 
     name: ClassVar[str] = "hadare"
@@ -117,54 +115,14 @@ class HadarE(Hadar):
     placer = "copies"
     modes = ("sync", "fork")
 
-    def __init__(
-        self,
-        max_copies_per_job: int | None = None,
-        copy_rule: Literal["gain", "srpt"] = "gain",
-        fork_between_rounds: bool = False,
-        utility: str | UtilityFn = "normalized_inverse_jct",
-        mode: Literal["round", "plan"] = "round",
-        work_conserving: bool = True,
-        task_level_mixing: bool = True,
-        fill_between_rounds: bool = True,
-        price_auto: bool = True,
-        price_L: float = 1e-3,
-        price_U: float = 1.0,
-        price_floor_ratio: float = 1e-3,
-        utility_horizon: float = 10.0,
-        sigmoid_slack: float = 2.0,
-        sigmoid_width: float = 0.25,
-        plan_max_rounds: int = 5000,
-        replan_tolerance: float = 0.02,
-    ) -> None:
-        # Validate every knob first (a KnobError names the bad one).
-        HadarEKnobs.of(locals())
-        super().__init__(
-            utility=utility,
-            mode=mode,
-            work_conserving=work_conserving,
-            task_level_mixing=task_level_mixing,
-            fill_between_rounds=fill_between_rounds,
-            price_auto=price_auto,
-            price_L=price_L,
-            price_U=price_U,
-            price_floor_ratio=price_floor_ratio,
-            utility_horizon=utility_horizon,
-            sigmoid_slack=sigmoid_slack,
-            sigmoid_width=sigmoid_width,
-            plan_max_rounds=plan_max_rounds,
-            replan_tolerance=replan_tolerance,
-        )
-        self.max_copies_per_job = max_copies_per_job
-        self.copy_rule = copy_rule
-        self.fork_between_rounds = fork_between_rounds
+    knob_values: HadarEKnobs
 
     # ----------------------------------------------------------------------------------------
     def _copy_key(
         self, view: ClusterView, job: JobView, rate: float, had_copy: bool, unplaced: bool
     ) -> tuple[float, ...]:
         remaining = max(job.remaining_iters, 1e-12)
-        if self.copy_rule == "gain":
+        if self.knob_values.copy_rule == "gain":
             score = rate / remaining
         else:
             best = float(self.job_rates(view, job).max()) or rate
@@ -176,7 +134,7 @@ class HadarE(Hadar):
         assert self.cluster is not None and decision.pool is not None
         pool = decision.pool
         servers = self.cluster.servers
-        limit = self.max_copies_per_job or len(servers)
+        limit = self.knob_values.max_copies_per_job or len(servers)
         nodes_of: dict[int, set[int]] = {jid: {h for h, _ in g} for jid, g in decision.groups.items()}
         totals: dict[int, int] = {jid: sum(n for _, n in g) for jid, g in decision.groups.items()}
         previous: dict[int, set[int]] = {j.job_id: {g.server_id for g in j.groups} for j in view.jobs}
@@ -217,7 +175,7 @@ class HadarE(Hadar):
     def decide(self, view: ClusterView) -> _Decision:
         round_start = view.is_tick or view.epoch == 0
         decision = super().decide(view)
-        if round_start or self.fork_between_rounds:
+        if round_start or self.knob_values.fork_between_rounds:
             self.fork(view, decision)
         return decision
 
