@@ -2,7 +2,8 @@
 
 * :mod:`baselines.elasticflow.admission`: admission control, the minimum satisfactory share (a job's
   levels, the timeline of reserved GPUs, the plan of each pass);
-* :mod:`baselines.elasticflow.policy`: the policy and its knobs: the leftover GPUs by marginal return,
+* :mod:`baselines.elasticflow.knobs`: the knobs of the policy and of its variants;
+* :mod:`baselines.elasticflow.policy`: the policy: the leftover GPUs by marginal return,
   the buddy placement, the plans' next change point;
 * :mod:`baselines.elasticflow.agnostic`: the published single-type ElasticFlow on a mixed cluster (one
   pool of all GPUs at one reference speed, types chosen blind);
@@ -15,7 +16,8 @@ from __future__ import annotations
 from baselines.elasticflow.admission import ElasticFlowAdmission, JobLevels, MSSPlan, Timeline, job_levels, mss_plan
 from baselines.elasticflow.agnostic import ElasticFlowAgnostic, ElasticFlowAgnosticKnobs
 from baselines.elasticflow.guided import GPU_CAPS, GuidedElasticFlow
-from baselines.elasticflow.policy import LEFTOVER_RULES, PLACEMENTS, ElasticFlow, ElasticFlowKnobs
+from baselines.elasticflow.knobs import LEFTOVER_RULES, PLACEMENTS, ElasticFlowKnobs, GuidedElasticFlowKnobs
+from baselines.elasticflow.policy import ElasticFlow
 
 __all__ = [
     "GPU_CAPS",
@@ -27,6 +29,7 @@ __all__ = [
     "ElasticFlowAgnosticKnobs",
     "ElasticFlowKnobs",
     "GuidedElasticFlow",
+    "GuidedElasticFlowKnobs",
     "JobLevels",
     "MSSPlan",
     "Timeline",

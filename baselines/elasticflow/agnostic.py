@@ -32,10 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES
 from baselines._deadline import JobOptions, planning_rate, power_of_two_levels
 from baselines.elasticflow.admission import JobLevels, job_levels
-from baselines.elasticflow.policy import ElasticFlow, ElasticFlowKnobs
+from baselines.elasticflow.knobs import ElasticFlowKnobs
+from baselines.elasticflow.policy import ElasticFlow
 from hetgym.sim import rates
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.policy import register_policy
@@ -51,7 +52,7 @@ class ElasticFlowAgnosticKnobs(ElasticFlowKnobs):
     """Knobs of :class:`ElasticFlowAgnostic`."""
 
     reference_type: str | None = knob(
-        None, optional=True, doc="GPU type whose speed the planner assumes (default: the most numerous)"
+        None, optional=True, doc="the GPU type whose rates the planner uses (``None``: the type with the most GPUs)"
     )
     type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
@@ -62,50 +63,25 @@ class ElasticFlowAgnostic(ElasticFlow):
 
     Paper: Gu et al., ASPLOS 2023. The planner of :class:`~baselines.elasticflow.ElasticFlow` on one pool of
     all GPUs at one speed; the pool counts are mapped to types in the cluster's order (module docstring).
-
-    Args:
-        round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory, slot_origin: As for
-            :class:`~baselines.elasticflow.ElasticFlow`.
-        reference_type: The GPU type whose rates the planner uses (default ``None``: the type with the
-            most GPUs in the cluster).
-        type_choice: ``"order"`` (default: the cluster's type order) or ``"fastest"`` (for the job).
     """
 
     name = "elasticflow-agnostic"
     knobs = ElasticFlowAgnosticKnobs
     in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
 
-    def __init__(
-        self,
-        round_s: float = 60.0,
-        rejected_jobs: str = "drop",
-        leftover_rule: str = "speedup",
-        placement: str = "buddy",
-        overhead_aware: bool = True,
-        max_count: int | None = None,
-        memory: str = "history",
-        reference_type: str | None = None,
-        type_choice: TypeChoice = "order",
-        slot_origin: str = "absolute",
-    ) -> None:
-        # Validate every knob first (a KnobError names the bad one).
-        ElasticFlowAgnosticKnobs.of(locals())
-        super().__init__(
-            round_s, rejected_jobs, leftover_rule, placement, overhead_aware, max_count, memory, slot_origin
-        )
-        self.reference_type = reference_type
-        self.type_choice = type_choice
+    knob_values: ElasticFlowAgnosticKnobs
 
     def _reset(self) -> None:
         super()._reset()
         assert self.cluster is not None
         capacity = self.cluster.capacity
-        if self.reference_type is not None and self.reference_type not in capacity:
+        reference = self.knob_values.reference_type
+        if reference is not None and reference not in capacity:
             raise KnobError(
-                f"ElasticFlowAgnosticKnobs: knob reference_type={self.reference_type!r} is not a GPU type of "
+                f"ElasticFlowAgnosticKnobs: knob reference_type={reference!r} is not a GPU type of "
                 f"cluster {self.cluster.name!r}; give one of {list(self.cluster.gpu_types)} or None"
             )
-        self._reference = self.reference_type or max(self.cluster.gpu_types, key=lambda t: capacity[t])
+        self._reference = reference or max(self.cluster.gpu_types, key=lambda t: capacity[t])
         self._types = (POOL,)
         self._cap = np.array([self.cluster.total_gpus], dtype=np.int64)
 
@@ -119,7 +95,7 @@ class ElasticFlowAgnostic(ElasticFlow):
         usable = [t for t in allowed if throughput.rate(spec.job_type, spec.batch_size, t, 1) > 0]
         reference = self._reference if self._reference in usable else (usable[0] if usable else None)
         cap = sum(cluster.capacity[t] for t in usable)
-        for bound in (spec.max_gpus, self.max_count):
+        for bound in (spec.max_gpus, self.knob_values.max_count):
             if bound is not None:
                 cap = min(cap, bound)
         counts: list[int] = []
@@ -177,7 +153,7 @@ class ElasticFlowAgnostic(ElasticFlow):
         """``n`` GPUs for ``job``: one type with room if any, else spread over types (``None``: no room)."""
         table = view.rate_table
         types = [t for t in table.allowed_types(job) if view.rate(job, t, 1) > 0]
-        if self.type_choice == "fastest":
+        if self.knob_values.type_choice == "fastest":
             types.sort(key=lambda t: -view.rate(job, t, n))
         for t in types:
             if free[t] >= n:

@@ -51,13 +51,13 @@ import numpy as np
 
 from baselines._deadline import job_options
 from baselines.elasticflow.admission import JobLevels, _order_key, job_levels
+from baselines.elasticflow.knobs import GuidedElasticFlowKnobs
 from baselines.elasticflow.policy import ElasticFlow
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.guidance import GPU_CAPS, Directive
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
-from hetgym.sim.registry import KnobError
 from hetgym.sim.view import ClusterView, JobView
 
 #: The leftover step's class of each priority (served in increasing order; ElasticFlow's own jobs are 0).
@@ -73,38 +73,12 @@ class GuidedElasticFlow(ElasticFlow):
     """
 
     name = "elasticflow-guided"
+    knobs = GuidedElasticFlowKnobs
     in_default_comparison = False  # ElasticFlow itself when no directive is given
     fork_shallow: ClassVar[tuple[str, ...]] = (
         *ElasticFlow.fork_shallow,
         "_restricted",
     )  # restricted levels: functions of spec and type
-
-    def __init__(
-        self,
-        round_s: float = 60.0,
-        rejected_jobs: str = "drop",
-        leftover_rule: str = "speedup",
-        placement: str = "buddy",
-        overhead_aware: bool = True,
-        max_count: int | None = None,
-        memory: str = "history",
-        slot_origin: str = "absolute",
-    ) -> None:
-        super().__init__(
-            round_s=round_s,
-            rejected_jobs=rejected_jobs,
-            leftover_rule=leftover_rule,
-            placement=placement,
-            overhead_aware=overhead_aware,
-            max_count=max_count,
-            memory=memory,
-            slot_origin=slot_origin,
-        )
-        if self.memory != "history":
-            raise KnobError(
-                f"elasticflow-guided: knob memory={self.memory!r} is not supported; the directives are "
-                "kept between epochs, so use memory='history'"
-            )
 
     def _reset(self) -> None:
         super()._reset()
@@ -218,7 +192,7 @@ class GuidedElasticFlow(ElasticFlow):
 
     def _count_cap(self, job: JobView) -> int:
         """The count cap of ``gpu_cap="requested"``: the job's requested GPUs (within the policy's own cap)."""
-        return min(int(job.spec.num_gpus), self.max_count or int(job.spec.num_gpus))
+        return min(int(job.spec.num_gpus), self.knob_values.max_count or int(job.spec.num_gpus))
 
     def _levels_for(
         self, view: ClusterView, job: JobView, gpu_type: str | None, max_count: int | None = None

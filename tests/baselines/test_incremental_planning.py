@@ -134,7 +134,7 @@ class NaiveAdmissionElasticFlow(ElasticFlow):
                 self.stats["admitted"] += 1
             else:
                 self.stats["rejected"] += 1
-                if self.rejected_jobs == "drop":
+                if self.knob_values.rejected_jobs == "drop":
                     rejected.add(job.job_id)
                 else:
                     self._kind[job.job_id] = "best_effort"
