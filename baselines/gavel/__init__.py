@@ -3,7 +3,7 @@
 * :mod:`baselines.gavel.policies`: the policies (max-min fairness, finish-time fairness, minimum total
   duration, their heterogeneity-agnostic forms, and ``fifo``) and their knobs, as Gavel's ``policies/``;
 * :mod:`baselines.gavel.rounds`: the round mechanism they share (priorities from the allocation and the
-  rounds received, ``scheduler/scheduler.py``);
+  rounds received, ``scheduler/scheduler.py``) and its knobs, which each policy's extend;
 * :mod:`baselines.gavel.lp`: the linear programs;
 * :mod:`baselines.gavel.centre`: finish-time fairness's analytic centre.
 """
@@ -32,7 +32,7 @@ from baselines.gavel.policies import (
     GavelMinTotalDurationAgnostic,
     GavelPolicy,
 )
-from baselines.gavel.rounds import GAVEL_MIN_RESET_INTERVAL_S, GAVEL_ROUND_S
+from baselines.gavel.rounds import GAVEL_MIN_RESET_INTERVAL_S, GAVEL_ROUND_S, GavelRoundKnobs, GavelRounds
 
 __all__ = [
     "GAVEL_MIN_RESET_INTERVAL_S",
@@ -48,6 +48,8 @@ __all__ = [
     "GavelMinTotalDuration",
     "GavelMinTotalDurationAgnostic",
     "GavelPolicy",
+    "GavelRoundKnobs",
+    "GavelRounds",
     "LPError",
     "finish_time_rho",
     "isolated_allocation",

@@ -301,4 +301,4 @@ def test_compat_gavel_ftf_takes_the_centre_at_t0() -> None:
     x = np.vstack(list(policy._alloc.values()))
     np.testing.assert_allclose(x, np.full((150, 3), 108.0 / 150.0 / 3.0), atol=1e-5)
     solver = make_policy("gavel-ftf-agnostic", ftf_point="solver")
-    assert isinstance(solver, GavelPolicy) and solver.ftf_point == "solver"
+    assert isinstance(solver, GavelPolicy) and solver.knob_values.ftf_point == "solver"
