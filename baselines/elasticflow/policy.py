@@ -105,7 +105,13 @@ class ElasticFlow(ElasticFlowAdmission):
     placer = "buddy"
     # A fork shares the immutable state and copies the per-job tables' index only (each job's levels are a
     # function of its spec); the last allocation is a frozen record.
-    fork_shared: ClassVar[tuple[str, ...]] = ("cluster", "_types", "_cap", "_last", "_inputs_view")
+    fork_shared: ClassVar[tuple[str, ...]] = (
+        *ElasticFlowAdmission.fork_shared,
+        "_types",
+        "_cap",
+        "_last",
+        "_inputs_view",
+    )
     fork_shallow: ClassVar[tuple[str, ...]] = ("_levels", "_inputs")
 
     def _configure(self) -> None:
