@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baselines._deadline import MEMORY_MODES, SLOT_ORIGINS, check_slot_origin
+from baselines._deadline import DeadlinePlanKnobs
 from baselines.dancer.dp import PRICE_INCREMENTS, PRICE_MODES
-from hetgym.sim.registry import KnobError, Knobs, knob
+from hetgym.sim.registry import KnobError, knob
 
 REJECTED_MODES = ("drop", "best_effort")
 ARRIVAL_ORDERS = ("edf", "fifo")
@@ -19,8 +19,8 @@ PRICE_SCALES = ("uniform", "speed")
 
 
 @dataclass(frozen=True)
-class DancerKnobs(Knobs):
-    """Knobs of :class:`~baselines.dancer.Dancer`."""
+class DancerKnobs(DeadlinePlanKnobs):
+    """Knobs of :class:`~baselines.dancer.Dancer`; it extends the planner's (``memory`` and others)."""
 
     round_s: float = knob(60.0, low=0.0, low_open=True, doc="slot length in seconds (ElasticFlow's scheduling slot)")
     price_mode: str = knob("exp", choices=PRICE_MODES, doc="``'exp'`` or ``'linear'``")
@@ -61,13 +61,6 @@ class DancerKnobs(Knobs):
         low=0.0,
         doc="horizon beyond the current slot over which a work-conserving change must pay back its restart penalty",
     )
-    max_count: int | None = knob(
-        None,
-        low=1,
-        integer=True,
-        optional=True,
-        doc="cap on any job's GPU count (``None``: its ``max_gpus`` or the type's capacity)",
-    )
     max_replans_per_epoch: int = knob(64, low=0, integer=True, doc="most DP re-plans of lagging jobs per slot boundary")
     tie_break: str = knob(
         "early",
@@ -81,23 +74,10 @@ class DancerKnobs(Knobs):
         doc="``'uniform'`` (one price function for every type) or ``'speed'`` (each type's price scaled by its "
         "speed index relative to the fastest, so a GPU-slot is priced by its compute)",
     )
-    memory: str = knob(
-        "history",
-        choices=MEMORY_MODES,
-        doc="``'history'`` (plans and admissions persist between epochs) or ``'observed'`` (re-plan from the "
-        "view at every call; see the module docstring of :mod:`baselines.dancer.policy`)",
-    )
-    slot_origin: str = knob(
-        "absolute",
-        choices=SLOT_ORIGINS,
-        doc="``'absolute'`` (slots of ``round_s`` from time 0) or ``'decision'`` (with ``memory='observed'``: "
-        "plan as if the decision fell on a slot boundary, see :mod:`baselines._deadline`)",
-    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         owner = type(self).__name__
-        check_slot_origin(owner, self.slot_origin, self.memory)
         if not self.price_auto and (self.price_L is None or self.price_U is None):
             raise KnobError(f"{owner}: knob price_auto=False needs both price_L and price_U")
         if self.price_L is not None and self.price_U is not None and self.price_U < self.price_L:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baselines._deadline import MEMORY_MODES, SLOT_ORIGINS, check_slot_origin
-from hetgym.sim.registry import KnobError, Knobs, knob
+from baselines._deadline import DeadlinePlanKnobs
+from hetgym.sim.registry import KnobError, knob
 
 LEFTOVER_RULES = ("speedup", "gputime")
 PLACEMENTS = ("buddy", "default")
@@ -19,8 +19,8 @@ REJECTED_MODES = ("drop", "best_effort")
 
 
 @dataclass(frozen=True)
-class ElasticFlowKnobs(Knobs):
-    """Knobs of :class:`~baselines.elasticflow.ElasticFlow`."""
+class ElasticFlowKnobs(DeadlinePlanKnobs):
+    """Knobs of :class:`~baselines.elasticflow.ElasticFlow`; it extends the planner's (``memory`` and others)."""
 
     round_s: float = knob(
         60.0, low=0.0, low_open=True, doc="scheduling slot in seconds (ElasticFlow's ``scheduling_slot``)"
@@ -35,29 +35,6 @@ class ElasticFlowKnobs(Knobs):
     )
     placement: str = knob("buddy", choices=PLACEMENTS, doc="``'buddy'`` or ``'default'`` (the simulator's placer)")
     overhead_aware: bool = knob(True, doc="deduct one restart penalty from a plan's first interval")
-    max_count: int | None = knob(
-        None,
-        low=1,
-        integer=True,
-        optional=True,
-        doc="cap on any job's GPU count (``None``: its ``max_gpus`` or the type's capacity)",
-    )
-    memory: str = knob(
-        "history",
-        choices=MEMORY_MODES,
-        doc="``'history'`` (admissions and the last decision persist) or ``'observed'`` (re-plan from the view "
-        "at every call; see the module docstring of :mod:`baselines.elasticflow.policy`)",
-    )
-    slot_origin: str = knob(
-        "absolute",
-        choices=SLOT_ORIGINS,
-        doc="``'absolute'`` (slots of ``round_s`` from time 0) or ``'decision'`` (with ``memory='observed'``: "
-        "plan as if the decision fell on a slot boundary, see :mod:`baselines._deadline`)",
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_slot_origin(type(self).__name__, self.slot_origin, self.memory)
 
 
 @dataclass(frozen=True)
