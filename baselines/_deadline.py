@@ -36,7 +36,7 @@ import numpy as np
 from hetgym.sim import rates
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.job import JobSpec
-from hetgym.sim.registry import KnobError
+from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView, shift_time
 
@@ -211,6 +211,35 @@ def check_slot_origin(owner: str, slot_origin: str, memory: str) -> None:
             f"{owner}: knob slot_origin='decision' needs memory='observed' (a plan kept between epochs "
             "lives on the absolute slot grid); set memory='observed' or slot_origin='absolute'"
         )
+
+
+@dataclass(frozen=True)
+class DeadlinePlanKnobs(Knobs):
+    """The knobs Dancer's and ElasticFlow's extend: what the planner keeps, where slots start, the GPU cap."""
+
+    memory: str = knob(
+        "history",
+        choices=MEMORY_MODES,
+        doc="``'history'`` (admissions and plans persist between epochs, as in the paper) or ``'observed'`` "
+        "(re-plan every job from the view at each call; see :mod:`baselines._deadline`)",
+    )
+    slot_origin: str = knob(
+        "absolute",
+        choices=SLOT_ORIGINS,
+        doc="``'absolute'`` (slots of ``round_s`` from time 0) or ``'decision'`` (with ``memory='observed'``: "
+        "plan as if the decision fell on a slot boundary, see :mod:`baselines._deadline`)",
+    )
+    max_count: int | None = knob(
+        None,
+        low=1,
+        integer=True,
+        optional=True,
+        doc="cap on any job's GPU count (``None``: its ``max_gpus`` or the type's capacity)",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_slot_origin(type(self).__name__, self.slot_origin, self.memory)
 
 
 def new_arrivals(view: ClusterView) -> list[int]:

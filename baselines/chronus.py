@@ -55,8 +55,9 @@ import numpy as np
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts
 from baselines._deadline import planning_rate
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -71,13 +72,17 @@ REJECTED_MODES = ("best_effort", "drop")
 class ChronusKnobs(Knobs):
     """Knobs of :class:`Chronus`."""
 
-    lease_s: float = knob(600.0, low=0.0, low_open=True, doc="lease length in seconds (the policy's round)")
+    lease_s: float = knob(600.0, low=0.0, low_open=True, doc="lease length in seconds, the policy's round")
     max_leases: int = knob(48, low=1, integer=True, doc="leases the MILP looks ahead")
-    max_milp_jobs: int = knob(40, low=1, integer=True, doc="SLO jobs in one MILP (earliest deadlines first)")
-    time_limit_s: float = knob(2.0, low=0.0, low_open=True, doc="solver time limit per MILP")
-    solver: str = knob("highs", choices=SOLVERS, doc="'highs' (scipy) or 'cbc' (pulp)")
-    rejected_jobs: str = knob("best_effort", choices=REJECTED_MODES, doc="unguaranteed newcomers: keep or drop")
-    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    max_milp_jobs: int = knob(40, low=1, integer=True, doc="most SLO jobs in one MILP, earliest deadlines first")
+    time_limit_s: float = knob(2.0, low=0.0, low_open=True, doc="solver time limit per MILP in seconds")
+    solver: str = knob("highs", choices=SOLVERS, doc="``'highs'`` (scipy) or ``'cbc'`` (pulp)")
+    rejected_jobs: str = knob(
+        "best_effort",
+        choices=REJECTED_MODES,
+        doc="``'best_effort'`` (unguaranteed newcomers stay, unaccepted) or ``'drop'``",
+    )
+    type_choice: TypeChoice = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @dataclass
@@ -265,19 +270,8 @@ def greedy_program(prog: LeaseProgram) -> tuple[np.ndarray, np.ndarray]:
 
 
 @register_policy()
-class Chronus(Policy):
-    """Chronus (Gao et al., SoCC 2021): leases, a MILP guaranteeing SLO jobs, best-effort fill.
-
-    Args:
-        lease_s: Lease length in seconds, the policy's round (default 600).
-        max_leases: Leases the MILP looks ahead (default 48).
-        max_milp_jobs: Most SLO jobs in one MILP, earliest deadlines first (default 40).
-        time_limit_s: Solver time limit per MILP in seconds (default 2).
-        solver: ``"highs"`` (default, scipy) or ``"cbc"`` (pulp).
-        rejected_jobs: ``"best_effort"`` (default: unguaranteed newcomers stay, unaccepted) or ``"drop"``.
-        type_choice: ``"order"`` (default: the cluster's type order) or ``"fastest"``, for jobs without a
-            guarantee in the current lease.
-    """
+class Chronus(KnobPolicy[ChronusKnobs]):
+    """Chronus (Gao et al., SoCC 2021): leases, a MILP guaranteeing SLO jobs, best-effort fill."""
 
     name = "chronus"
     knobs = ChronusKnobs
@@ -285,27 +279,8 @@ class Chronus(Policy):
     round_s = 600.0
     keeps_gpus_busy = True  # every job gets its gang greedily in key order, with backfilling
 
-    def __init__(
-        self,
-        lease_s: float = 600.0,
-        max_leases: int = 48,
-        max_milp_jobs: int = 40,
-        time_limit_s: float = 2.0,
-        solver: str = "highs",
-        rejected_jobs: str = "best_effort",
-        type_choice: TypeChoice = "order",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        ChronusKnobs.of(locals())
-        self.lease_s = float(lease_s)
-        self.round_s = float(lease_s)
-        self.max_leases = int(max_leases)
-        self.max_milp_jobs = int(max_milp_jobs)
-        self.time_limit_s = float(time_limit_s)
-        self.solver = solver
-        self.rejected_jobs = rejected_jobs
-        self.type_choice = type_choice
+    def _configure(self) -> None:
+        self.round_s = float(self.knob_values.lease_s)
 
     def _reset(self) -> None:
         assert self.cluster is not None
@@ -340,8 +315,8 @@ class Chronus(Policy):
 
     def _leases(self, now_s: float) -> tuple[int, np.ndarray]:
         """Index of the lease holding ``now_s`` and the bounds of the leases ahead (the first from now)."""
-        first = math.floor(now_s / self.lease_s + 1e-9)
-        ends = (first + 1 + np.arange(self.max_leases)) * self.lease_s
+        first = math.floor(now_s / self.knob_values.lease_s + 1e-9)
+        ends = (first + 1 + np.arange(self.knob_values.max_leases)) * self.knob_values.lease_s
         return first, np.concatenate(([now_s], ends))
 
     def _need(self, view: ClusterView, job: JobView, rate: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, float]:
@@ -422,7 +397,7 @@ class Chronus(Policy):
         num_l, num_k = len(bounds) - 1, len(self._types)
         capacity = self._residual(view, first, num_l)
         runnable = [j for j in jobs if self.rates(view, j).max(initial=0.0) > 0]
-        jobs = sorted(runnable, key=lambda j: (j.deadline_s, j.submit_s, j.job_id))[: self.max_milp_jobs]
+        jobs = sorted(runnable, key=lambda j: (j.deadline_s, j.submit_s, j.job_id))[: self.knob_values.max_milp_jobs]
         num_j = len(jobs)
         rate = np.array([self.rates(view, j) for j in jobs]).reshape(num_j, num_k)
         length = np.zeros((num_j, num_l))
@@ -462,7 +437,7 @@ class Chronus(Policy):
             prog = self._program(view, [active[j] for j in sorted(weight)], weight, first, bounds, at_boundary)
             if prog.job_ids:
                 self.stats["solves"] += 1
-                y, x = solve_program(prog, self.solver, self.time_limit_s)
+                y, x = solve_program(prog, self.knob_values.solver, self.knob_values.time_limit_s)
                 for i, jid in enumerate(prog.job_ids):
                     if y[i]:
                         chosen.add(jid)
@@ -478,7 +453,7 @@ class Chronus(Policy):
             self._guaranteed = {jid: self._types[plan[first]] for jid, plan in self._plans.items() if first in plan}
         else:
             self._guaranteed = {j: t for j, t in self._guaranteed.items() if j in self._accepted}
-        rejected = newcomers - admitted if self.rejected_jobs == "drop" else set()
+        rejected = newcomers - admitted if self.knob_values.rejected_jobs == "drop" else set()
         return self._fill(view, at_boundary, rejected)
 
     def priority(self, view: ClusterView, job: JobView) -> tuple[int, int, float, float]:
@@ -512,7 +487,7 @@ class Chronus(Policy):
             if held is not None and builder.free.get(held, 0) >= job.num_gpus:
                 builder.assign(job.job_id, {held: job.num_gpus})  # the type of its guarantee
                 continue
-            counts = gang_counts(view, job, builder.free, job.num_gpus, self.type_choice)
+            counts = gang_counts(view, job, builder.free, job.num_gpus, self.knob_values.type_choice)
             if counts:
                 builder.assign(job.job_id, counts)
         return builder.build()

@@ -23,8 +23,9 @@ import math
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, best_rate, greedy_fill, keep_running
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -34,43 +35,33 @@ class EDFKnobs(Knobs):
     """Knobs of :class:`EDF`."""
 
     preemptive: bool = knob(True, doc="re-rank all active jobs at every epoch (else only start waiting jobs)")
-    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @dataclass(frozen=True)
 class EDFAdmissionKnobs(EDFKnobs):
     """Knobs of :class:`EDFAdmission`."""
 
-    capacity_factor: float = knob(1.0, low=0.0, low_open=True, high=1.0, doc="share of the cluster the test counts on")
+    capacity_factor: float = knob(
+        1.0, low=0.0, low_open=True, high=1.0, doc="fraction of the cluster the demand-bound test may count on"
+    )
 
 
 @register_policy()
-class EDF(Policy):
-    """Earliest deadline first with each job's requested GPU count, no admission control.
-
-    Args:
-        preemptive: Re-rank all active jobs at every epoch (``True``) or only start waiting jobs.
-        type_choice: ``"fastest"`` (default) or ``"order"``.
-    """
+class EDF(KnobPolicy[EDFKnobs]):
+    """Earliest deadline first with each job's requested GPU count, no admission control."""
 
     name = "edf"
     knobs = EDFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = True  # greedy fill with backfilling at every epoch (admitted jobs, for the admission variant)
 
-    def __init__(self, preemptive: bool = True, type_choice: TypeChoice = "fastest") -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        EDFKnobs.of(locals())
-        self.preemptive = preemptive
-        self.type_choice = type_choice
-
     @staticmethod
     def _key(job: JobView) -> tuple[float, float, int]:
         return (job.deadline_s, job.submit_s, job.job_id)
 
     def _fill(self, view: ClusterView, rejected: set[int]) -> Allocation:
-        if self.preemptive:
+        if self.knob_values.preemptive:
             builder = AllocationBuilder(view)
             candidates = [j for j in view.jobs if j.job_id not in rejected]
         else:
@@ -78,7 +69,9 @@ class EDF(Policy):
             candidates = [j for j in view.waiting if j.job_id not in rejected]
         for jid in rejected:
             builder.reject(jid)
-        return greedy_fill(view, sorted(candidates, key=self._key), type_choice=self.type_choice, builder=builder)
+        return greedy_fill(
+            view, sorted(candidates, key=self._key), type_choice=self.knob_values.type_choice, builder=builder
+        )
 
     def schedule(self, view: ClusterView) -> Allocation:
         return self._fill(view, set())
@@ -86,24 +79,11 @@ class EDF(Policy):
 
 @register_policy()
 class EDFAdmission(EDF):
-    """EDF that rejects, on arrival, jobs that cannot meet their deadline (see the module docstring).
-
-    Args:
-        preemptive: As for :class:`EDF`.
-        type_choice: As for :class:`EDF`.
-        capacity_factor: Fraction of the cluster the demand-bound test may count on, in (0, 1].
-    """
+    """EDF that rejects, on arrival, jobs that cannot meet their deadline (see the module docstring)."""
 
     name = "edf-admission"
     knobs = EDFAdmissionKnobs
-
-    def __init__(
-        self, preemptive: bool = True, type_choice: TypeChoice = "fastest", capacity_factor: float = 1.0
-    ) -> None:
-        # Validate every knob first (a KnobError names the bad one).
-        EDFAdmissionKnobs.of(locals())
-        super().__init__(preemptive, type_choice)
-        self.capacity_factor = capacity_factor
+    knob_values: EDFAdmissionKnobs
 
     def _reset(self) -> None:
         self._admitted: set[int] = set()
@@ -122,7 +102,7 @@ class EDFAdmission(EDF):
         if rate <= 0 or view.now_s + view.restart_penalty_s(job) + job.remaining_iters / rate > job.deadline_s:
             return False
         admitted = [j for j in view.jobs if j.job_id in self._admitted and j.spec.has_deadline]
-        supply_gpus = self.capacity_factor * view.cluster.total_gpus
+        supply_gpus = self.knob_values.capacity_factor * view.cluster.total_gpus
         cumulative = 0.0
         for other in sorted([*admitted, job], key=self._key):
             cumulative += self._demand_gpu_s(view, other)

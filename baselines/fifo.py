@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, greedy_fill, keep_running
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView
 
@@ -21,7 +22,7 @@ from hetgym.sim.view import ClusterView
 class FIFOKnobs(Knobs):
     """Knobs of :class:`FIFO`."""
 
-    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
     strict: bool = knob(True, doc="stop at the first waiting job that does not fit (no backfilling)")
 
 
@@ -36,35 +37,28 @@ class FIFOBackfillKnobs(FIFOKnobs):
 class FIFOFastestKnobs(FIFOBackfillKnobs):
     """Knobs of :class:`FIFOFastest` (the fastest type with room, backfilling)."""
 
-    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
-class FIFO(Policy):
-    """FIFO in arrival order, no preemption (strict, heterogeneity-agnostic by default).
-
-    Args:
-        type_choice: ``"order"`` (first type with room, cluster order) or ``"fastest"`` (the free type
-            with the highest rate for the job).
-        strict: Stop at the first waiting job that does not fit (``True``) or backfill (``False``).
-    """
+class FIFO(KnobPolicy[FIFOKnobs]):
+    """FIFO in arrival order, no preemption (strict, heterogeneity-agnostic by default)."""
 
     name = "fifo"
     knobs = FIFOKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
 
-    def __init__(self, type_choice: TypeChoice = "order", strict: bool = True) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        FIFOKnobs.of(locals())
-        self.type_choice = type_choice
-        self.strict = strict
+    def _configure(self) -> None:
         # Strict FIFO leaves GPUs idle behind a head job that does not fit; backfilling does not.
-        self.keeps_gpus_busy = not strict
+        self.keeps_gpus_busy = not self.knob_values.strict
 
     def schedule(self, view: ClusterView) -> Allocation:
         return greedy_fill(
-            view, view.iter_waiting(), type_choice=self.type_choice, strict=self.strict, builder=keep_running(view)
+            view,
+            view.iter_waiting(),
+            type_choice=self.knob_values.type_choice,
+            strict=self.knob_values.strict,
+            builder=keep_running(view),
         )
 
 
@@ -76,9 +70,6 @@ class FIFOBackfill(FIFO):
     knobs = FIFOBackfillKnobs
     in_default_comparison = False  # a variant: name it in --policies to compare it
 
-    def __init__(self, type_choice: TypeChoice = "order", strict: bool = False) -> None:
-        super().__init__(type_choice, strict)
-
 
 @register_policy()
 class FIFOFastest(FIFO):
@@ -87,6 +78,3 @@ class FIFOFastest(FIFO):
     name = "fifo-fastest"
     knobs = FIFOFastestKnobs
     in_default_comparison = False  # a variant: name it in --policies to compare it
-
-    def __init__(self, type_choice: TypeChoice = "fastest", strict: bool = False) -> None:
-        super().__init__(type_choice, strict)

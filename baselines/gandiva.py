@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts
 from baselines._deadline import planning_rate
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -52,26 +53,21 @@ PLACEMENTS = ("buddy", "default")
 class GandivaKnobs(Knobs):
     """Knobs of :class:`Gandiva`."""
 
-    slice_s: float = knob(360.0, low=0.0, low_open=True, doc="time slice (and round) in seconds")
+    slice_s: float = knob(360.0, low=0.0, low_open=True, doc="time slice in seconds, also the policy's round")
     grow_shrink: bool = knob(True, doc="grow jobs onto idle GPUs while no job waits")
-    grow_min_gain: float = knob(0.1, low=0.0, doc="relative rate gain a doubling must bring")
-    max_grow_factor: int = knob(2, low=1, integer=True, doc="growth cap over the request for jobs without max_gpus")
-    placement: str = knob("buddy", choices=PLACEMENTS, doc="'buddy' (re-pack: migration) or 'default'")
-    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    grow_min_gain: float = knob(0.1, low=0.0, doc="smallest relative rate gain for which a job doubles its GPUs")
+    max_grow_factor: int = knob(
+        2, low=1, integer=True, doc="growth cap, as a multiple of the request, for jobs without max_gpus"
+    )
+    placement: str = knob(
+        "buddy", choices=PLACEMENTS, doc="``'buddy'`` (the re-packing placer, i.e. migration) or ``'default'``"
+    )
+    type_choice: TypeChoice = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
-class Gandiva(Policy):
-    """Gandiva-style time slicing, grow-shrink and migration, heterogeneity-unaware (Xiao et al., OSDI 2018).
-
-    Args:
-        slice_s: Time slice in seconds, also the policy's round (default 360).
-        grow_shrink: Grow jobs onto idle GPUs while no job waits (default ``True``).
-        grow_min_gain: Smallest relative rate gain for which a job doubles its GPUs (default 0.1).
-        max_grow_factor: Growth cap, as a multiple of the request, for jobs without ``max_gpus`` (default 2).
-        placement: ``"buddy"`` (default: the re-packing placer, i.e. migration) or ``"default"``.
-        type_choice: ``"order"`` (default, heterogeneity-unaware) or ``"fastest"``.
-    """
+class Gandiva(KnobPolicy[GandivaKnobs]):
+    """Gandiva-style time slicing, grow-shrink and migration, heterogeneity-unaware (Xiao et al., OSDI 2018)."""
 
     name = "gandiva"
     knobs = GandivaKnobs
@@ -80,33 +76,16 @@ class Gandiva(Policy):
     placer = "buddy"
     keeps_gpus_busy = True  # requested gangs are filled greedily with backfilling at every epoch
 
-    def __init__(
-        self,
-        slice_s: float = 360.0,
-        grow_shrink: bool = True,
-        grow_min_gain: float = 0.1,
-        max_grow_factor: int = 2,
-        placement: str = "buddy",
-        type_choice: TypeChoice = "order",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        GandivaKnobs.of(locals())
-        self.slice_s = float(slice_s)
-        self.round_s = float(slice_s)
-        self.grow_shrink = grow_shrink
-        self.grow_min_gain = grow_min_gain
-        self.max_grow_factor = max_grow_factor
-        self.placement = placement
-        self.placer = placement
-        self.type_choice = type_choice
+    def _configure(self) -> None:
+        self.round_s = float(self.knob_values.slice_s)
+        self.placer = self.knob_values.placement
 
     def slice_order(self, view: ClusterView) -> list[JobView]:
         """The jobs in time-slicing order: running jobs within their slice, then oldest slice start first."""
 
         def key(job: JobView) -> tuple[int, float, float, int]:
             if job.is_running and job.last_change_s is not None:
-                if view.now_s - job.last_change_s < self.slice_s - 1e-9:
+                if view.now_s - job.last_change_s < self.knob_values.slice_s - 1e-9:
                     return (0, 0.0, job.submit_s, job.job_id)  # its slice is not over
                 return (1, job.last_change_s, job.submit_s, job.job_id)
             if job.last_change_s is None:
@@ -131,10 +110,10 @@ class Gandiva(Policy):
                 if builder.free.get(t, 0) >= job.num_gpus:
                     builder.assign(job.job_id, {t: job.num_gpus})  # a grown job shrinks to its request
                     continue
-            counts = gang_counts(view, job, builder.free, job.num_gpus, self.type_choice)
+            counts = gang_counts(view, job, builder.free, job.num_gpus, self.knob_values.type_choice)
             if counts:
                 builder.assign(job.job_id, counts)
-        if self.grow_shrink and all(builder.assigned(j.job_id) is not None for j in order):
+        if self.knob_values.grow_shrink and all(builder.assigned(j.job_id) is not None for j in order):
             self._grow(view, order, builder)
         return builder.build()
 
@@ -145,14 +124,16 @@ class Gandiva(Policy):
             if given is None or len(given.counts) != 1:
                 continue
             t, n = given.counts[0]
-            cap = job.spec.max_gpus if job.spec.max_gpus is not None else job.num_gpus * self.max_grow_factor
+            cap = (
+                job.spec.max_gpus if job.spec.max_gpus is not None else job.num_gpus * self.knob_values.max_grow_factor
+            )
             cap = min(cap, view.cluster.capacity[t])
             grown = n
             rate = planning_rate(view.throughput, job.spec, view.cluster, t, grown)
             room = builder.free.get(t, 0)
             while 2 * grown <= cap and room >= grown:
                 doubled = planning_rate(view.throughput, job.spec, view.cluster, t, 2 * grown)
-                if rate <= 0 or doubled < (1.0 + self.grow_min_gain) * rate:
+                if rate <= 0 or doubled < (1.0 + self.knob_values.grow_min_gain) * rate:
                     break
                 room -= grown
                 grown, rate = 2 * grown, doubled

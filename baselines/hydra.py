@@ -42,8 +42,9 @@ import numpy as np
 
 from baselines._common import gang_counts
 from baselines._deadline import planning_rate
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -55,8 +56,12 @@ class HydraKnobs(Knobs):
     """Knobs of :class:`Hydra`."""
 
     penalty_weight: float = knob(1.0, low=0.0, doc="weight of total tardiness against total JCT")
-    penalty_mode: str = knob("dynamic", choices=PENALTY_MODES, doc="'dynamic' (x jobs sequenced) or 'static'")
-    max_bb_jobs: int = knob(6, low=1, integer=True, doc="waiting jobs the branch and bound sequences")
+    penalty_mode: str = knob(
+        "dynamic", choices=PENALTY_MODES, doc="``'dynamic'`` (times the number of jobs sequenced) or ``'static'``"
+    )
+    max_bb_jobs: int = knob(
+        6, low=1, integer=True, doc="waiting jobs the branch and bound sequences, earliest deadline first"
+    )
     max_nodes: int = knob(1000, low=1, integer=True, doc="search nodes per decision")
 
 
@@ -171,36 +176,14 @@ def best_schedule(
 
 
 @register_policy()
-class Hydra(Policy):
-    """Hydra (Yang et al., IEEE TC 2023): least total JCT plus dynamic tardiness penalty, by branch and bound.
-
-    Args:
-        penalty_weight: Weight of total tardiness against total JCT (default 1).
-        penalty_mode: ``"dynamic"`` (default: times the number of jobs sequenced) or ``"static"``.
-        max_bb_jobs: Waiting jobs sequenced by the search, earliest deadline first (default 6).
-        max_nodes: Search nodes per decision (default 1000).
-    """
+class Hydra(KnobPolicy[HydraKnobs]):
+    """Hydra (Yang et al., IEEE TC 2023): least total JCT plus dynamic tardiness penalty, by branch and bound."""
 
     name = "hydra"
     knobs = HydraKnobs
     in_default_comparison = False  # a baseline of the papers' studies: name it in --policies
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = False  # a job may wait for a faster type while a slower one idles
-
-    def __init__(
-        self,
-        penalty_weight: float = 1.0,
-        penalty_mode: str = "dynamic",
-        max_bb_jobs: int = 6,
-        max_nodes: int = 1000,
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        HydraKnobs.of(locals())
-        self.penalty_weight = penalty_weight
-        self.penalty_mode = penalty_mode
-        self.max_bb_jobs = int(max_bb_jobs)
-        self.max_nodes = int(max_nodes)
 
     def run_s(self, view: ClusterView, job: JobView) -> np.ndarray:
         """``(K,)`` the job's run time on each cluster type with its requested GPUs (inf where it cannot run)."""
@@ -239,10 +222,12 @@ class Hydra(Policy):
                 placeable.append(_Job(job.job_id, job.num_gpus, job.submit_s, job.deadline_s, run))
             else:
                 oversize.append(job)
-        searched, rest = placeable[: self.max_bb_jobs], placeable[self.max_bb_jobs :]
-        penalty = self.penalty_weight * (len(searched) if self.penalty_mode == "dynamic" else 1.0)
+        searched, rest = placeable[: self.knob_values.max_bb_jobs], placeable[self.knob_values.max_bb_jobs :]
+        penalty = self.knob_values.penalty_weight * (
+            len(searched) if self.knob_values.penalty_mode == "dynamic" else 1.0
+        )
         states = self._states(view)
-        _, seq = best_schedule(searched, states, view.now_s, penalty, self.max_nodes)
+        _, seq = best_schedule(searched, states, view.now_s, penalty, self.knob_values.max_nodes)
         for i, k, start in seq:
             item = searched[i]
             if start <= view.now_s + 1e-9 and builder.free[types[k]] >= item.num_gpus:

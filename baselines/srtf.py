@@ -12,8 +12,9 @@ import math
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, best_rate, greedy_fill
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -22,27 +23,17 @@ from hetgym.sim.view import ClusterView, JobView
 class SRTFKnobs(Knobs):
     """Knobs of :class:`SRTF`."""
 
-    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
-class SRTF(Policy):
-    """Preemptive shortest-remaining-time-first with each job's requested GPU count.
-
-    Args:
-        type_choice: ``"fastest"`` (default) or ``"order"``; see :func:`baselines._common.gang_counts`.
-    """
+class SRTF(KnobPolicy[SRTFKnobs]):
+    """Preemptive shortest-remaining-time-first with each job's requested GPU count."""
 
     name = "srtf"
     knobs = SRTFKnobs
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
-
-    def __init__(self, type_choice: TypeChoice = "fastest") -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        SRTFKnobs.of(locals())
-        self.type_choice = type_choice
 
     @staticmethod
     def remaining_s(view: ClusterView, job: JobView) -> float:
@@ -52,4 +43,4 @@ class SRTF(Policy):
 
     def schedule(self, view: ClusterView) -> Allocation:
         ordered = sorted(view.jobs, key=lambda j: (self.remaining_s(view, j), j.submit_s, j.job_id))
-        return greedy_fill(view, ordered, type_choice=self.type_choice)
+        return greedy_fill(view, ordered, type_choice=self.knob_values.type_choice)

@@ -16,13 +16,13 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order, gang_counts
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -34,11 +34,20 @@ DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (1800.0, 3600.0, 7200.0)
 class TiresiasKnobs(Knobs):
     """Knobs of :class:`TiresiasLAS`."""
 
-    thresholds_gpu_s: tuple[float, ...] = knob(DEFAULT_THRESHOLDS_GPU_S, doc="ascending queue boundaries (GPU-s)")
-    promote_knob: float = knob(8.0, low=0.0, doc="promote to Q0 after waiting this multiple of the last run")
-    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    thresholds_gpu_s: tuple[float, ...] = knob(
+        DEFAULT_THRESHOLDS_GPU_S, doc="ascending queue boundaries in GPU-seconds (any sequence; kept as floats)"
+    )
+    promote_knob: float = knob(
+        8.0,
+        low=0.0,
+        doc="promote a waiting job to Q0 when its wait exceeds this multiple of its last run time; 0 disables "
+        "promotion (a reconstruction)",
+    )
+    type_choice: TypeChoice = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
     def __post_init__(self) -> None:
+        # A list or numpy array from a sweep or a file is kept as the tuple of floats the policy reads.
+        object.__setattr__(self, "thresholds_gpu_s", tuple(float(x) for x in self.thresholds_gpu_s))
         super().__post_init__()
         t = self.thresholds_gpu_s
         if any(b <= a for a, b in itertools.pairwise(t)) or any(not x > 0 for x in t):
@@ -48,33 +57,12 @@ class TiresiasKnobs(Knobs):
 
 
 @register_policy()
-class TiresiasLAS(Policy):
-    """Tiresias discretised 2D-LAS with GPU-time attained service and starvation promotion.
-
-    Args:
-        thresholds_gpu_s: Ascending queue boundaries in GPU-seconds (default 1800, 3600, 7200).
-        promote_knob: Promote a waiting job to Q0 when its wait exceeds this multiple of its last run
-            time; 0 disables promotion (default 8, a reconstruction).
-        type_choice: ``"order"`` (default, heterogeneity-agnostic) or ``"fastest"``.
-    """
+class TiresiasLAS(KnobPolicy[TiresiasKnobs]):
+    """Tiresias discretised 2D-LAS with GPU-time attained service and starvation promotion."""
 
     name = "tiresias"
     knobs = TiresiasKnobs
     keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
-
-    def __init__(
-        self,
-        thresholds_gpu_s: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S,
-        promote_knob: float = 8.0,
-        type_choice: TypeChoice = "order",
-    ) -> None:
-        super().__init__()
-        thresholds = tuple(float(t) for t in thresholds_gpu_s)
-        # Validate every knob first (a KnobError names the bad one).
-        TiresiasKnobs(thresholds_gpu_s=thresholds, promote_knob=promote_knob, type_choice=type_choice)
-        self.thresholds_gpu_s = thresholds
-        self.promote_knob = promote_knob
-        self.type_choice = type_choice
 
     def _reset(self) -> None:
         self._service_offset: dict[int, float] = {}
@@ -96,13 +84,13 @@ class TiresiasLAS(Policy):
     def queue_of(self, job: JobView) -> int:
         """Index of the job's queue (0 = highest priority)."""
         service = job.attained_gpu_s - self._service_offset.get(job.job_id, 0.0)
-        return bisect.bisect_right(self.thresholds_gpu_s, service)
+        return bisect.bisect_right(self.knob_values.thresholds_gpu_s, service)
 
     def _maybe_promote(self, view: ClusterView, job: JobView) -> None:
-        if self.promote_knob <= 0 or job.status != JobStatus.WAITING or job.last_change_s is None:
+        if self.knob_values.promote_knob <= 0 or job.status != JobStatus.WAITING or job.last_change_s is None:
             return
         waited = view.now_s - job.last_change_s
-        if job.last_run_s > 0 and waited > self.promote_knob * job.last_run_s:
+        if job.last_run_s > 0 and waited > self.knob_values.promote_knob * job.last_run_s:
             self._service_offset[job.job_id] = job.attained_gpu_s
 
     def schedule(self, view: ClusterView) -> Allocation:
@@ -127,10 +115,10 @@ class TiresiasLAS(Policy):
         """
         order = self._order
         builder = AllocationBuilder.replacing(view)
-        if self.type_choice != "order":
+        if self.knob_values.type_choice != "order":
             allocations = view.running_allocations
             ordered = ((k[2], k[3], allocations.get(k[2])) for k in order)
-            return fill_in_order(view, ordered, type_choice=self.type_choice, builder=builder)
+            return fill_in_order(view, ordered, type_choice=self.knob_values.type_choice, builder=builder)
         free = builder.free
         slack = dict(view.free_gpus)
         start = 0
@@ -276,7 +264,7 @@ class TiresiasLAS(Policy):
         self._maybe_promote(view, job)
         offset = self._service_offset.get(jid, 0.0)
         service = job.attained_gpu_s - offset
-        thresholds = self.thresholds_gpu_s
+        thresholds = self.knob_values.thresholds_gpu_s
         queue = bisect.bisect_right(thresholds, service)
         old = self._key.get(jid)
         moved = old is None or old[0] != queue
@@ -298,12 +286,12 @@ class TiresiasLAS(Policy):
             if queue < len(thresholds) and gpus > 0:
                 change_s = now + (thresholds[queue] - service) / gpus
         elif (
-            self.promote_knob > 0
+            self.knob_values.promote_knob > 0
             and job.last_change_s is not None
             and job.last_run_s > 0
             and offset != job.attained_gpu_s  # not promoted already (promoting again changes nothing)
         ):
-            change_s = job.last_change_s + self.promote_knob * job.last_run_s
+            change_s = job.last_change_s + self.knob_values.promote_knob * job.last_run_s
         self._due_s.pop(jid, None)
         if change_s == math.inf:
             return moved

@@ -32,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, keep_running
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -50,19 +51,12 @@ class YarnCSKnobs(Knobs):
         1.0, low=0.0, low_open=True, high=1.0, doc="fraction of the cluster one queue may hold (maximum-capacity)"
     )
     strict: bool = knob(True, doc="a queue whose head job does not fit starts nothing else")
-    type_choice: str = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("order", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
-class YarnCS(Policy):
-    """YARN capacity scheduler: FIFO per queue, strict gang, no preemption (Hadar IPDPS'24 baseline).
-
-    Args:
-        queues: ``"user"`` (default, one queue per job user) or ``"single"``.
-        max_queue_share: Fraction of the cluster's GPUs one queue may hold, in (0, 1] (default 1.0).
-        strict: Head-of-line blocking within a queue (default ``True``).
-        type_choice: ``"order"`` (default, heterogeneity-unaware) or ``"fastest"``.
-    """
+class YarnCS(KnobPolicy[YarnCSKnobs]):
+    """YARN capacity scheduler: FIFO per queue, strict gang, no preemption (Hadar IPDPS'24 baseline)."""
 
     name = "yarn-cs"
     knobs = YarnCSKnobs
@@ -70,24 +64,9 @@ class YarnCS(Policy):
     uses_ticks = False  # decisions change only on arrivals and completions
     keeps_gpus_busy = False  # a blocked queue head leaves GPUs idle that later jobs could use
 
-    def __init__(
-        self,
-        queues: str = "user",
-        max_queue_share: float = 1.0,
-        strict: bool = True,
-        type_choice: TypeChoice = "order",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        YarnCSKnobs.of(locals())
-        self.queues = queues
-        self.max_queue_share = max_queue_share
-        self.strict = strict
-        self.type_choice = type_choice
-
     def queue_of(self, job: JobView) -> str:
         """The queue a job is submitted to."""
-        if self.queues == "single":
+        if self.knob_values.queues == "single":
             return DEFAULT_QUEUE
         return job.spec.user or DEFAULT_QUEUE
 
@@ -100,7 +79,7 @@ class YarnCS(Policy):
         waiting: dict[str, list[JobView]] = {}
         for job in view.waiting:  # submission order
             waiting.setdefault(self.queue_of(job), []).append(job)
-        limit_gpus = self.max_queue_share * view.cluster.total_gpus
+        limit_gpus = self.knob_values.max_queue_share * view.cluster.total_gpus
         while waiting:
             # The least-used queue first (equal guarantees), ties by its head's submission.
             q = min(waiting, key=lambda name: (used_gpus.get(name, 0), waiting[name][0].submit_s, name))
@@ -109,14 +88,14 @@ class YarnCS(Policy):
             for i, job in enumerate(queue):
                 counts = None
                 if used_gpus.get(q, 0) + job.num_gpus <= limit_gpus + 1e-9:
-                    counts = gang_counts(view, job, builder.free, job.num_gpus, self.type_choice)
+                    counts = gang_counts(view, job, builder.free, job.num_gpus, self.knob_values.type_choice)
                 if counts:
                     builder.assign(job.job_id, counts)
                     used_gpus[q] = used_gpus.get(q, 0) + job.num_gpus
                     del queue[i]
                     started = True
                     break
-                if self.strict:
+                if self.knob_values.strict:
                     break
             if not started or not queue:
                 del waiting[q]  # a queue that can start nothing more is done for this epoch

@@ -102,7 +102,7 @@ class _RegisterWithGymnasium:
         import importlib.util
 
         spec = importlib.util.find_spec(fullname)
-        loader = getattr(spec, "loader", None)
+        loader: Any = getattr(spec, "loader", None)  # any loader with an exec_module to wrap
         run = getattr(loader, "exec_module", None)
         if spec is None or run is None:
             return spec
@@ -111,7 +111,7 @@ class _RegisterWithGymnasium:
             run(module)
             _register_envs()
 
-        loader.exec_module = exec_module  # type: ignore[union-attr]
+        loader.exec_module = exec_module
         return spec
 
 

@@ -484,7 +484,7 @@ def _is_batched(observation: Any, space: gym.Space[Any] | None) -> bool:
         key = next(iter(observation))
         arr = np.asarray(observation[key])
         if space is not None and isinstance(space, gym.spaces.Dict):
-            return arr.ndim > len(space[key].shape)  # type: ignore[arg-type]
+            return arr.ndim > len(space[key].shape or ())
         return arr.ndim > 1
     arr = np.asarray(observation)
     if space is not None and not isinstance(space, gym.spaces.Dict):

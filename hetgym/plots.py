@@ -13,16 +13,44 @@ from __future__ import annotations
 import colorsys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from hetgym.atomic import atomic_write
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
-    from hetgym.experiments import Comparison
+    from hetgym.sim.cluster import ClusterSpec
+
+
+class _Scenario(Protocol):
+    def cluster_spec(self) -> ClusterSpec: ...
+
+
+class ComparedRuns(Protocol):
+    """What a figure reads of a comparison: :class:`hetgym.experiments.Comparison` is one.
+
+    Declared here rather than imported, so that this module, which ``hetgym.experiments`` loads to save
+    its figures, does not import it back.
+    """
+
+    @property
+    def scenario(self) -> _Scenario: ...
+    @property
+    def policies(self) -> list[str]: ...
+    @property
+    def seeds(self) -> list[int]: ...
+    @property
+    def runs(self) -> pd.DataFrame: ...
+    @property
+    def jobs(self) -> pd.DataFrame: ...
+    @property
+    def timelines(self) -> pd.DataFrame: ...
+    def describe(self) -> str: ...
+
 
 _LINESTYLES = ("-", "--", "-.", ":")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -56,10 +84,11 @@ def line_colours(n: int) -> list[tuple[float, float, float]]:
     """``n`` distinct RGB colours: matplotlib's ``tab10`` up to 10, ``tab20`` up to 20, else evenly spaced hues."""
     from matplotlib import colormaps
 
-    if n <= 10:
-        return [tuple(c[:3]) for c in colormaps["tab10"].colors[:n]]  # type: ignore[attr-defined]
     if n <= 20:
-        return [tuple(c[:3]) for c in colormaps["tab20"].colors[:n]]  # type: ignore[attr-defined]
+        palette = colormaps["tab10" if n <= 10 else "tab20"]
+        # A qualitative map is a table of colours: an integer picks its entry, as its ``colors`` list would.
+        rgba = [palette(i) for i in range(n)]
+        return [(float(r), float(g), float(b)) for r, g, b, _ in rgba]
     return [colorsys.hsv_to_rgb(i / n, 0.75 if i % 2 else 0.95, 0.85 if i % 2 else 0.6) for i in range(n)]
 
 
@@ -79,12 +108,12 @@ def _legend_outside(ax: Any, n: int) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7, ncol=1 if n <= 18 else 2)
 
 
-def _has_deadlines(comparison: Comparison) -> bool:
+def _has_deadlines(comparison: ComparedRuns) -> bool:
     runs = comparison.runs
     return "num_with_deadline" in runs and bool((runs["num_with_deadline"] > 0).any())
 
 
-def _bar_figure(comparison: Comparison, key: str, scale: float, ylabel: str, title: str) -> Figure:
+def _bar_figure(comparison: ComparedRuns, key: str, scale: float, ylabel: str, title: str) -> Figure:
     plt = _pyplot()
     runs = comparison.runs
     policies = [p for p in comparison.policies if p in set(runs["policy"])]
@@ -101,7 +130,7 @@ def _bar_figure(comparison: Comparison, key: str, scale: float, ylabel: str, tit
     return fig
 
 
-def dsr_figure(comparison: Comparison) -> Figure:
+def dsr_figure(comparison: ComparedRuns) -> Figure:
     """Bar chart of the deadline satisfactory ratio per policy (mean, with each seed as a dot)."""
     fig = _bar_figure(
         comparison,
@@ -114,7 +143,7 @@ def dsr_figure(comparison: Comparison) -> Figure:
     return fig
 
 
-def jct_figure(comparison: Comparison) -> Figure:
+def jct_figure(comparison: ComparedRuns) -> Figure:
     """Bar chart of the average job completion time per policy (mean, with each seed as a dot)."""
     return _bar_figure(
         comparison,
@@ -125,7 +154,7 @@ def jct_figure(comparison: Comparison) -> Figure:
     )
 
 
-def headline_order(comparison: Comparison) -> list[str]:
+def headline_order(comparison: ComparedRuns) -> list[str]:
     """The policies best first: by mean DSR (highest first) when some job has a deadline, else by mean average
     JCT (lowest first); a policy with no value last, ties in the comparison's order."""
     runs = comparison.runs
@@ -142,7 +171,7 @@ def headline_order(comparison: Comparison) -> list[str]:
     return sorted(present, key=rank)
 
 
-def jct_cdf_figure(comparison: Comparison, *, top: int = CDF_TOP) -> Figure:
+def jct_cdf_figure(comparison: ComparedRuns, *, top: int = CDF_TOP) -> Figure:
     """Empirical CDF of job completion times (completed jobs, all seeds pooled), log time axis.
 
     With more than ``top`` policies, the ``top`` best by the headline metric (:func:`headline_order`) are drawn
@@ -191,12 +220,12 @@ def jct_cdf_figure(comparison: Comparison, *, top: int = CDF_TOP) -> Figure:
     return fig
 
 
-def activity_end_s(comparison: Comparison, seed: int) -> float:
+def activity_end_s(comparison: ComparedRuns, seed: int) -> float:
     """The simulated time at which the last GPU of any policy's run of ``seed`` went idle (0 if none worked)."""
     return max(activity_ends_s(comparison, seed).values(), default=0.0)
 
 
-def activity_ends_s(comparison: Comparison, seed: int) -> dict[str, float]:
+def activity_ends_s(comparison: ComparedRuns, seed: int) -> dict[str, float]:
     """``{policy: simulated time at which its last GPU went idle}`` for the runs of ``seed`` (0 if none worked)."""
     tl = comparison.timelines
     if tl.empty:
@@ -217,7 +246,7 @@ def activity_ends_s(comparison: Comparison, seed: int) -> dict[str, float]:
     return ends
 
 
-def busy_window_end_s(comparison: Comparison, seed: int) -> float:
+def busy_window_end_s(comparison: ComparedRuns, seed: int) -> float:
     """Where the utilisation figure's time axis ends: when the last GPU goes idle, but at most
     :data:`TAIL_CUT` times the median of the policies' ends, so one policy's long tail does not squash the
     interval where the others work (0 if no GPU worked)."""
@@ -228,7 +257,7 @@ def busy_window_end_s(comparison: Comparison, seed: int) -> float:
 
 
 def _mean_utilisation(
-    comparison: Comparison, policy: str, seed: int, sub: Any, used: np.ndarray, end_s: float
+    comparison: ComparedRuns, policy: str, seed: int, sub: Any, used: np.ndarray, end_s: float
 ) -> float:
     """The run's ``utilisation`` metric (GPU-seconds / GPUs x makespan window), else the timeline's mean up to
     ``end_s``."""
@@ -262,7 +291,7 @@ def alternating_share(times_s: np.ndarray, counts: np.ndarray, end_s: float, col
     return len({int(t // column_s) for t in at if t <= end_s}) / columns
 
 
-def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figure:
+def utilisation_figure(comparison: ComparedRuns, seed: int | None = None) -> Figure:
     """GPUs in use over time, one small panel per policy (one seed, the first by default).
 
     Each panel stacks the GPU types (fractions of the whole cluster) and is titled with the run's mean
@@ -339,27 +368,27 @@ def utilisation_figure(comparison: Comparison, seed: int | None = None) -> Figur
     return fig
 
 
-def plot_dsr(comparison: Comparison, path: Path) -> Path:
+def plot_dsr(comparison: ComparedRuns, path: Path) -> Path:
     """Write :func:`dsr_figure` to ``path``."""
     return _save(dsr_figure(comparison), path)
 
 
-def plot_jct(comparison: Comparison, path: Path) -> Path:
+def plot_jct(comparison: ComparedRuns, path: Path) -> Path:
     """Write :func:`jct_figure` to ``path``."""
     return _save(jct_figure(comparison), path)
 
 
-def plot_jct_cdf(comparison: Comparison, path: Path) -> Path:
+def plot_jct_cdf(comparison: ComparedRuns, path: Path) -> Path:
     """Write :func:`jct_cdf_figure` to ``path``."""
     return _save(jct_cdf_figure(comparison), path)
 
 
-def plot_utilisation(comparison: Comparison, path: Path, seed: int | None = None) -> Path:
+def plot_utilisation(comparison: ComparedRuns, path: Path, seed: int | None = None) -> Path:
     """Write :func:`utilisation_figure` to ``path``."""
     return _save(utilisation_figure(comparison, seed), path)
 
 
-def plot_comparison(comparison: Comparison, out_dir: Path) -> list[Path]:
+def plot_comparison(comparison: ComparedRuns, out_dir: Path) -> list[Path]:
     """The figures into ``out_dir``: ``dsr.png`` (``jct.png`` when no job has a deadline), ``jct_cdf.png``
     and ``utilisation.png``."""
     if comparison.runs.empty:

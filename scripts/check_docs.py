@@ -511,7 +511,7 @@ TIMING = re.compile(
 )
 #: (file, matched text) pairs that are no measurement, with the reason.
 TIMING_ALLOWED = {
-    ("baselines/hadare.py", "20 ms"): "computed from the defaults (0.2 GB over a 12.5 GB/s NIC), not measured",
+    ("baselines/hadar/hadare.py", "20 ms"): "computed from the defaults (0.2 GB over a 12.5 GB/s NIC), not measured",
     ("hetgym/workloads/scenario.py", "3.6 ms"): "the interval of the largest arrival rate, 10^6 jobs an hour",
 }
 

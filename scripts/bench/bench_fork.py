@@ -41,7 +41,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import baselines._elasticflow_admission as _admission
+import baselines.elasticflow.admission as _admission
 import hetgym  # noqa: F401  (registers the Gym ids)
 from hetgym.atomic import atomic_write
 from hetgym.sim import Simulator, make_policy

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.hadare import with_model_bytes
+from baselines.hadar import with_model_bytes
 from hetgym.sim import ClusterSpec, ClusterView, Simulator, make_policy, validate_allocation
 from hetgym.workloads import WorkloadConfig
 

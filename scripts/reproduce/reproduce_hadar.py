@@ -11,7 +11,7 @@ cluster, several seeds each:
 Policies: ``hadar``, ``hadare``, the three Gavel policies heterogeneity-aware and agnostic, ``tiresias``
 and ``fifo``. Both Hadar policies and Gavel's use their 360 s rounds; the simulator charges the default
 30 s restart penalty on every start, migration and resumption. Jobs get model sizes from
-``baselines.hadare.GAVEL_MODEL_BYTES`` (used only by HadarE's aggregation overhead).
+``baselines.hadar.hadare.GAVEL_MODEL_BYTES`` (used only by HadarE's aggregation overhead).
 
 The papers' own settings (Hadar against YARN-CS and Gavel on a static batch with and without the restart
 penalty, HadarE on six mixed nodes, 95 % intervals over 10 seeds) are the last section of this file;
@@ -54,7 +54,7 @@ from paper_claims import (
     verdict_ratio,
 )
 
-from baselines.hadare import with_model_bytes
+from baselines.hadar import with_model_bytes
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, list_policies, make_policy
 from hetgym.stats import t_interval
 from hetgym.sweep import map_runs

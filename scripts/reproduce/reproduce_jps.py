@@ -42,7 +42,7 @@ from paper_claims import Settings as PaperSettings
 from paper_claims import Task, claim, pct, pyplot, save_plot, verdict_below, write_csv
 from paper_claims import save_figure as save_paper_figure
 
-from baselines.hadare import GAVEL_MODEL_BYTES
+from baselines.hadar import GAVEL_MODEL_BYTES
 from baselines.jps import (
     PlacementInstance,
     equal_category,
@@ -328,7 +328,7 @@ def measured_instance(rng: np.random.Generator, num_jobs: int, num_workers: int)
 
     Jobs: a Gavel model and batch size drawn uniformly among those measured on all three types;
     ``rho`` = iterations/s on one GPU x batch (samples/s); iterations log-uniform in [1e3, 1e5];
-    model bytes from ``baselines.hadare.GAVEL_MODEL_BYTES``. Workers: at least one of each type, the rest
+    model bytes from ``baselines.hadar.hadare.GAVEL_MODEL_BYTES``. Workers: at least one of each type, the rest
     split uniformly at random.
     """
     tp = ThroughputModel.default()

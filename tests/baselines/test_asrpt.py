@@ -19,12 +19,10 @@ from baselines.asrpt import (
     OraclePredictor,
     RandomForestPredictor,
     VirtualSRPT,
-    comm_aware_place,
-    placement_units,
 )
 from hetgym.sim import ClusterSpec, JobSpec, Server, SimConfig, Simulator, ThroughputModel, make_policy
 from hetgym.sim.comm import cut_bytes, layout
-from hetgym.sim.placement import PlacementRequest, make_placer
+from hetgym.sim.placement import PlacementRequest, comm_aware_place, make_placer, placement_units
 from hetgym.sim.throughput import ServerGroup
 from hetgym.workloads import recurring
 

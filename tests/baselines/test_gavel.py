@@ -255,7 +255,7 @@ def test_every_variant_completes_a_small_workload(name: str) -> None:
 
 
 def test_ftf_centre_is_the_proportional_split_when_every_job_is_pinned() -> None:
-    from baselines._gavel_centre import ftf_analytic_centre
+    from baselines.gavel.centre import ftf_analytic_centre
 
     # Six one-GPU jobs that each need (almost) all their time, on 1 + 2 + 3 GPUs: every row sum is pinned
     # at 1, and the centre of the remaining freedom (how each row splits over the types) is the split
@@ -269,7 +269,7 @@ def test_ftf_centre_is_the_proportional_split_when_every_job_is_pinned() -> None
 
 
 def test_ftf_centre_meets_the_throughput_floors_and_reports_an_empty_set() -> None:
-    from baselines._gavel_centre import ftf_analytic_centre
+    from baselines.gavel.centre import ftf_analytic_centre
 
     rng = np.random.default_rng(3)
     rates = rng.uniform(0.5, 4.0, size=(12, 3))
@@ -301,4 +301,4 @@ def test_compat_gavel_ftf_takes_the_centre_at_t0() -> None:
     x = np.vstack(list(policy._alloc.values()))
     np.testing.assert_allclose(x, np.full((150, 3), 108.0 / 150.0 / 3.0), atol=1e-5)
     solver = make_policy("gavel-ftf-agnostic", ftf_point="solver")
-    assert isinstance(solver, GavelPolicy) and solver.ftf_point == "solver"
+    assert isinstance(solver, GavelPolicy) and solver.knob_values.ftf_point == "solver"

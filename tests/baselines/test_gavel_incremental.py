@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.gavel import GavelPolicy
+from baselines.gavel.rounds import GavelRounds
 from hetgym.sim import AllocationBuilder, SimConfig, Simulator, make_policy
 from hetgym.workloads.traces.pipeline import load_trace
 
@@ -29,9 +29,9 @@ def _simulator(compat: str, trace: str = "poisson-200-900s") -> Simulator:
     return Simulator("gavel-108", jobs, config=SimConfig(compat=compat, max_epochs=600))
 
 
-def _policy(name: str, sim: Simulator) -> GavelPolicy:
+def _policy(name: str, sim: Simulator) -> GavelRounds:
     policy = make_policy(name)
-    assert isinstance(policy, GavelPolicy)
+    assert isinstance(policy, GavelRounds)
     policy.reset(sim.cluster, rng=np.random.default_rng(0))
     return policy
 

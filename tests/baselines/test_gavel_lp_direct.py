@@ -1,4 +1,4 @@
-"""Gavel's interior-point LPs handed to scipy's HiGHS directly (``baselines._gavel_lp._ipm_direct``) get the
+"""Gavel's interior-point LPs handed to scipy's HiGHS directly (``baselines.gavel.lp._ipm_direct``) get the
 inputs and return the solutions ``linprog(method="highs-ipm")`` does, to the bit; and the max-min fairness
 constraint matrix built at once is the one stacking its blocks gives, entry for entry."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from baselines import _gavel_lp
-from baselines._gavel_lp import (
+from baselines.gavel import lp as _gavel_lp
+from baselines.gavel.lp import (
     _base_constraints,
     _block_rows,
     _max_min_rows,

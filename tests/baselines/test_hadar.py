@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.hadar import Hadar, NodePool
+from baselines.hadar import Hadar
 from hetgym.sim import (
     Allocation,
     ClusterSpec,
@@ -21,7 +21,7 @@ from hetgym.sim import (
     make_policy,
     validate_allocation,
 )
-from hetgym.sim.placement import PlacementRequest, make_placer
+from hetgym.sim.placement import NodePool, PlacementRequest, make_placer
 from hetgym.workloads import WorkloadConfig
 
 VPK = {"v100": (1, 4), "p100": (1, 4), "k80": (1, 4)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.hadare import GAVEL_MODEL_BYTES, HadarE, with_model_bytes
+from baselines.hadar import GAVEL_MODEL_BYTES, HadarE, with_model_bytes
 from hetgym.sim import ClusterSpec, JobSpec, SimConfig, Simulator, ThroughputModel, make_policy
 from hetgym.workloads import WorkloadConfig
 
@@ -115,7 +115,7 @@ def test_with_model_bytes_fills_missing_sizes_only() -> None:
 
 def test_knobs() -> None:
     pol = make_policy("hadare", max_copies_per_job=2, copy_rule="srpt")
-    assert isinstance(pol, HadarE) and pol.max_copies_per_job == 2
+    assert isinstance(pol, HadarE) and pol.knob_values.max_copies_per_job == 2
     with pytest.raises(ValueError, match="max_copies_per_job"):
         make_policy("hadare", max_copies_per_job=0)
     with pytest.raises(ValueError, match="copy_rule"):

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._elasticflow_admission import _Pass
 from baselines.elasticflow import ElasticFlow, MSSPlan, Timeline
+from baselines.elasticflow.admission import _Pass
 from baselines.hadar import Hadar
 from hetgym.sim import ClusterSpec, SimConfig, Simulator, make_policy
 from hetgym.sim.placement.priced import NodePool
@@ -134,7 +134,7 @@ class NaiveAdmissionElasticFlow(ElasticFlow):
                 self.stats["admitted"] += 1
             else:
                 self.stats["rejected"] += 1
-                if self.rejected_jobs == "drop":
+                if self.knob_values.rejected_jobs == "drop":
                     rejected.add(job.job_id)
                 else:
                     self._kind[job.job_id] = "best_effort"

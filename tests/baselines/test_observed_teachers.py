@@ -174,4 +174,4 @@ def test_observed_dancer_runs_end_on_the_default_scenario() -> None:
 def test_a_bad_memory_is_refused_naming_the_knob(name: str) -> None:
     with pytest.raises(KnobError, match=r"knob memory='forgetful' is not one of \['history', 'observed'\]"):
         make_policy(name, memory="forgetful")
-    assert make_policy(name).memory == "history"  # type: ignore[attr-defined]
+    assert make_policy(name).params()["memory"] == "history"

@@ -32,11 +32,11 @@ class _Reference(TiresiasLAS):
             del self._service_offset[jid]
         for job in view.waiting:
             self._maybe_promote(view, job)
-        thresholds, offset = self.thresholds_gpu_s, self._service_offset
+        thresholds, offset = self.knob_values.thresholds_gpu_s, self._service_offset
         ordered = sorted(
             view.jobs, key=lambda j: bisect.bisect_right(thresholds, j.attained_gpu_s - offset.get(j.job_id, 0.0))
         )
-        return greedy_fill(view, ordered, type_choice=self.type_choice)
+        return greedy_fill(view, ordered, type_choice=self.knob_values.type_choice)
 
 
 def _counts(allocation: Allocation) -> dict[int, tuple[Any, ...]]:

@@ -5,7 +5,7 @@ maximum are served, how the others' time is split over GPU types is free. Gavel 
 ECOS, an interior-point solver, whose answer lies near the analytic centre of the optimal face (the
 point maximising the sum of the logarithms of the constraints' slacks): on 150 jobs at t=0 it is the
 proportional split, each job's time spread over the types in proportion to their GPUs. A bisection over
-feasibility LPs (:func:`baselines._gavel_lp.solve_finish_time_fairness`) returns whichever feasible point
+feasibility LPs (:func:`baselines.gavel.lp.solve_finish_time_fairness`) returns whichever feasible point
 its LP solver finds instead. :func:`ftf_analytic_centre` replaces it by the analytic centre of the
 allocations whose ``rho`` is at most a given bound just above the optimum:
 

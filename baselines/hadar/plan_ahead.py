@@ -12,15 +12,12 @@ import bisect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from baselines.hadar.pricing import HadarPricing
 from hetgym.sim import portable
 from hetgym.sim.view import ClusterView, JobView
-
-if TYPE_CHECKING:
-    from baselines.hadar import Hadar, _Decision
 
 _EPS = 1e-9
 
@@ -55,18 +52,23 @@ class RoundPlan:
 class PlanAhead:
     """The plan-ahead state of one :class:`~baselines.hadar.Hadar` run: plans, reservations, price levels.
 
+    It plans and reserves; the policy runs the reserved jobs and fills the rest
+    (:meth:`baselines.hadar.Hadar._decide_planned`).
+
     Args:
-        policy: The Hadar policy (its job quantities, utilities, knobs, node pool and greedy are used).
+        policy: The Hadar policy (its job quantities, utilities and knobs are used).
+        types: The cluster's GPU types.
+        capacity: GPUs per type.
     """
 
-    def __init__(self, policy: Hadar) -> None:
+    def __init__(self, policy: HadarPricing, types: tuple[str, ...], capacity: np.ndarray) -> None:
         self.policy = policy
-        self.types = policy._types
-        self.capacity = policy._capacity
+        self.types = types
+        self.capacity = capacity
         self._plans: dict[int, RoundPlan] = {}
         self.base = 0  # absolute round index of column 0 of grid
         self.grid = np.zeros((len(self.types), 64), dtype=np.int64)
-        self.price_levels: tuple[float, float] = (policy.price_L, policy.price_U)
+        self.price_levels: tuple[float, float] = (policy.knob_values.price_L, policy.knob_values.price_U)
         self.admitted: set[int] = set()
 
     def plans(self) -> Mapping[int, RoundPlan]:
@@ -127,8 +129,8 @@ class PlanAhead:
         so that an empty cluster admits every job (clamped to ``[price_floor_ratio**2 U, U]``).
         """
         p = self.policy
-        if not p.price_auto or not view.jobs:
-            return p.price_L, p.price_U
+        if not p.knob_values.price_auto or not view.jobs:
+            return p.knob_values.price_L, p.knob_values.price_U
         highs, lows = [], []
         for job in view.jobs:
             r = p.job_rates(view, job)
@@ -142,15 +144,15 @@ class PlanAhead:
             highs.append(p.utility_of(view, job, p.t_min_s(view, job)) / (job.num_gpus * fast_rounds))
             lows.append(p.utility_of(view, job, elapsed + slow_s) / (job.num_gpus * slow_rounds))
         if not highs:
-            return p.price_L, p.price_U
+            return p.knob_values.price_L, p.knob_values.price_U
         high = max(highs)
-        low = min(max(min(lows), p.price_floor_ratio**2 * high), high)
+        low = min(max(min(lows), p.knob_values.price_floor_ratio**2 * high), high)
         return low, high
 
     def utilities(self, view: ClusterView, job: JobView, jct_s: np.ndarray) -> np.ndarray:
         """``u_j`` over an array of JCTs (vectorised for the built-in utilities)."""
         p = self.policy
-        u = p.utility
+        u = p.knob_values.utility
         t_min = p.t_min_s(view, job)
         theta = job.spec.priority_weight
         jct = np.maximum(jct_s, _EPS)
@@ -159,11 +161,11 @@ class PlanAhead:
         if u == "normalized_inverse_jct":
             return theta * np.minimum(1.0, t_min / jct)
         if u == "linear":
-            return theta * np.maximum(0.0, 1.0 - jct / (p.utility_horizon * t_min))
+            return theta * np.maximum(0.0, 1.0 - jct / (p.knob_values.utility_horizon * t_min))
         if u == "avg_jct":
             return theta * np.maximum(0.0, 1.0 - jct / p.common_horizon_s(view))
-        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else p.sigmoid_slack * t_min
-        z = np.minimum((jct - soft) / (p.sigmoid_width * soft), 700.0)
+        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else p.knob_values.sigmoid_slack * t_min
+        z = np.minimum((jct - soft) / (p.knob_values.sigmoid_width * soft), 700.0)
         return theta / (1.0 + portable.exp(z))
 
     def plan_schedule(self, view: ClusterView, job: JobView, start_round: int) -> RoundPlan | None:
@@ -189,7 +191,7 @@ class PlanAhead:
                 continue
             per_round = rate * round_s
             n_rounds = max(1, math.ceil(rem / per_round - 1e-9))
-            horizon = min(p.plan_max_rounds, max(4 * n_rounds, n_rounds + 50))
+            horizon = min(p.knob_values.plan_max_rounds, max(4 * n_rounds, n_rounds + 50))
             if horizon < n_rounds:
                 continue
             used = self.reservations(start_round, horizon)[t]
@@ -226,10 +228,16 @@ class PlanAhead:
             )
         return best
 
-    def decide(self, view: ClusterView, round_start: bool, decision: _Decision) -> _Decision:
-        """Hadar-OASiS's decision: re-plan drifted jobs, admit new ones, run the reserved, fill the rest."""
+    def plan_of(self, jid: int) -> RoundPlan | None:
+        """The job's plan, or ``None``."""
+        return self._plans.get(jid)
+
+    def update(self, view: ClusterView, round_start: bool) -> int:
+        """Hadar-OASiS's planning at one epoch: release ended jobs, re-plan drifted ones, admit new ones.
+
+        Returns the index of the round the view is in.
+        """
         p = self.policy
-        assert p.cluster is not None
         r0 = self.round_index(view)
         active = view.job_index
         for jid in [j for j in self._plans if j not in active]:
@@ -244,7 +252,7 @@ class PlanAhead:
                 plan = self._plans.get(jid)
                 drift = abs(job.remaining_iters - plan.planned_remaining(r0)) if plan is not None else math.inf
                 exhausted = plan is not None and not plan.has_rounds_from(r0)
-                if plan is None or exhausted or drift > p.replan_tolerance * job.total_iters:
+                if plan is None or exhausted or drift > p.knob_values.replan_tolerance * job.total_iters:
                     self.release(jid, r0)
                     new = self.plan_schedule(view, job, r0)
                     if new is not None:
@@ -258,24 +266,4 @@ class PlanAhead:
             if plan is not None and plan.value > 0:
                 self.admitted.add(job.job_id)
                 self.reserve(job.job_id, plan)
-        if round_start:
-            pool = p._pool(view, [0] * len(p.cluster.servers))
-            for job in sorted(view.jobs, key=lambda j: -j.num_gpus):
-                plan = self._plans.get(job.job_id)
-                if plan is None or not plan.runs_in(r0):
-                    continue
-                current = [g.server_id for g in job.groups]
-                found = pool.cheapest([plan.type_id], job.num_gpus, current)
-                if found is None:
-                    continue
-                for h, n in found[0]:
-                    pool.take(h, n)
-                decision.groups[job.job_id] = found[0]
-            rest = [j for j in view.jobs if j.job_id not in decision.groups]
-            p.greedy(view, pool, rest, decision, admit_nonpositive=p.work_conserving)
-        else:
-            pool = p._keep_running(view, decision)
-            if p.fill_between_rounds:
-                p.greedy(view, pool, list(view.waiting), decision, admit_nonpositive=p.work_conserving)
-        decision.pool = pool
-        return decision
+        return r0

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines._deadline import JobOptions, job_options
+from baselines._knobs import KnobPolicy
+from baselines.elasticflow.knobs import ElasticFlowKnobs
 from hetgym.sim.job import JobSpec
-from hetgym.sim.policy import Policy
 from hetgym.sim.view import ClusterView, JobView
 
 
@@ -264,17 +265,14 @@ class _Pass:
         return self.timeline, self.plans, self.failed
 
 
-class ElasticFlowAdmission(Policy):
+class ElasticFlowAdmission(KnobPolicy[ElasticFlowKnobs]):
     """The admission-control half of :class:`~baselines.elasticflow.ElasticFlow` (its base): levels and planning passes.
 
-    The subclass sets the knobs read here and, in ``_reset``, the state (``_types``, ``_cap``, ``_levels``,
-    ``_kind``, ``stats``, ``_inputs_view``, ``_inputs``).
+    The subclass sets, in ``_reset``, the state read here (``_types``, ``_cap``, ``_levels``, ``_kind``,
+    ``stats``, ``_inputs_view``, ``_inputs``).
     """
 
-    round_s: float
-    rejected_jobs: str
-    overhead_aware: bool
-    max_count: int | None
+    round_s: float  # the slot (the knob round_s), never None here
     _types: tuple[str, ...]
     _cap: np.ndarray
     _levels: dict[int, tuple[JobSpec, JobLevels]]
@@ -288,14 +286,14 @@ class ElasticFlowAdmission(Policy):
         hit = self._levels.get(job.job_id)
         if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
             return hit[1]
-        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.max_count)
+        opts = job_options(view.throughput, job.spec, view.cluster, max_count=self.knob_values.max_count)
         speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
         lv = job_levels(opts, speed, self._cap)
         self._levels[job.job_id] = (job.spec, lv)
         return lv
 
     def _first_loss(self, view: ClusterView, job: JobView) -> float:
-        if not self.overhead_aware:
+        if not self.knob_values.overhead_aware:
             return 0.0
         if job.first_start_s is None and not view.config.charge_first_start:
             return 0.0
@@ -410,7 +408,7 @@ class ElasticFlowAdmission(Policy):
                 self.stats["admitted"] += 1
             else:
                 self.stats["rejected"] += 1
-                if self.rejected_jobs == "drop":
+                if self.knob_values.rejected_jobs == "drop":
                     rejected.add(job.job_id)
                 else:
                     self._kind[job.job_id] = "best_effort"

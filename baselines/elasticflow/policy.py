@@ -31,14 +31,14 @@ following the public simulator (``ElasticFlow/scheduler/scheduler.py``: ``ef_sim
   the paper's diminishing returns) or ``"gputime"`` (the code's literal metric: the increase of the
   remaining GPU-time per extra GPU, largest first). A job grows on the type it holds. A subclass may serve
   jobs in classes before that order and hold some at what they have (``_leftover_terms``: the guided
-  policy's priority and share cap, :mod:`baselines.elasticflow_guided`).
+  policy's priority and share cap, :mod:`baselines.elasticflow.guided`).
 * **Placement** [C: buddy allocation]. The policy decides counts; it declares the simulator's ``buddy``
   placer (:mod:`hetgym.sim.placement.buddy`, ``placement="buddy"``), which re-packs the cluster at every
   decision, or the ``default`` placer (``"default"``).
 
 Re-planning happens at arrivals, completions and the next change point of any plan, as in ElasticFlow's
 event loop; between them the allocation stays as it is. The timeline, the minimum satisfactory share and
-the admission passes are :mod:`baselines._elasticflow_admission`; this module keeps the policy, the
+the admission passes are :mod:`baselines.elasticflow.admission`; this module keeps the policy, the
 leftover GPUs and the re-planning.
 
 **Memory** [I: teacher mode]. ``memory="history"`` (default) remembers which jobs were admitted, the
@@ -64,54 +64,27 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from baselines._deadline import (
-    MEMORY_MODES,
-    SLOT_ORIGINS,
     at_slot_start,
-    check_slot_origin,
     new_arrivals,
 )
-from baselines._elasticflow_admission import (
+from baselines.elasticflow.admission import (
     ElasticFlowAdmission,
     JobLevels,
     MSSPlan,
     Timeline,
-    job_levels,
-    mss_plan,
 )
+from baselines.elasticflow.knobs import ElasticFlowKnobs
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
-from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
-LEFTOVER_RULES = ("speedup", "gputime")
 _REPLAN_TOL_S = 1e-6  # a tick this close to a plan's change point re-plans
-PLACEMENTS = ("buddy", "default")
-REJECTED_MODES = ("drop", "best_effort")
-
-
-@dataclass(frozen=True)
-class ElasticFlowKnobs(Knobs):
-    """Knobs of :class:`ElasticFlow`."""
-
-    round_s: float = knob(60.0, low=0.0, low_open=True, doc="scheduling slot in seconds")
-    rejected_jobs: str = knob("drop", choices=REJECTED_MODES, doc="'drop' or 'best_effort'")
-    leftover_rule: str = knob("speedup", choices=LEFTOVER_RULES, doc="'speedup' or 'gputime'")
-    placement: str = knob("buddy", choices=PLACEMENTS, doc="'buddy' or 'default' (the simulator's placer)")
-    overhead_aware: bool = knob(True, doc="deduct one restart penalty from a plan's first interval")
-    max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
-    memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
-    slot_origin: str = knob("absolute", choices=SLOT_ORIGINS, doc="'absolute' or 'decision' (observed memory)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_slot_origin(type(self).__name__, self.slot_origin, self.memory)
 
 
 @register_policy()
@@ -124,19 +97,6 @@ class ElasticFlow(ElasticFlowAdmission):
     the share order over types (``count x speed_index``), one type per plan, per-job admission, the
     leftover metric, the deducted restart penalty, and buddy placement as an equivalent largest-first
     single-server rule.
-
-    Args:
-        round_s: Scheduling slot in seconds (ElasticFlow's ``scheduling_slot``, 60).
-        rejected_jobs: ``"drop"`` (default: declined jobs leave) or ``"best_effort"``.
-        leftover_rule: ``"speedup"`` (default) or ``"gputime"`` (see the module docstring).
-        placement: ``"buddy"`` (default) or ``"default"`` (the simulator's placer).
-        overhead_aware: Deduct one restart penalty from a plan's first interval (default ``True``).
-        max_count: Cap on any job's GPU count (default: its ``max_gpus`` or the type's capacity).
-        memory: ``"history"`` (default: admissions and the last decision persist) or ``"observed"``
-            (re-plan from the view at every call; see the module docstring).
-        slot_origin: ``"absolute"`` (default: slots of ``round_s`` from time 0) or ``"decision"`` (with
-            ``memory="observed"``: plan as if the decision fell on a slot boundary, see
-            :mod:`baselines._deadline`).
     """
 
     name = "elasticflow"
@@ -145,32 +105,18 @@ class ElasticFlow(ElasticFlowAdmission):
     placer = "buddy"
     # A fork shares the immutable state and copies the per-job tables' index only (each job's levels are a
     # function of its spec); the last allocation is a frozen record.
-    fork_shared: ClassVar[tuple[str, ...]] = ("cluster", "_types", "_cap", "_last", "_inputs_view")
+    fork_shared: ClassVar[tuple[str, ...]] = (
+        *ElasticFlowAdmission.fork_shared,
+        "_types",
+        "_cap",
+        "_last",
+        "_inputs_view",
+    )
     fork_shallow: ClassVar[tuple[str, ...]] = ("_levels", "_inputs")
 
-    def __init__(
-        self,
-        round_s: float = 60.0,
-        rejected_jobs: str = "drop",
-        leftover_rule: str = "speedup",
-        placement: str = "buddy",
-        overhead_aware: bool = True,
-        max_count: int | None = None,
-        memory: str = "history",
-        slot_origin: str = "absolute",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        ElasticFlowKnobs.of(locals())
-        self.round_s = float(round_s)
-        self.rejected_jobs = rejected_jobs
-        self.leftover_rule = leftover_rule
-        self.placement = placement
-        self.placer = placement
-        self.overhead_aware = overhead_aware
-        self.max_count = max_count
-        self.memory = memory
-        self.slot_origin = slot_origin
+    def _configure(self) -> None:
+        self.round_s = float(self.knob_values.round_s)
+        self.placer = self.knob_values.placement
 
     def _reset(self) -> None:
         assert self.cluster is not None
@@ -209,7 +155,7 @@ class ElasticFlow(ElasticFlowAdmission):
                 return
             extra = int(lv.count[o]) - n
             r_now, r_next = float(lv.options.rates[cur]), float(lv.options.rates[o])
-            if self.leftover_rule == "speedup":
+            if self.knob_values.leftover_rule == "speedup":
                 gain = (r_next / r_now - 1.0) / extra
             else:
                 work = job.remaining_iters
@@ -253,7 +199,7 @@ class ElasticFlow(ElasticFlowAdmission):
         return {}, frozenset()
 
     def schedule(self, view: ClusterView) -> Allocation:
-        if self.slot_origin == "decision":
+        if self.knob_values.slot_origin == "decision":
             view = at_slot_start(view, self.round_s)
         try:
             return self._schedule(view)
@@ -265,7 +211,7 @@ class ElasticFlow(ElasticFlowAdmission):
         active = view.job_index
         for jid in [j for j in self._levels if j not in active]:
             self._levels.pop(jid)
-        if self.memory == "observed":
+        if self.knob_values.memory == "observed":
             # Forget the admissions and the last decision: everything below follows from the view.
             new = new_arrivals(view)
             fresh = set(new)
@@ -280,7 +226,7 @@ class ElasticFlow(ElasticFlowAdmission):
                 self._decision.pop(jid, None)
         admitted = [j for j in view.jobs if self._kind.get(j.job_id) == "admitted"]
         admitted, rejected, last = self._admit(view, admitted, new)
-        if self.memory == "observed":
+        if self.knob_values.memory == "observed":
             last = last if last is not None else self.plan_all(view, admitted)
             self._replan(view, admitted, rejected, last)
             if not (view.arrived or view.completed) and self._stands(view, last[1]):
@@ -304,7 +250,7 @@ class ElasticFlow(ElasticFlowAdmission):
         last decision, its state untouched (the simulator passes over those ticks,
         :mod:`hetgym.sim.fastforward`). ``memory="observed"`` re-plans from every view: no promise.
         """
-        if self.memory != "history" or self._last is None:
+        if self.knob_values.memory != "history" or self._last is None:
             return -math.inf
         return self._next_change_s - _REPLAN_TOL_S
 
@@ -344,15 +290,4 @@ class ElasticFlow(ElasticFlowAdmission):
         self._decision = {jid: {self._types[k]: n} for jid, (k, n) in now_counts.items() if n > 0}
 
 
-__all__ = [
-    "LEFTOVER_RULES",
-    "PLACEMENTS",
-    "REJECTED_MODES",
-    "ElasticFlow",
-    "ElasticFlowKnobs",
-    "JobLevels",
-    "MSSPlan",
-    "Timeline",
-    "job_levels",
-    "mss_plan",
-]
+__all__ = ["ElasticFlow"]

@@ -70,9 +70,9 @@ work quanta, like Dancer's dual subroutine, is too slow for Philly-length jobs),
 than per node (future placements are not known).
 
 Layout: the utility and the prices (the primal-dual framework's two sides) are
-:mod:`baselines._hadar_pricing`; this module holds the dual subroutine (offers), the greedy admission
-and the round decisions; the plan-ahead variant is :mod:`baselines._hadar_plan` and HadarE's forking
-:mod:`baselines.hadare`.
+:mod:`baselines.hadar.pricing`; this module holds the dual subroutine (offers), the greedy admission
+and the round decisions; the plan-ahead variant is :mod:`baselines.hadar.plan_ahead` and HadarE's forking
+:mod:`baselines.hadar.hadare`.
 """
 
 from __future__ import annotations
@@ -80,17 +80,17 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import numpy as np
 
-from baselines._hadar_plan import PlanAhead, RoundPlan
-from baselines._hadar_pricing import UTILITIES, HadarPricing, UtilityFn
+from baselines.hadar.knobs import HadarKnobs
+from baselines.hadar.plan_ahead import PlanAhead, RoundPlan
+from baselines.hadar.pricing import HadarPricing
 from hetgym.sim.allocation import Allocation, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.placement import NodePool
 from hetgym.sim.policy import register_policy
-from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.throughput import ServerGroup
 from hetgym.sim.view import ClusterView, JobView
 
@@ -146,36 +146,6 @@ _Valued = tuple[float, list[tuple[int, int]], float, float, float, float]
 _Signature = tuple[tuple[tuple[int, ...], ...], int, tuple[int, ...]]
 
 
-@dataclass(frozen=True)
-class HadarKnobs(Knobs):
-    """Knobs of :class:`Hadar` (each is described in its docstring)."""
-
-    utility: str | UtilityFn = knob("normalized_inverse_jct", doc=f"one of {UTILITIES} or f(job, T_s, T_min_s)")
-    mode: str = knob("round", choices=("round", "plan"), doc="'round' (Hadar-Round) or 'plan' (Hadar-OASiS)")
-    work_conserving: bool = knob(True, doc="fill free GPUs with jobs whose payoff is not positive")
-    task_level_mixing: bool = knob(True, doc="let a job's tasks span GPU types")
-    fill_between_rounds: bool = knob(True, doc="start waiting jobs at arrivals and completions")
-    price_auto: bool = knob(True, doc="derive L and U from the active jobs at every decision")
-    price_L: float = knob(1e-3, low=0.0, low_open=True, doc="fixed L (price_auto=False)")
-    price_U: float = knob(1.0, low=0.0, low_open=True, doc="fixed U (price_auto=False)")
-    price_floor_ratio: float = knob(1e-3, low=0.0, low_open=True, high=1.0, doc="lower clamp of L / U")
-    utility_horizon: float = knob(10.0, low=1.0, low_open=True, doc="T_max / T_min of linear; H / max T_min of avg_jct")
-    sigmoid_slack: float = knob(2.0, low=0.0, low_open=True, doc="T_soft / T_min of the sigmoid utility")
-    sigmoid_width: float = knob(0.25, low=0.0, low_open=True, doc="sigmoid width relative to T_soft")
-    plan_max_rounds: int = knob(5000, low=1, integer=True, doc="longest plan-ahead horizon in rounds")
-    replan_tolerance: float = knob(0.02, low=0.0, low_open=True, high=1.0, high_open=True, doc="re-plan drift")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        owner = type(self).__name__
-        if not callable(self.utility) and self.utility not in UTILITIES:
-            raise KnobError(
-                f"{owner}: knob utility={self.utility!r}; use one of {UTILITIES} or a callable f(job, T_s, T_min_s)"
-            )
-        if self.price_L > self.price_U:
-            raise KnobError(f"{owner}: knobs price_L={self.price_L} > price_U={self.price_U}; need price_L <= price_U")
-
-
 @register_policy()
 class Hadar(HadarPricing):
     """Hadar (IPDPS 2024; arXiv:2503.10918): round-based primal-dual scheduling with per-node prices.
@@ -186,25 +156,6 @@ class Hadar(HadarPricing):
     the plan-ahead Hadar-OASiS variant. Reconstructions (knobs, defaults documented as such): the
     utility function, the price function and its constants, the candidate ordering of the dual
     subroutine, the plan-ahead schedule space; see the module docstring.
-
-    Args:
-        utility: ``"normalized_inverse_jct"`` (default), ``"linear"``, ``"sigmoid"``, ``"avg_jct"`` (the
-            average-JCT objective: one linear horizon for all active jobs) or a callable ``f(job, T_s, T_min_s)``.
-        mode: ``"round"`` (Hadar-Round, default) or ``"plan"`` (Hadar-OASiS).
-        work_conserving: Fill free GPUs with jobs whose payoff is not positive (default ``True``).
-        task_level_mixing: Let a job's tasks span GPU types (default ``True``).
-        fill_between_rounds: Start waiting jobs on free GPUs at arrivals and completions (default ``True``).
-        price_auto: Derive ``L`` and ``U`` from the active jobs at every decision (default ``True``).
-        price_L: Fixed ``L`` (used when ``price_auto`` is ``False``; default 1e-3).
-        price_U: Fixed ``U`` (used when ``price_auto`` is ``False``; default 1.0).
-        price_floor_ratio: Lower clamp of ``L / U`` (default 1e-3, a reconstruction).
-        utility_horizon: ``T_max / T_min`` of the linear utility, and ``H / max_j T_min_j`` of ``avg_jct``
-            (default 10).
-        sigmoid_slack: ``T_soft / T_min`` of the sigmoid utility for jobs without a deadline (default 2).
-        sigmoid_width: Width of the sigmoid relative to ``T_soft`` (default 0.25).
-        plan_max_rounds: Longest plan-ahead horizon in rounds (default 5,000).
-        replan_tolerance: Re-plan an admitted job when its progress drifts from the plan by more than
-            this fraction of its work (default 0.02).
     """
 
     name: ClassVar[str] = "hadar"
@@ -212,42 +163,9 @@ class Hadar(HadarPricing):
     round_s = HADAR_ROUND_S
     placer = "priced"
 
-    def __init__(
-        self,
-        utility: str | UtilityFn = "normalized_inverse_jct",
-        mode: Literal["round", "plan"] = "round",
-        work_conserving: bool = True,
-        task_level_mixing: bool = True,
-        fill_between_rounds: bool = True,
-        price_auto: bool = True,
-        price_L: float = 1e-3,
-        price_U: float = 1.0,
-        price_floor_ratio: float = 1e-3,
-        utility_horizon: float = 10.0,
-        sigmoid_slack: float = 2.0,
-        sigmoid_width: float = 0.25,
-        plan_max_rounds: int = 5000,
-        replan_tolerance: float = 0.02,
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        HadarKnobs.of(locals())
-        self.utility = utility
-        self.mode = mode
-        self.work_conserving = work_conserving
-        self.task_level_mixing = task_level_mixing
-        self.fill_between_rounds = fill_between_rounds
+    def _configure(self) -> None:
         # The work-conserving fill at rounds, and the fill between them, leave no GPU idle while a job fits.
-        self.keeps_gpus_busy = work_conserving and fill_between_rounds
-        self.price_auto = price_auto
-        self.price_L = price_L
-        self.price_U = price_U
-        self.price_floor_ratio = price_floor_ratio
-        self.utility_horizon = utility_horizon
-        self.sigmoid_slack = sigmoid_slack
-        self.sigmoid_width = sigmoid_width
-        self.plan_max_rounds = int(plan_max_rounds)
-        self.replan_tolerance = replan_tolerance
+        self.keeps_gpus_busy = self.knob_values.work_conserving and self.knob_values.fill_between_rounds
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -256,7 +174,7 @@ class Hadar(HadarPricing):
         self._types = self.cluster.gpu_types
         self._capacity = np.array([self.cluster.capacity[t] for t in self._types], dtype=np.int64)
         self._eligible: dict[int, list[list[int]]] = {}
-        self._planner = PlanAhead(self)
+        self._planner = PlanAhead(self, self._types, self._capacity)
         # Per-view caches of `offer`: the job's current nodes (and their shape id), and (rate, estimated JCT,
         # utility) per placement shape id and whether it is the current placement.
         self._cache_view: ClusterView | None = None
@@ -285,7 +203,7 @@ class Hadar(HadarPricing):
         self._shapes: list[tuple[int, tuple[str, ...], bool]] = []
         # Rates per (job type, batch size) and shape id (what `_shape_rate` keys by the shape itself).
         self._rate_by_kind: dict[tuple[str, int], dict[int, float]] = {}
-        self.last_prices: tuple[float, float] = (self.price_L, self.price_U)
+        self.last_prices: tuple[float, float] = (self.knob_values.price_L, self.knob_values.price_U)
 
     # ----------------------------------------------------------------------------------------
     # Dual subroutine
@@ -299,7 +217,9 @@ class Hadar(HadarPricing):
             sets = []
             for r_star in order:
                 # Every type at least as fast as the bottleneck for this job (task-level mixing).
-                eligible = [t for t in order if rates[t] >= rates[r_star]] if self.task_level_mixing else [r_star]
+                eligible = (
+                    [t for t in order if rates[t] >= rates[r_star]] if self.knob_values.task_level_mixing else [r_star]
+                )
                 if eligible not in sets:
                     sets.append(eligible)
             self._eligible[job.job_id] = sets
@@ -440,7 +360,7 @@ class Hadar(HadarPricing):
         admit_nonpositive: bool | None = None,
     ) -> None:
         """Greedy admission by payoff, then (optionally) the work-conserving fill, committing into ``pool``."""
-        fill = self.work_conserving if admit_nonpositive is None else admit_nonpositive
+        fill = self.knob_values.work_conserving if admit_nonpositive is None else admit_nonpositive
         version = 0
         heap: list[tuple[float, float, int, int]] = []
         offers: dict[int, _Valued] = {}
@@ -489,15 +409,42 @@ class Hadar(HadarPricing):
             for jid in [j for j in store if j not in active]:
                 del store[jid]
         decision = _Decision()
-        if self.mode == "plan":
-            return self._planner.decide(view, round_start, decision)
+        if self.knob_values.mode == "plan":
+            return self._decide_planned(view, round_start, decision)
         if round_start:
             pool = self._pool(view, [0] * len(self.cluster.servers))
             self.greedy(view, pool, list(view.jobs), decision)
         else:
             pool = self._keep_running(view, decision)
-            if self.fill_between_rounds:
+            if self.knob_values.fill_between_rounds:
                 self.greedy(view, pool, list(view.waiting), decision)
+        decision.pool = pool
+        return decision
+
+    def _decide_planned(self, view: ClusterView, round_start: bool, decision: _Decision) -> _Decision:
+        """Hadar-OASiS's decision: the plans brought up to date, the reserved jobs run, the rest filled."""
+        assert self.cluster is not None
+        r0 = self._planner.update(view, round_start)
+        fill = self.knob_values.work_conserving
+        if round_start:
+            pool = self._pool(view, [0] * len(self.cluster.servers))
+            for job in sorted(view.jobs, key=lambda j: -j.num_gpus):
+                plan = self._planner.plan_of(job.job_id)
+                if plan is None or not plan.runs_in(r0):
+                    continue
+                current = [g.server_id for g in job.groups]
+                found = pool.cheapest([plan.type_id], job.num_gpus, current)
+                if found is None:
+                    continue
+                for h, n in found[0]:
+                    pool.take(h, n)
+                decision.groups[job.job_id] = found[0]
+            rest = [j for j in view.jobs if j.job_id not in decision.groups]
+            self.greedy(view, pool, rest, decision, admit_nonpositive=fill)
+        else:
+            pool = self._keep_running(view, decision)
+            if self.knob_values.fill_between_rounds:
+                self.greedy(view, pool, list(view.waiting), decision, admit_nonpositive=fill)
         decision.pool = pool
         return decision
 

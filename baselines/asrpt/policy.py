@@ -50,21 +50,18 @@ from typing import Any, Literal
 
 import numpy as np
 
-from baselines._asrpt_predict import (
-    PREDICTORS,
+from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
+from baselines._knobs import KnobPolicy
+from baselines.asrpt.predict import (
     IterationPredictor,
-    NoisyPredictor,
-    OraclePredictor,
-    RandomForestPredictor,
     make_predictor,
 )
-from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
-from hetgym.sim.placement import comm_aware_place, place_count, placement_units, random_place
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.placement import comm_aware_place, place_count, random_place
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.throughput import ServerGroup, ThroughputModel
 from hetgym.sim.view import ClusterView, JobView
@@ -244,20 +241,39 @@ def _tau_star(
 class ASRPTKnobs(Knobs):
     """Knobs of :class:`ASRPT` (the predictor's name is checked by :func:`make_predictor`)."""
 
-    mode: str = knob("guided", choices=MODES, doc="'guided' (mode A, non-preemptive) or 'preemptive' (mode B)")
-    predictor: str | IterationPredictor = knob("rf", doc="'rf', 'oracle', 'noisy' or an IterationPredictor")
-    predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
-    history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
-    early_release: bool = knob(True, doc="a job is eligible from its release, not its virtual completion")
-    strict_order: bool = knob(False, doc="stop at the first job that does not fit (no backfilling)")
-    placement: str = knob("comm_aware", choices=PLACEMENTS, doc="'comm_aware', 'default' or 'random'")
-    overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
-    min_run_s: float = knob(300.0, low=0.0, doc="a job started less than this ago is not preempted (mode B)")
-    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    mode: Mode = knob("guided", choices=MODES, doc="``'guided'`` (mode A, non-preemptive) or ``'preemptive'`` (mode B)")
+    predictor: str | IterationPredictor = knob(
+        "rf", doc="``'rf'``, ``'oracle'``, ``'noisy'`` or an :class:`IterationPredictor`"
+    )
+    predictor_params: Mapping[str, Any] | None = knob(
+        None,
+        doc="knobs of a predictor given by name (e.g. ``{'sigma': 0.5}`` for ``noisy``, ``{'refit_every': 20}`` "
+        "for ``rf``)",
+    )
+    history: Sequence[JobSpec] | None = knob(
+        None, doc="past jobs with known iterations to warm the predictor up (e.g. a trace prefix)"
+    )
+    early_release: bool = knob(
+        True, doc="mode A: a job is eligible at release (work-conserving) rather than at its virtual completion"
+    )
+    strict_order: bool = knob(False, doc="mode A: no backfilling past a job that does not fit")
+    placement: Placement = knob(
+        "comm_aware",
+        choices=PLACEMENTS,
+        doc="``'comm_aware'``, ``'default'`` (the simulator's placer, GPU-granular best fit then fewest servers) "
+        "or ``'random'`` (servers in random order; communication-unaware)",
+    )
+    overrun_margin: float = knob(
+        0.2, low=0.0, doc="a job that has run past its prediction is predicted ``done * (1 + margin)`` (reconstruction)"
+    )
+    min_run_s: float = knob(300.0, low=0.0, doc="mode B: a job is not preempted within this many seconds of its start")
+    type_choice: TypeChoice = knob(
+        "fastest", choices=TYPE_CHOICES, doc="GPU type preference in heterogeneous clusters: " + TYPE_CHOICE_DOC
+    )
 
 
 @register_policy()
-class ASRPT(Policy):
+class ASRPT(KnobPolicy[ASRPTKnobs]):
     """A-SRPT (Luo et al., "Prediction-Assisted Online Distributed Deep Learning Workload Scheduling in GPU
     Clusters", IEEE INFOCOM 2025, arXiv:2501.05563): virtual single-machine SRPT on predicted sizes
     guiding a communication-aware cluster schedule.
@@ -268,22 +284,6 @@ class ASRPT(Policy):
     A) and the preemptive variant (mode B). Reconstructions [I]: the virtual size, both modes' details,
     the predictor's features and schedule, the overrun rule and every default below. Run it with
     ``SimConfig(comm="bandwidth")`` (and jobs carrying ``model_bytes``) for placement-dependent progress.
-
-    Args:
-        mode: ``"guided"`` (mode A, default) or ``"preemptive"`` (mode B).
-        predictor: ``"rf"`` (default), ``"oracle"``, ``"noisy"`` or an :class:`IterationPredictor`.
-        predictor_params: Knobs of a predictor given by name (e.g. ``{"sigma": 0.5}`` for ``noisy``,
-            ``{"refit_every": 20}`` for ``rf``).
-        history: Past jobs with known iterations to warm the predictor up (e.g. a trace prefix).
-        early_release: Mode A: a job is eligible at release (default ``True``, work-conserving) rather
-            than at its virtual completion.
-        strict_order: Mode A: no backfilling past a job that does not fit (default ``False``).
-        placement: ``"comm_aware"`` (default), ``"default"`` (the simulator's placer, GPU-granular best fit
-            then fewest servers) or ``"random"`` (servers in random order; communication-unaware).
-        overrun_margin: A job that has run past its prediction is predicted ``done * (1 + margin)``
-            (reconstruction; default 0.2).
-        min_run_s: Mode B: a job is not preempted within this many seconds of its start (default 300).
-        type_choice: GPU type preference in heterogeneous clusters: ``"fastest"`` (default) or ``"order"``.
     """
 
     name = "asrpt"
@@ -291,38 +291,16 @@ class ASRPT(Policy):
     placer = "comm-aware"
     round_s = 60.0
 
-    def __init__(
-        self,
-        mode: Mode = "guided",
-        predictor: str | IterationPredictor = "rf",
-        predictor_params: Mapping[str, Any] | None = None,
-        history: Sequence[JobSpec] | None = None,
-        early_release: bool = True,
-        strict_order: bool = False,
-        placement: Placement = "comm_aware",
-        overrun_margin: float = 0.2,
-        min_run_s: float = 300.0,
-        type_choice: TypeChoice = "fastest",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        ASRPTKnobs.of(locals())
-        self.mode = mode
-        self.predictor = predictor
-        self.predictor_params = dict(predictor_params or {})
-        self.history = history
-        self.early_release = early_release
-        self.strict_order = strict_order
+    def _configure(self) -> None:
+        k = self.knob_values
         # Guided list scheduling is work-conserving when jobs are eligible at release and may backfill.
-        self.keeps_gpus_busy = mode == "guided" and early_release and not strict_order
-        self.placement = placement
-        self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[placement]
-        self.overrun_margin = overrun_margin
-        self.min_run_s = min_run_s
-        self.type_choice = type_choice
-        self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+        self.keeps_gpus_busy = k.mode == "guided" and k.early_release and not k.strict_order
+        self.placer = {"comm_aware": "comm-aware", "default": "default", "random": "random"}[k.placement]
+        self._tracker = _PredictionTracker(
+            make_predictor(k.predictor, **dict(k.predictor_params or {})), k.history, k.overrun_margin
+        )
         # The predictor (all but the oracle) and the random placement are seeded by the run's generator.
-        self.randomised = not (isinstance(predictor, str) and predictor == "oracle") or placement == "random"
+        self.randomised = not (isinstance(k.predictor, str) and k.predictor == "oracle") or k.placement == "random"
 
     def _reset(self) -> None:
         self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
@@ -333,7 +311,7 @@ class ASRPT(Policy):
         rates = view.rate_table.get(job)
         rate = dict(zip(rates.types, rates.rates.tolist(), strict=True))
         types = list(rates.allowed_types)
-        if self.type_choice == "fastest":
+        if self.knob_values.type_choice == "fastest":
             types.sort(key=lambda t: -rate[t])
         return [t for t in types if rate[t] > 0]
 
@@ -341,14 +319,14 @@ class ASRPT(Policy):
         return info.spec.num_gpus * iters * info.tau_star_s / view.cluster.total_gpus
 
     def _place(self, view: ClusterView, job: JobView, free: np.ndarray) -> list[ServerGroup] | None:
-        if self.placement == "default":
+        if self.knob_values.placement == "default":
             # Only the type and count are chosen, by the classic policies' rule (the first type with room,
             # in the type_choice order; no spanning); the simulator places them (best fit, fewest servers).
             by_type = {t: int(free[list(ids)].sum()) for t, ids in view.cluster.servers_by_type.items()}
-            counts = gang_counts(view, job, by_type, job.num_gpus, self.type_choice, span_types=False)
+            counts = gang_counts(view, job, by_type, job.num_gpus, self.knob_values.type_choice, span_types=False)
             return None if counts is None else _take_default(view.cluster, free, next(iter(counts)), job.num_gpus)
         types = self._types(view, job)
-        if self.placement == "random":
+        if self.knob_values.placement == "random":
             return random_place(job.spec, free, view.cluster, types, self.rng)
         return comm_aware_place(job.spec, free, view.cluster, types)
 
@@ -378,7 +356,7 @@ class ASRPT(Policy):
                 self.vm.add(jid, self._virtual_size(view, info, info.pred_iters), view.job(jid).submit_s)
             elif info.pred_iters != before.get(jid):
                 self.vm.resize(jid, self._virtual_size(view, info, info.pred_iters))
-        if self.mode == "guided":
+        if self.knob_values.mode == "guided":
             return self._guided(view)
         return self._preemptive(view)
 
@@ -387,12 +365,12 @@ class ASRPT(Policy):
         for job in view.running:
             builder.keep(job)
         free = np.array(view.free_by_server, dtype=np.int64)
-        queue = [j for j in view.waiting if self.early_release or j.job_id in self.vm.completed_at]
+        queue = [j for j in view.waiting if self.knob_values.early_release or j.job_id in self.vm.completed_at]
         queue.sort(key=lambda j: self.vm.guide_key(j.job_id))
         for job in queue:
             groups = self._place(view, job, free)
             if groups is None:
-                if self.strict_order:
+                if self.knob_values.strict_order:
                     break
                 continue
             self._assign(builder, job, groups, free)
@@ -406,7 +384,9 @@ class ASRPT(Policy):
             return (self._virtual_size(view, info, tracker.remaining_iters(job)), job.submit_s, job.job_id)
 
         pinned = [
-            j for j in view.running if j.last_change_s is not None and view.now_s - j.last_change_s < self.min_run_s
+            j
+            for j in view.running
+            if j.last_change_s is not None and view.now_s - j.last_change_s < self.knob_values.min_run_s
         ]
         pinned_ids = {j.job_id for j in pinned}
         ordered = pinned + sorted((j for j in view.jobs if j.job_id not in pinned_ids), key=rank)
@@ -458,11 +438,11 @@ class PredictedSRTFKnobs(Knobs):
     predictor_params: Mapping[str, Any] | None = knob(None, doc="keyword arguments of the predictor")
     history: Sequence[JobSpec] | None = knob(None, doc="finished jobs the predictor trains on first")
     overrun_margin: float = knob(0.2, low=0.0, doc="raise an overrun prediction to done x (1 + margin)")
-    type_choice: str = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
+    type_choice: TypeChoice = knob("fastest", choices=TYPE_CHOICES, doc=TYPE_CHOICE_DOC)
 
 
 @register_policy()
-class PredictedSRTF(Policy):
+class PredictedSRTF(KnobPolicy[PredictedSRTFKnobs]):
     """Preemptive SRTF on predicted remaining time: the prediction-assisted SRTF baseline of A-SRPT's study.
 
     Jobs are ranked by ``(n_hat - done) / best rate`` with the same predictors as :class:`ASRPT`
@@ -475,25 +455,13 @@ class PredictedSRTF(Policy):
     keeps_gpus_busy = True  # greedy fill with backfilling at every epoch
     in_default_comparison = False  # a baseline for A-SRPT studies: name it in --policies
 
-    def __init__(
-        self,
-        predictor: str | IterationPredictor = "rf",
-        predictor_params: Mapping[str, Any] | None = None,
-        history: Sequence[JobSpec] | None = None,
-        overrun_margin: float = 0.2,
-        type_choice: TypeChoice = "fastest",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        PredictedSRTFKnobs.of(locals())
-        self.predictor = predictor
-        self.predictor_params = dict(predictor_params or {})
-        self.history = history
-        self.overrun_margin = overrun_margin
-        self.type_choice = type_choice
-        self._tracker = _PredictionTracker(make_predictor(predictor, **self.predictor_params), history, overrun_margin)
+    def _configure(self) -> None:
+        k = self.knob_values
+        self._tracker = _PredictionTracker(
+            make_predictor(k.predictor, **dict(k.predictor_params or {})), k.history, k.overrun_margin
+        )
         # The predictor (all but the oracle) is seeded by the run's generator.
-        self.randomised = not (isinstance(predictor, str) and predictor == "oracle")
+        self.randomised = not (isinstance(k.predictor, str) and k.predictor == "oracle")
 
     def _reset(self) -> None:
         self._tracker.reset(int(self.rng.integers(0, 2**31 - 1)))
@@ -511,21 +479,16 @@ class PredictedSRTF(Policy):
             return self._tracker.remaining_iters(job) / rate if rate > 0 else math.inf
 
         ordered = sorted(view.jobs, key=lambda j: (remaining_s(j), j.submit_s, j.job_id))
-        return greedy_fill(view, ordered, type_choice=self.type_choice)
+        return greedy_fill(view, ordered, type_choice=self.knob_values.type_choice)
 
 
 __all__ = [
     "ASRPT",
-    "PREDICTORS",
-    "IterationPredictor",
-    "NoisyPredictor",
-    "OraclePredictor",
+    "MODES",
+    "PLACEMENTS",
+    "ASRPTKnobs",
     "PredictedSRTF",
-    "RandomForestPredictor",
+    "PredictedSRTFKnobs",
     "VirtualSRPT",
-    "comm_aware_place",
     "consolidated_groups",
-    "make_predictor",
-    "placement_units",
-    "random_place",
 ]

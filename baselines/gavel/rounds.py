@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
-from hetgym.sim.policy import Policy
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
 #: Gavel's round length (``time_per_iteration``).
@@ -35,23 +37,56 @@ _UNSERVED_PRIORITY = 1e9
 _FIRST_ROWS = 64
 
 
-class GavelRounds(Policy):
+@dataclass(frozen=True)
+class GavelRoundKnobs(Knobs):
+    """Knobs of the round mechanism, shared by every Gavel policy (each extends them)."""
+
+    min_recompute_interval_s: float = knob(
+        GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between allocation recomputes (Gavel's 1,920 s)"
+    )
+    fill_between_rounds: bool = knob(
+        True,
+        doc="let waiting jobs take free GPUs at arrivals and completions inside a round (no preemption); "
+        "``False`` assigns only at round boundaries, as Gavel's simulator",
+    )
+    global_queue: bool = knob(
+        False,
+        doc="sort the (job, type) entries of all types together (Gavel's ``enable_global_queue``) instead of "
+        "type by type",
+    )
+    gavel_failures: bool = knob(
+        True,
+        doc="under ``SimConfig(compat='gavel')`` only: reproduce Gavel's failed micro-tasks. A multi-GPU job whose "
+        "remaining steps (iterations x GPUs) are fewer than its GPUs at a round start holds its GPUs for the round "
+        "without progress, and is rejected at its fifth such round (``MAX_FAILED_ATTEMPTS``); it counts in "
+        "``metrics['num_rejected']`` and ``num_failed``, and is left out of the mean JCT, as Gavel leaves it out. "
+        "``False`` lets such jobs finish their last steps",
+    )
+
+
+class GavelRounds(KnobPolicy[GavelRoundKnobs]):
     """Gavel's round mechanism over an allocation matrix that a subclass computes (``_compute_allocation``).
 
-    The subclass sets the knobs the mechanism reads (see :class:`baselines.gavel.GavelPolicy`) and
-    returns from ``_compute_allocation`` each schedulable job's row of ``X`` (its share of wall time on
-    each GPU type).
+    The subclass resolves :attr:`heterogeneity_aware` (in ``_configure``) and returns from
+    ``_compute_allocation`` each schedulable job's row of ``X`` (its share of wall time on each GPU type).
+
+    Attributes:
+        heterogeneity_aware: Whether the policy sees the measured per-type throughputs (its knob, or the
+            policy's default when the knob is ``None``); otherwise the type order of a round is shuffled.
     """
 
     heterogeneity_aware: bool
-    min_recompute_interval_s: float
-    fill_between_rounds: bool
-    global_queue: bool
-    zero_priority_last: bool
-    gavel_failures: bool
     round_s = GAVEL_ROUND_S
     #: Whether entries of zero priority are never scheduled (Gavel's FIFO).
     skips_zero_priority: ClassVar[bool] = False
+
+    def _positive_first(self) -> bool:
+        """Whether every entry with a positive priority comes before any zero-priority one (``zero_priority_last``).
+
+        Gavel's FIFO never schedules a zero-priority entry (:attr:`skips_zero_priority`), so there the order
+        of the two kinds makes no difference.
+        """
+        return False
 
     def _reset(self) -> None:
         assert self.cluster is not None
@@ -331,7 +366,7 @@ class GavelRounds(Policy):
         if last is None:
             return True
         # Gavel also resets at any round while its last reset was at t=0 (``_last_reset_time == 0``).
-        return now_s - last >= self.min_recompute_interval_s or (bool(self._compat) and last == 0.0)
+        return now_s - last >= self.knob_values.min_recompute_interval_s or (bool(self._compat) and last == 0.0)
 
     def schedule(self, view: ClusterView) -> Allocation:
         if self._compat is None:
@@ -353,7 +388,7 @@ class GavelRounds(Policy):
             # Inside a round the running jobs keep their GPUs: a decision built from them (the engine
             # then checks and applies only what the fill below changes).
             builder = AllocationBuilder.keeping_running(view)
-            if not self.fill_between_rounds or self._compat:
+            if not self.knob_values.fill_between_rounds or self._compat:
                 return builder.build()
             candidates = [job.job_id for job in view.iter_waiting()]
         failed = len(self.failed_jobs)
@@ -381,7 +416,7 @@ class GavelRounds(Policy):
 
     def _fails(self, num_gpus: int, remaining_iters: float) -> bool:
         """Whether Gavel's micro-task of a job fails this round: fewer steps left than GPUs."""
-        if not (self._compat and self.gavel_failures) or num_gpus <= 1:
+        if not (self._compat and self.knob_values.gavel_failures) or num_gpus <= 1:
             return False
         steps = remaining_iters * num_gpus
         return 0.0 < steps < num_gpus - 0.5
@@ -400,7 +435,7 @@ class GavelRounds(Policy):
         n_types = len(self._types)
         order = self._type_order(view)
         # Entries as flat indices c * n_types + k, in Gavel's order.
-        if self.global_queue:
+        if self.knob_values.global_queue:
             cols = np.repeat(np.array(order), len(candidates))
             at = np.tile(np.arange(len(candidates)), len(order))
             idx = np.lexsort((-alloc[at, cols], -deficit[at, cols], -prio[at, cols]))
@@ -408,7 +443,7 @@ class GavelRounds(Policy):
         else:
             parts = [np.lexsort((-alloc[:, k], -deficit[:, k], -prio[:, k])) * n_types + k for k in order]
             flat = np.concatenate(parts)
-            if self.zero_priority_last and not self._compat:
+            if self._positive_first() and not self._compat:
                 positive = prio.ravel()[flat] > 0
                 flat = np.concatenate([flat[positive], flat[~positive]])
         usable = (rates.ravel() > 0)[flat]
@@ -423,7 +458,7 @@ class GavelRounds(Policy):
         # Under compat="gavel" a job without an allocation (arrived since the last recompute) is picked
         # like any entry but given no GPUs, and a failing micro-task holds its GPUs without progress.
         compat, alloc_of = self._compat, self._alloc
-        may_fail = bool(compat and self.gavel_failures)
+        may_fail = bool(compat and self.knob_values.gavel_failures)
         types, job_allocs = self._types, self._job_allocs
         # The micro-tasks started (compat="gavel"): job, type, GPUs, iterations left, candidate row.
         tasks: list[tuple[int, int, int, float, int]] = []

@@ -403,11 +403,11 @@ def solve_finish_time_fairness(
     rho_hi = float(np.max(rho_of_hi))
     if not math.isfinite(rho_hi):
         rho_hi = max(rho_lo, 1.0) * 2.0
-        x_hi = None  # type: ignore[assignment]
-        while x_hi is None:
-            x_hi = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi, solver)
-            if x_hi is None:
-                rho_lo, rho_hi = rho_hi, rho_hi * 4.0
+        found = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi, solver)
+        while found is None:
+            rho_lo, rho_hi = rho_hi, rho_hi * 4.0
+            found = _ftf_feasible(rates, scale, capacity, elapsed, rem, denom, rho_hi, solver)
+        x_hi = found
     num = 0
     while rho_hi > rho_lo * (1.0 + tolerance) and num < max_lps:
         mid = 0.5 * (rho_lo + rho_hi)

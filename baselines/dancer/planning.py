@@ -4,10 +4,10 @@ Zhang, Luo, Sun, Yu and Li, "Deadline-Aware Online Job Scheduling for Distribute
 Heterogeneous Clusters", IEEE TCC 13(2), 2025. What :class:`baselines.dancer.Dancer` asks of its dual
 subroutine, over the policy's state: the price function in force and its running calibration
 (``price_auto``), a job's options and rates, the cheapest deadline-feasible schedule on the slot ledger's
-unreserved GPUs (the block DP of :mod:`baselines._dancer_dp`, checked and repaired exactly), and, for
+unreserved GPUs (the block DP of :mod:`baselines.dancer.dp`, checked and repaired exactly), and, for
 re-planning, the work a reserved plan still does and the release of its surplus tail. The admission
 rule, the executor and the re-planning schedule are :mod:`baselines.dancer`; the reservations
-:mod:`baselines._dancer_plan`.
+:mod:`baselines.dancer.reservations`.
 """
 
 from __future__ import annotations
@@ -16,36 +16,25 @@ import math
 
 import numpy as np
 
-from baselines._dancer_dp import PriceFunction, block_costs, dual_dp, repair_schedule, schedule_progress
-from baselines._dancer_plan import JobState, Plan, SlotLedger, plan_remaining, trim_plan
 from baselines._deadline import JobOptions, job_options, slot_of
+from baselines._knobs import KnobPolicy
+from baselines.dancer.dp import PriceFunction, block_costs, dual_dp, repair_schedule, schedule_progress
+from baselines.dancer.knobs import DancerKnobs
+from baselines.dancer.reservations import JobState, Plan, SlotLedger, plan_remaining, trim_plan
 from hetgym.sim import portable
 from hetgym.sim.job import JobSpec
-from hetgym.sim.policy import Policy
 from hetgym.sim.view import ClusterView, JobView
 
 _INF = math.inf
 
 
-class DancerPlanning(Policy):
+class DancerPlanning(KnobPolicy[DancerKnobs]):
     """The planning half of :class:`~baselines.dancer.Dancer` (its base): prices, options and the per-job DP.
 
-    The subclass sets the knobs read here and, in ``_reset``, the state (``_types``, ``_cap``,
-    ``_slot_s``, ``_type_weight``, ``_ledger``, ``_jobs``, ``_seen_L``, ``_seen_U``, ``_memo``, ``stats``).
+    The subclass sets, in ``_reset``, the state read here (``_types``, ``_cap``, ``_slot_s``,
+    ``_type_weight``, ``_ledger``, ``_jobs``, ``_seen_L``, ``_seen_U``, ``_memo``, ``stats``).
     """
 
-    price_mode: str
-    price_increment: str
-    price_L: float | None
-    price_U: float | None
-    dp_quanta: int
-    dp_max_blocks: int
-    allow_type_mix_in_slot: bool
-    switch_cost_in_dp: bool
-    deadline_margin_s: float
-    max_count: int | None
-    tie_break: str
-    memory: str
     _types: tuple[str, ...]
     _cap: np.ndarray
     _slot_s: float
@@ -60,11 +49,11 @@ class DancerPlanning(Policy):
     @property
     def prices(self) -> PriceFunction:
         """The price function in force (after calibration on the jobs seen so far)."""
-        L = self.price_L if self.price_L is not None else self._seen_L
-        U = self.price_U if self.price_U is not None else self._seen_U
+        L = self.knob_values.price_L if self.knob_values.price_L is not None else self._seen_L
+        U = self.knob_values.price_U if self.knob_values.price_U is not None else self._seen_U
         if L is None or U is None:
             L = U = 1.0
-        return PriceFunction(float(L), float(max(U, L)), self.price_mode, self.price_increment)
+        return PriceFunction(float(L), float(max(U, L)), self.knob_values.price_mode, self.knob_values.price_increment)
 
     def _options(self, view: ClusterView, job: JobView) -> JobOptions:
         st = self._jobs.get(job.job_id)
@@ -74,9 +63,13 @@ class DancerPlanning(Policy):
         if hit is not None and (hit[0] is job.spec or hit[0] == job.spec):
             return hit[1]
         opts = job_options(
-            view.throughput, job.spec, view.cluster, max_count=self.max_count, mix_types=self.allow_type_mix_in_slot
+            view.throughput,
+            job.spec,
+            view.cluster,
+            max_count=self.knob_values.max_count,
+            mix_types=self.knob_values.allow_type_mix_in_slot,
         )
-        if self.memory == "observed":
+        if self.knob_values.memory == "observed":
             self._memo[job.job_id] = (job.spec, opts)
         return opts
 
@@ -91,7 +84,7 @@ class DancerPlanning(Policy):
             return
         weighted_gpus = portable.matvec(opts.counts, self._type_weight)
         # Count whole DP blocks, plus one: a schedule not starting on a block boundary touches one more.
-        per = self._slots_per_block(view.now_s, job.deadline_s - self.deadline_margin_s)
+        per = self._slots_per_block(view.now_s, job.deadline_s - self.knob_values.deadline_margin_s)
         blocks = np.ceil(need_s[ok] / (per * self._slot_s) - 1e-9) + 1.0
         gpu_slots = weighted_gpus[ok] * blocks * per
         lo, hi = float(gpu_slots.min()), float(gpu_slots.max())
@@ -103,7 +96,7 @@ class DancerPlanning(Policy):
         """Slots per DP block for a window (at most ``dp_max_blocks`` blocks)."""
         first = slot_of(now_s, self._slot_s)
         last = math.ceil(deadline_s / self._slot_s - 1e-9) - 1
-        return max(1, math.ceil((last - first + 1) / self.dp_max_blocks))
+        return max(1, math.ceil((last - first + 1) / self.knob_values.dp_max_blocks))
 
     def _current_option(self, job: JobView, opts: JobOptions) -> int:
         if job.allocation is None:
@@ -127,7 +120,7 @@ class DancerPlanning(Policy):
         Returns ``(cost, plan)``; ``plan`` is ``None`` when no schedule meets the deadline.
         """
         now, slot_s = view.now_s, self._slot_s
-        deadline = job.deadline_s - self.deadline_margin_s
+        deadline = job.deadline_s - self.knob_values.deadline_margin_s
         work = job.remaining_iters
         if deadline <= now + 1e-9 or len(opts) == 0:
             return _INF, None
@@ -155,7 +148,7 @@ class DancerPlanning(Policy):
         costs = block_costs(self.prices, opts.counts, self._cap, self._type_weight, weight, used_p)
         fits = (opts.counts[:, :, None] <= residual[None, :, :]).all(axis=1)
         # Break (near) ties between blocks: earliest first, or latest first (reserve late, run early).
-        order = idx if self.tie_break == "early" else num_blocks - 1 - idx
+        order = idx if self.knob_values.tie_break == "early" else num_blocks - 1 - idx
         costs = np.where(fits, costs * (1.0 + 1e-7 * order[None, :]), _INF)
 
         current = self._current_option(job, opts)
@@ -168,7 +161,11 @@ class DancerPlanning(Policy):
 
         # Per-block rounding (no switch state) needs a few units per block to stay accurate; the
         # switch-aware DP rounds cumulatively along runs and keeps Q.
-        quanta = self.dp_quanta if self.switch_cost_in_dp else max(self.dp_quanta, 4 * num_blocks)
+        quanta = (
+            self.knob_values.dp_quanta
+            if self.knob_values.switch_cost_in_dp
+            else max(self.knob_values.dp_quanta, 4 * num_blocks)
+        )
         target = work
         for _ in range(4):
             self.stats["dp_calls"] += 1
@@ -179,7 +176,7 @@ class DancerPlanning(Policy):
                 target,
                 quanta=quanta,
                 initial_option=current,
-                switch_aware=self.switch_cost_in_dp,
+                switch_aware=self.knob_values.switch_cost_in_dp,
             )
             if not res.feasible:
                 return _INF, None

@@ -61,45 +61,23 @@ where the table's scaling is not linear.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from baselines._jps_model import (
-    SYNTHETIC_BASE_RHO,
-    SYNTHETIC_BW,
+from baselines._knobs import KnobPolicy
+from baselines.jps.model import (
     PlacementInstance,
-    counts_to_owner,
-    equal_category,
-    exact_optimum,
-    iter_categories,
-    jain_index,
-    match_auction,
-    match_hungarian,
-    num_categories,
-    rank_category,
-    sample_categories,
-    score_of,
-    synthetic_instance,
-    times_of,
-    unrank_category,
-    valuation_total,
 )
-from baselines._jps_search import (
+from baselines.jps.search import (
     MATCHERS,
     VALUATIONS,
-    JPSResult,
     Matcher,
     Valuation,
-    exhaustive_search,
     jps,
-    local_search,
-    optimum,
-    solve_category,
 )
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.comm import job_model_bytes
-from hetgym.sim.policy import Policy, register_policy
+from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 
@@ -111,18 +89,24 @@ from hetgym.sim.view import ClusterView, JobView
 class JPSKnobs(Knobs):
     """Knobs of :class:`JPSPolicy`."""
 
-    mode: str = knob("nonpreemptive", choices=("nonpreemptive", "replace_all"), doc="what each decision re-solves")
-    n_samples: int = knob(40, low=1, integer=True, doc="categories sampled per decision")
+    mode: str = knob(
+        "nonpreemptive",
+        choices=("nonpreemptive", "replace_all"),
+        doc="what each decision re-solves: ``'nonpreemptive'`` or ``'replace_all'`` (module docstring)",
+    )
+    n_samples: int = knob(
+        40, low=1, integer=True, doc="categories sampled per decision (the re-implementation's value)"
+    )
     alpha: float = knob(0.0, low=0.0, high=1.0, high_open=True, doc="skipped fraction of the category list")
     beta: float = knob(1.0, low=0.0, high=1.0, doc="JCT weight against fairness (1: JCT only)")
-    matcher: str = knob("hungarian", choices=MATCHERS, doc="'hungarian', 'auction' or 'exact'")
-    valuation: str = knob("jct", choices=VALUATIONS, doc="'jct' or 'rho'")
+    matcher: Matcher = knob("hungarian", choices=MATCHERS, doc="``'hungarian'``, ``'auction'`` or ``'exact'``")
+    valuation: Valuation = knob("jct", choices=VALUATIONS, doc="``'jct'`` or ``'rho'``")
     valuation_rounds: int = knob(2, low=0, integer=True, doc="re-matching rounds of the jct valuation")
     local_search_steps: int = knob(1000, low=0, integer=True, doc="steps of the final local search (0: none)")
 
 
 @register_policy("jps")
-class JPSPolicy(Policy):
+class JPSPolicy(KnobPolicy[JPSKnobs]):
     """JPS (Liu, Wang, Huang and Pan, "Sampling-Based Multi-Job Placement for Heterogeneous Deep Learning
     Clusters", IEEE TPDS 35(6), 2024): matching-market job sizing and placement over GPU types.
 
@@ -131,52 +115,19 @@ class JPSPolicy(Policy):
     the fairness-weighted score, and the online embedding described in the module docstring.
     Reconstructions [I]: the JCT valuation, the sampler's seeds and local search, the online triggers and
     job selection, and the mapping of the simulator's jobs to ``rho``, ``T``, ``D`` and ``r``.
-
-    Args:
-        mode: ``"nonpreemptive"`` (default) or ``"replace_all"``.
-        n_samples: Categories sampled per decision (default 40, the re-implementation's value).
-        alpha: Skipped fraction of the lexicographic category list (default 0).
-        beta: JCT weight against fairness (default 1.0: JCT only).
-        matcher: ``"hungarian"`` (default), ``"auction"`` or ``"exact"``.
-        valuation: ``"jct"`` (default) or ``"rho"``.
-        valuation_rounds: Re-matching rounds of the ``jct`` valuation (default 2).
-        local_search_steps: Steps of the final local search (default 1000; 0 disables it).
     """
 
     name = "jps"
     knobs = JPSKnobs
+    # Not work-conserving: the matching knows no per-job bounds, so a job matched fewer workers than
+    # its min_gpus waits and its workers (or those cut above its max_gpus) stay idle until the next
+    # decision, even when another waiting job could use them.
+    keeps_gpus_busy = False
     # The categories are sampled with the run's generator (all of them are evaluated only when few).
     randomised = True
     # Workers of one class are interchangeable, so the matching step decides GPU counts per type and the
     # simulator's default placer maps them onto servers; every job runs in the proportional mode.
     modes = ("proportional",)
-
-    def __init__(
-        self,
-        mode: Literal["nonpreemptive", "replace_all"] = "nonpreemptive",
-        n_samples: int = 40,
-        alpha: float = 0.0,
-        beta: float = 1.0,
-        matcher: Matcher = "hungarian",
-        valuation: Valuation = "jct",
-        valuation_rounds: int = 2,
-        local_search_steps: int = 1000,
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        JPSKnobs.of(locals())
-        self.mode = mode
-        # Not work-conserving: the matching knows no per-job bounds, so a job matched fewer workers than
-        # its min_gpus waits and its workers (or those cut above its max_gpus) stay idle until the next
-        # decision, even when another waiting job could use them.
-        self.keeps_gpus_busy = False
-        self.n_samples = n_samples
-        self.alpha = alpha
-        self.beta = beta
-        self.matcher = matcher
-        self.valuation = valuation
-        self.valuation_rounds = valuation_rounds
-        self.local_search_steps = local_search_steps
 
     def _rho(self, view: ClusterView, job: JobView, gpu_type: str) -> float:
         # The table's rate is 0 on a type the job may not use.
@@ -184,10 +135,10 @@ class JPSPolicy(Policy):
 
     def schedule(self, view: ClusterView) -> Allocation:
         builder = AllocationBuilder(view)
-        if self.mode == "nonpreemptive" or not (view.arrived or view.completed):
+        if self.knob_values.mode == "nonpreemptive" or not (view.arrived or view.completed):
             for job in view.running:
                 builder.keep(job)
-            if self.mode == "replace_all":
+            if self.knob_values.mode == "replace_all":
                 return builder.build()
             candidates = list(view.waiting)
             free = {t: n for t, n in builder.free.items() if n > 0}
@@ -223,13 +174,13 @@ class JPSPolicy(Policy):
         )
         result = jps(
             inst,
-            n_samples=self.n_samples,
-            alpha=self.alpha,
-            beta=self.beta,
-            matcher=self.matcher,
-            valuation=self.valuation,
-            valuation_rounds=self.valuation_rounds,
-            local_search_steps=self.local_search_steps,
+            n_samples=self.knob_values.n_samples,
+            alpha=self.knob_values.alpha,
+            beta=self.knob_values.beta,
+            matcher=self.knob_values.matcher,
+            valuation=self.knob_values.valuation,
+            valuation_rounds=self.knob_values.valuation_rounds,
+            local_search_steps=self.knob_values.local_search_steps,
             rng=self.rng,
         )
         for row, job in enumerate(candidates):
@@ -312,32 +263,7 @@ def matchable_jobs(rho: np.ndarray, workers: np.ndarray, order: np.ndarray) -> l
 
 
 __all__ = [
-    "MATCHERS",
-    "SYNTHETIC_BASE_RHO",
-    "SYNTHETIC_BW",
-    "VALUATIONS",
+    "JPSKnobs",
     "JPSPolicy",
-    "JPSResult",
-    "PlacementInstance",
-    "counts_to_owner",
-    "equal_category",
-    "exact_optimum",
-    "exhaustive_search",
-    "iter_categories",
-    "jain_index",
-    "jps",
-    "local_search",
-    "match_auction",
-    "match_hungarian",
     "matchable_jobs",
-    "num_categories",
-    "optimum",
-    "rank_category",
-    "sample_categories",
-    "score_of",
-    "solve_category",
-    "synthetic_instance",
-    "times_of",
-    "unrank_category",
-    "valuation_total",
 ]

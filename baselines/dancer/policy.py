@@ -68,82 +68,27 @@ full paper (``docs/provenance.md``).
 
 Layout, following the parts above: this module holds the online admission, the re-planning schedule
 and the executor; the planning step they call (prices in force, a job's options, the per-job DP on the
-unreserved GPUs) is :mod:`baselines._dancer_planning`, the price function and the DP
-:mod:`baselines._dancer_dp`, the reservations (plans, the slot ledger) :mod:`baselines._dancer_plan`.
+unreserved GPUs) is :mod:`baselines.dancer.planning`, the price function and the DP
+:mod:`baselines.dancer.dp`, the reservations (plans, the slot ledger) :mod:`baselines.dancer.reservations`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from baselines._dancer_dp import (
-    PRICE_INCREMENTS,
-    PRICE_MODES,
-    DPResult,
-    PriceFunction,
-    dual_dp,
-    repair_schedule,
-    schedule_progress,
-)
-from baselines._dancer_plan import JobState, SlotLedger, best_extra_option
-from baselines._dancer_planning import DancerPlanning
 from baselines._deadline import (
-    MEMORY_MODES,
-    SLOT_ORIGINS,
     JobOptions,
     at_slot_start,
-    check_slot_origin,
     new_arrivals,
     slot_of,
 )
+from baselines.dancer.knobs import DancerKnobs
+from baselines.dancer.planning import DancerPlanning
+from baselines.dancer.reservations import JobState, SlotLedger, best_extra_option
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec
 from hetgym.sim.policy import register_policy
-from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
-
-REJECTED_MODES = ("drop", "best_effort")
-ARRIVAL_ORDERS = ("edf", "fifo")
-TIE_BREAKS = ("early", "late")
-PRICE_SCALES = ("uniform", "speed")
-
-
-@dataclass(frozen=True)
-class DancerKnobs(Knobs):
-    """Knobs of :class:`Dancer` (each is described in its docstring)."""
-
-    round_s: float = knob(60.0, low=0.0, low_open=True, doc="slot length in seconds")
-    price_mode: str = knob("exp", choices=PRICE_MODES, doc="'exp' or 'linear'")
-    price_increment: str = knob("marginal", choices=PRICE_INCREMENTS, doc="'marginal' or 'exact'")
-    price_L: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed L")
-    price_U: float | None = knob(None, low=0.0, low_open=True, optional=True, doc="fixed U")
-    price_auto: bool = knob(True, doc="calibrate L and U on the jobs seen so far")
-    dp_quanta: int = knob(200, low=1, integer=True, doc="work units of the DP")
-    dp_max_blocks: int = knob(128, low=1, integer=True, doc="most blocks of the DP's horizon")
-    allow_type_mix_in_slot: bool = knob(False, doc="allow two GPU types in one slot")
-    work_conserving_extra: bool = knob(True, doc="give unreserved GPUs to admitted jobs")
-    rejected_jobs: str = knob("drop", choices=REJECTED_MODES, doc="'drop' or 'best_effort'")
-    switch_cost_in_dp: bool = knob(True, doc="every configuration change pays the restart penalty in the DP")
-    arrival_order: str = knob("edf", choices=ARRIVAL_ORDERS, doc="admission order of simultaneous arrivals")
-    deadline_margin_s: float = knob(0.0, low=0.0, doc="plan to finish this long before the deadline")
-    extra_lookahead_s: float = knob(60.0, low=0.0, doc="horizon a work-conserving change must pay back in")
-    max_count: int | None = knob(None, low=1, integer=True, optional=True, doc="cap on any job's GPU count")
-    max_replans_per_epoch: int = knob(64, low=0, integer=True, doc="most DP re-plans per slot boundary")
-    tie_break: str = knob("early", choices=TIE_BREAKS, doc="reserve the 'early' or 'late' equally priced blocks")
-    price_scale: str = knob("uniform", choices=PRICE_SCALES, doc="'uniform' or 'speed' (per-type prices)")
-    memory: str = knob("history", choices=MEMORY_MODES, doc="'history' or 'observed' (plan from the view)")
-    slot_origin: str = knob("absolute", choices=SLOT_ORIGINS, doc="'absolute' or 'decision' (observed memory)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        owner = type(self).__name__
-        check_slot_origin(owner, self.slot_origin, self.memory)
-        if not self.price_auto and (self.price_L is None or self.price_U is None):
-            raise KnobError(f"{owner}: knob price_auto=False needs both price_L and price_U")
-        if self.price_L is not None and self.price_U is not None and self.price_U < self.price_L:
-            raise KnobError(f"{owner}: knobs price_U={self.price_U} < price_L={self.price_L}; need L <= U")
 
 
 @register_policy()
@@ -155,98 +100,15 @@ class Dancer(DancerPlanning):
     and ``docs/deadline-policies.md``: decoupled allocation (per-type GPU counts per slot) and placement,
     admission by the online primal-dual rule, the DP dual subroutine, hard reservations, the
     work-conserving extra and the re-plan on drift. The objective, decomposition and technique are the
-    paper's; every constant below is a reconstruction, with its default.
-
-    Args:
-        round_s: Slot length in seconds (60, ElasticFlow's scheduling slot).
-        price_mode: ``"exp"`` (default) or ``"linear"``.
-        price_increment: ``"marginal"`` (default: ``n P(g)``, since jobs here are not small next to a type's
-            capacity and the exact integral would price a 16-GPU job on a 16-GPU type near ``U`` on an
-            empty cluster) or ``"exact"``.
-        price_L: Fixed ``L`` (overrides the calibration).
-        price_U: Fixed ``U`` (overrides the calibration).
-        price_auto: Calibrate ``L`` and ``U`` on the jobs seen so far (default ``True``).
-        dp_quanta: Work units of the DP (200).
-        dp_max_blocks: Most blocks of the DP's horizon (128); longer windows use blocks of several slots.
-        allow_type_mix_in_slot: Allow two GPU types in one slot (synchronous; default ``False``).
-        work_conserving_extra: Give unreserved GPUs to admitted jobs (default ``True``).
-        rejected_jobs: ``"drop"`` (default) or ``"best_effort"``.
-        switch_cost_in_dp: Keep the configuration in the DP state so every change pays the restart
-            penalty inside the DP (default ``True``). The plain reconstruction of the DP leaves the switch
-            cost out (``False``), but with a 30 s restart penalty on 60 s slots a DP that switches for free
-            returns schedules that miss once the penalties are charged, and the exact check then rejects
-            feasible jobs (see ``docs/results/dancer.md``). ``False`` checks the penalties after
-            backtracking instead.
-        arrival_order: Admission order of jobs arriving together: ``"edf"`` (default) or ``"fifo"``.
-        deadline_margin_s: Plan to finish this many seconds before the deadline (default 0).
-        extra_lookahead_s: Horizon beyond the current slot over which a work-conserving change must pay
-            back its restart penalty (default 60 s).
-        max_count: Cap on any job's GPU count (default: its ``max_gpus`` or the type's capacity).
-        max_replans_per_epoch: Most DP re-plans of lagging jobs per slot boundary (default 64).
-        tie_break: Among (near) equally priced blocks, reserve the ``"early"`` ones (default) or the
-            ``"late"`` ones (ElasticFlow-like: reserve late, run early on the work-conserving extra).
-        price_scale: ``"uniform"`` (default: one price function for every type) or
-            ``"speed"`` (each type's price scaled by its speed index relative to the fastest, so a GPU-slot
-            is priced by its compute).
-        memory: ``"history"`` (default: plans and admissions persist between epochs) or ``"observed"``
-            (re-plan from the view at every call; see the module docstring).
-        slot_origin: ``"absolute"`` (default: slots of ``round_s`` from time 0) or ``"decision"`` (with
-            ``memory="observed"``: plan as if the decision fell on a slot boundary, see
-            :mod:`baselines._deadline`).
+    paper's; every knob below is a reconstruction, with its default.
     """
 
     name = "dancer"
     knobs = DancerKnobs
     round_s = 60.0
 
-    def __init__(
-        self,
-        round_s: float = 60.0,
-        price_mode: str = "exp",
-        price_increment: str = "marginal",
-        price_L: float | None = None,
-        price_U: float | None = None,
-        price_auto: bool = True,
-        dp_quanta: int = 200,
-        dp_max_blocks: int = 128,
-        allow_type_mix_in_slot: bool = False,
-        work_conserving_extra: bool = True,
-        rejected_jobs: str = "drop",
-        switch_cost_in_dp: bool = True,
-        arrival_order: str = "edf",
-        deadline_margin_s: float = 0.0,
-        extra_lookahead_s: float = 60.0,
-        max_count: int | None = None,
-        max_replans_per_epoch: int = 64,
-        tie_break: str = "early",
-        price_scale: str = "uniform",
-        memory: str = "history",
-        slot_origin: str = "absolute",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        DancerKnobs.of(locals())
-        self.round_s = float(round_s)
-        self.price_mode = price_mode
-        self.price_increment = price_increment
-        self.price_L = price_L
-        self.price_U = price_U
-        self.price_auto = price_auto
-        self.dp_quanta = int(dp_quanta)
-        self.dp_max_blocks = int(dp_max_blocks)
-        self.allow_type_mix_in_slot = allow_type_mix_in_slot
-        self.work_conserving_extra = work_conserving_extra
-        self.rejected_jobs = rejected_jobs
-        self.switch_cost_in_dp = switch_cost_in_dp
-        self.arrival_order = arrival_order
-        self.deadline_margin_s = float(deadline_margin_s)
-        self.extra_lookahead_s = float(extra_lookahead_s)
-        self.max_count = max_count
-        self.max_replans_per_epoch = int(max_replans_per_epoch)
-        self.tie_break = tie_break
-        self.price_scale = price_scale
-        self.memory = memory
-        self.slot_origin = slot_origin
+    def _configure(self) -> None:
+        self.round_s = float(self.knob_values.round_s)
 
     # ----------------------------------------------------------------------------------------
     # State
@@ -289,7 +151,7 @@ class Dancer(DancerPlanning):
     # Decision
 
     def _order(self, view: ClusterView, ids: list[int]) -> list[int]:
-        if self.arrival_order == "fifo":
+        if self.knob_values.arrival_order == "fifo":
             return sorted(ids, key=lambda j: (view.job(j).submit_s, j))
         return sorted(ids, key=lambda j: (view.job(j).deadline_s, view.job(j).submit_s, j))
 
@@ -306,7 +168,7 @@ class Dancer(DancerPlanning):
                 self.stats["rejected"] += 1
                 self.stats["rejected_no_room"] += 1
                 continue
-            if self.price_auto:
+            if self.knob_values.price_auto:
                 self._calibrate(view, job, opts, value)
             cost, plan = self.plan_job(view, job, opts)
             if plan is not None and cost <= value * (1.0 + 1e-9):
@@ -318,7 +180,7 @@ class Dancer(DancerPlanning):
             else:
                 self.stats["rejected"] += 1
                 self.stats["rejected_no_room" if plan is None else "rejected_price"] += 1
-                if self.rejected_jobs == "drop":
+                if self.knob_values.rejected_jobs == "drop":
                     rejected.add(jid)
                 else:
                     self._jobs[jid] = JobState(opts, job.deadline_s, value, kind="best_effort")
@@ -330,7 +192,7 @@ class Dancer(DancerPlanning):
         self._jobs = {}
         active = view.job_index
         self._memo = {jid: hit for jid, hit in self._memo.items() if jid in active}
-        if self.price_auto:
+        if self.knob_values.price_auto:
             self._seen_L = self._seen_U = None
             for job in view.jobs:
                 if job.spec.has_deadline:
@@ -359,12 +221,12 @@ class Dancer(DancerPlanning):
                 continue
             remaining = self._plan_remaining(view, job, st)
             gap = remaining - job.remaining_iters
-            quantum = job.remaining_iters / self.dp_quanta
+            quantum = job.remaining_iters / self.knob_values.dp_quanta
             if gap < -1e-6 * max(job.remaining_iters, 1.0):
                 behind.append((job.deadline_s, job.job_id))
-            elif gap > 2.0 * quantum and self.work_conserving_extra:
+            elif gap > 2.0 * quantum and self.knob_values.work_conserving_extra:
                 self._trim(view, job, st, gap - quantum)
-        for _, jid in sorted(behind)[: self.max_replans_per_epoch]:
+        for _, jid in sorted(behind)[: self.knob_values.max_replans_per_epoch]:
             job = view.job(jid)
             st = self._jobs[jid]
             self._ledger.book(st, -1, view.now_s)
@@ -389,16 +251,18 @@ class Dancer(DancerPlanning):
         """The option (``base`` or a superset of it fitting in ``free`` more GPUs) with the most progress."""
         current = self._current_option(job, st.options)
         penalty = view.restart_penalty_s(job) if current >= 0 else self._start_penalty_s(view, job)
-        return best_extra_option(job, st, base, free, horizon_s, current, penalty, not self.allow_type_mix_in_slot)
+        return best_extra_option(
+            job, st, base, free, horizon_s, current, penalty, not self.knob_values.allow_type_mix_in_slot
+        )
 
     def schedule(self, view: ClusterView) -> Allocation:
-        if self.slot_origin == "decision":
+        if self.knob_values.slot_origin == "decision":
             view = at_slot_start(view, view.round_s)  # slots follow the simulator's round, as below
-        observed = self.memory == "observed"
+        observed = self.knob_values.memory == "observed"
         if view.epoch == 0 or observed:
             # The simulator may fix another round length: slots follow it.
             self._slot_s = self._ledger.slot_s = float(view.round_s)
-            if self.price_scale == "speed":
+            if self.knob_values.price_scale == "speed":
                 speed = np.array([view.throughput.speed_index.get(t, 1.0) for t in self._types])
                 self._type_weight = speed / speed.max()
         now_slot = slot_of(view.now_s, self._slot_s)
@@ -429,11 +293,11 @@ class Dancer(DancerPlanning):
                 base[job.job_id] = o
                 if o >= 0:
                     builder.assign(job.job_id, st.allocation(o))
-        if not self.work_conserving_extra:
+        if not self.knob_values.work_conserving_extra:
             edf = [j for j in edf if self._jobs[j.job_id].kind != "admitted"]
         free = [builder.free[t] for t in self._types]
         slot_end = (now_slot + 1) * self._slot_s
-        horizon = slot_end - view.now_s + self.extra_lookahead_s
+        horizon = slot_end - view.now_s + self.knob_values.extra_lookahead_s
         for rank in ("admitted", "late", "best_effort"):
             for job in edf:
                 st = self._jobs[job.job_id]
@@ -449,17 +313,4 @@ class Dancer(DancerPlanning):
         return builder.build()
 
 
-__all__ = [
-    "ARRIVAL_ORDERS",
-    "PRICE_INCREMENTS",
-    "PRICE_MODES",
-    "PRICE_SCALES",
-    "REJECTED_MODES",
-    "TIE_BREAKS",
-    "DPResult",
-    "Dancer",
-    "PriceFunction",
-    "dual_dp",
-    "repair_schedule",
-    "schedule_progress",
-]
+__all__ = ["Dancer"]

@@ -1,19 +1,20 @@
 """JPS's search: the within-category solve, local search, the sampling algorithm and the exhaustive references.
 
-Pure functions over a :class:`~baselines._jps_model.PlacementInstance`; the paper, the formulas and what
+Pure functions over a :class:`~baselines.jps.model.PlacementInstance`; the paper, the formulas and what
 is reconstructed are described in :mod:`baselines.jps`, which re-exports these names.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from baselines._jps_model import (
+from baselines.jps.model import (
     PlacementInstance,
     _owner_to_counts,
     equal_category,
@@ -216,11 +217,24 @@ def _check_knobs(matcher: str, valuation: str, beta: float) -> None:
         raise ValueError(f"beta={beta}; it must be in [0, 1]")
 
 
-def _equal_times(inst: PlacementInstance, beta: float, **solve_kw: object) -> np.ndarray | None:
+#: ``solve_category`` with the matching settings of one search bound (the instance and sizes still to give).
+_Solve = Callable[[PlacementInstance, Sequence[int]], np.ndarray]
+
+
+def _solver(matcher: Matcher, valuation: Valuation, valuation_rounds: int, max_auction_iter: int) -> _Solve:
+    return functools.partial(
+        solve_category,
+        matcher=matcher,
+        valuation=valuation,
+        valuation_rounds=valuation_rounds,
+        max_auction_iter=max_auction_iter,
+    )
+
+
+def _equal_times(inst: PlacementInstance, beta: float, solve: _Solve) -> np.ndarray | None:
     if beta >= 1.0:
         return None
-    x_eq = solve_category(inst, equal_category(inst.num_workers, inst.num_jobs), **solve_kw)  # type: ignore[arg-type]
-    return times_of(inst, x_eq)
+    return times_of(inst, solve(inst, equal_category(inst.num_workers, inst.num_jobs)))
 
 
 def jps(
@@ -252,18 +266,13 @@ def jps(
     """
     _check_knobs(matcher, valuation, beta)
     rng = rng if rng is not None else np.random.default_rng(0)
-    kw = {
-        "matcher": matcher,
-        "valuation": valuation,
-        "valuation_rounds": valuation_rounds,
-        "max_auction_iter": max_auction_iter,
-    }
-    equal = _equal_times(inst, beta, **kw)
+    solve = _solver(matcher, valuation, valuation_rounds, max_auction_iter)
+    equal = _equal_times(inst, beta, solve)
     categories = sample_categories(inst, n_samples, rng, alpha)
     best_x: np.ndarray | None = None
     best = math.inf
     for sizes in categories:
-        x = solve_category(inst, sizes, **kw)  # type: ignore[arg-type]
+        x = solve(inst, sizes)
         sc = score_of(times_of(inst, x), beta, equal)
         # A category can score inf: the throughput-maximising matching leaves a job only workers it
         # cannot use. Keep the first such answer when none is finite (the local search may still mend
@@ -293,17 +302,12 @@ def exhaustive_search(
     total = num_categories(inst.num_workers, inst.num_jobs)
     if max_categories is not None and total > max_categories:
         raise ValueError(f"{total} categories exceed max_categories={max_categories}")
-    kw = {
-        "matcher": matcher,
-        "valuation": valuation,
-        "valuation_rounds": valuation_rounds,
-        "max_auction_iter": max_auction_iter,
-    }
-    equal = _equal_times(inst, beta, **kw)
+    solve = _solver(matcher, valuation, valuation_rounds, max_auction_iter)
+    equal = _equal_times(inst, beta, solve)
     best_x: np.ndarray | None = None
     best = math.inf
     for sizes in iter_categories(inst.num_workers, inst.num_jobs):
-        x = solve_category(inst, sizes, **kw)  # type: ignore[arg-type]
+        x = solve(inst, sizes)
         sc = score_of(times_of(inst, x), beta, equal)
         # A category can score inf: the throughput-maximising matching leaves a job only workers it
         # cannot use. Keep the first such answer when none is finite (the local search may still mend

@@ -70,8 +70,8 @@ Deviations and reconstructions (each a knob):
 
 Layout, as Gavel's code divides it: this module holds the policies (the LP objectives' dispatch and
 FIFO's type choice, Gavel's ``scheduler/policies/``); the round mechanism they all run over (Gavel's
-``scheduler/scheduler.py``) is :mod:`baselines._gavel_rounds`, the LPs themselves
-:mod:`baselines._gavel_lp` and finish-time fairness's analytic centre :mod:`baselines._gavel_centre`.
+``scheduler/scheduler.py``) is :mod:`baselines.gavel.rounds`, the LPs themselves
+:mod:`baselines.gavel.lp` and finish-time fairness's analytic centre :mod:`baselines.gavel.centre`.
 """
 
 from __future__ import annotations
@@ -83,20 +83,15 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from baselines._gavel_centre import ftf_analytic_centre
-from baselines._gavel_lp import (
-    FTFSolution,
-    LPError,
+from baselines.gavel.centre import ftf_analytic_centre
+from baselines.gavel.lp import (
     LPSolver,
-    MakespanSolution,
-    finish_time_rho,
     isolated_allocation,
-    proportional_rates,
     solve_finish_time_fairness,
     solve_max_min_fairness,
     solve_min_total_duration,
 )
-from baselines._gavel_rounds import GAVEL_MIN_RESET_INTERVAL_S, GAVEL_ROUND_S, GavelRounds
+from baselines.gavel.rounds import GavelRoundKnobs, GavelRounds
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
@@ -112,23 +107,54 @@ OBJECTIVES: tuple[str, ...] = ("max_min_fairness", "finish_time_fairness", "min_
 
 
 @dataclass(frozen=True)
-class GavelKnobs(Knobs):
-    """Knobs of the Gavel policies (see :class:`GavelPolicy`)."""
+class GavelKnobs(GavelRoundKnobs):
+    """Knobs of the Gavel LP policies (:class:`GavelPolicy`): the round mechanism's, and the LPs'."""
 
-    heterogeneity_aware: bool | None = knob(None, doc="measured throughputs (None: the policy's default)")
-    min_recompute_interval_s: float = knob(GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between recomputes")
-    fill_between_rounds: bool = knob(True, doc="waiting jobs take free GPUs at events inside a round")
-    global_queue: bool = knob(False, doc="sort the (job, type) entries of all types together")
-    zero_priority_last: bool = knob(True, doc="every positive-priority entry before any zero-priority one")
-    isolated_normalisation: str = knob("row", choices=("row", "global"), doc="finish-time fairness's isolated split")
-    ftf_tolerance: float = knob(1e-3, low=0.0, low_open=True, high=1.0, high_open=True, doc="bisection tolerance")
-    makespan_method: str = knob("lp", choices=("lp", "bisection"), doc="exact LP or Gavel's bisection")
-    reference_type: str | None = knob(None, doc="GPU type of the agnostic LPs (None: the fastest)")
-    lp_solver: str = knob("ipm", choices=("ipm", "simplex"), doc="HiGHS interior point or simplex")
-    ftf_point: str = knob(
-        "auto", choices=("auto", "solver", "centre"), doc="finish-time fairness: the LP's point or the analytic centre"
+    heterogeneity_aware: bool | None = knob(
+        None,
+        doc="use the measured per-type throughputs (``True``) or Gavel's agnostic substitutes (all-ones for "
+        "max-min fairness, the reference type's rate otherwise); ``None``: the policy's own choice",
     )
-    gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
+    zero_priority_last: bool = knob(
+        True,
+        doc="consider every entry with a positive priority before any zero-priority (leftover) entry; ``False`` "
+        "is Gavel's code, where a job's zero-priority entry on an earlier type can take GPUs before its allocated "
+        "type is considered",
+    )
+    isolated_normalisation: Literal["row", "global"] = knob(
+        "row",
+        choices=("row", "global"),
+        doc="``'row'`` (Gavel's code) or ``'global'``: finish-time fairness's isolated split",
+    )
+    ftf_tolerance: float = knob(
+        1e-3,
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        high_open=True,
+        doc="relative tolerance of the finish-time-fairness bisection",
+    )
+    makespan_method: Literal["lp", "bisection"] = knob(
+        "lp", choices=("lp", "bisection"), doc="``'lp'`` (exact) or ``'bisection'`` (Gavel's)"
+    )
+    reference_type: str | None = knob(
+        None,
+        doc="GPU type whose rate the agnostic finish-time-fairness and makespan LPs use on every type (``None``: "
+        "the cluster's fastest type by speed index, V100 on Gavel's cluster)",
+    )
+    lp_solver: LPSolver = knob(
+        "ipm",
+        choices=("ipm", "simplex"),
+        doc="``'ipm'`` (HiGHS interior point without crossover; non-vertex optima like Gavel's ECOS) or ``'simplex'``",
+    )
+    ftf_point: Literal["auto", "solver", "centre"] = knob(
+        "auto",
+        choices=("auto", "solver", "centre"),
+        doc="which optimal allocation finish-time fairness returns: ``'solver'`` (the point of the bisection's last "
+        "feasibility LP), ``'centre'`` (the analytic centre of the allocations within ``FTF_CENTRE_MARGIN`` of the "
+        "optimum, :mod:`baselines.gavel.centre`, the point an interior-point solver such as Gavel's ECOS returns) "
+        "or ``'auto'`` (the centre under ``SimConfig(compat='gavel')``, the solver's point otherwise)",
+    )
 
 
 class GavelPolicy(GavelRounds):
@@ -140,36 +166,6 @@ class GavelPolicy(GavelRounds):
     mechanism. Reconstructions / deviations: ``fill_between_rounds``, ``zero_priority_last``,
     ``isolated_normalisation`` and the exact-LP makespan (see the module docstring); no space sharing
     (packing) and no lease extensions.
-
-    Args:
-        heterogeneity_aware: Use the measured per-type throughputs (``True``) or Gavel's agnostic
-            substitutes (all-ones for max-min fairness, the reference type's rate otherwise).
-        min_recompute_interval_s: Least time between allocation recomputes (Gavel's 1,920 s).
-        fill_between_rounds: Let waiting jobs take free GPUs at arrivals and completions inside a
-            round (no preemption); ``False`` assigns only at round boundaries, as Gavel's simulator.
-        global_queue: Sort the (job, type) entries of all types together (Gavel's
-            ``enable_global_queue``) instead of type by type.
-        zero_priority_last: Consider every entry with a positive priority before any zero-priority
-            (leftover) entry (default ``True``); ``False`` is Gavel's code, where a job's zero-priority
-            entry on an earlier type can take GPUs before its allocated type is considered.
-        isolated_normalisation: ``"row"`` (default, Gavel's code) or ``"global"``; finish-time fairness only.
-        ftf_tolerance: Relative tolerance of the finish-time-fairness bisection.
-        makespan_method: ``"lp"`` (exact, default) or ``"bisection"`` (Gavel's).
-        reference_type: GPU type whose rate the agnostic finish-time-fairness and makespan LPs use on
-            every type (default: the cluster's fastest type by speed index, V100 on Gavel's cluster).
-        lp_solver: ``"ipm"`` (HiGHS interior point without crossover, default; non-vertex optima like
-            Gavel's ECOS) or ``"simplex"``.
-        ftf_point: Which optimal allocation finish-time fairness returns: ``"solver"`` (the point of the
-            bisection's last feasibility LP), ``"centre"`` (the analytic centre of the allocations within
-            ``FTF_CENTRE_MARGIN`` of the optimum, :mod:`baselines._gavel_centre`, the point an
-            interior-point solver such as Gavel's ECOS returns) or ``"auto"`` (default: the centre under
-            ``SimConfig(compat="gavel")``, the solver's point otherwise).
-        gavel_failures: Under ``SimConfig(compat="gavel")`` only: reproduce Gavel's failed micro-tasks. A
-            multi-GPU job whose remaining steps (iterations x GPUs) are fewer than its GPUs at a round
-            start holds its GPUs for the round without progress, and is rejected at its fifth such
-            round (``MAX_FAILED_ATTEMPTS``); it counts in ``metrics["num_rejected"]`` and
-            ``num_failed``, and is left out of the mean JCT, as Gavel leaves it out. ``False`` lets
-            such jobs finish their last steps.
 
     Under ``SimConfig(compat="gavel")`` the policy follows Gavel's code whatever its knobs say: no
     filling between rounds, zero-priority entries in each type's queue (``zero_priority_last=False``),
@@ -190,41 +186,19 @@ class GavelPolicy(GavelRounds):
     objective: ClassVar[Objective] = "max_min_fairness"
     default_aware: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        heterogeneity_aware: bool | None = None,
-        min_recompute_interval_s: float = GAVEL_MIN_RESET_INTERVAL_S,
-        fill_between_rounds: bool = True,
-        global_queue: bool = False,
-        zero_priority_last: bool = True,
-        isolated_normalisation: Literal["row", "global"] = "row",
-        ftf_tolerance: float = 1e-3,
-        makespan_method: Literal["lp", "bisection"] = "lp",
-        reference_type: str | None = None,
-        lp_solver: LPSolver = "ipm",
-        gavel_failures: bool = True,
-        ftf_point: Literal["auto", "solver", "centre"] = "auto",
-    ) -> None:
-        super().__init__()
-        # Validate every knob first (a KnobError names the bad one).
-        GavelKnobs.of(locals())
-        self.heterogeneity_aware = self.default_aware if heterogeneity_aware is None else bool(heterogeneity_aware)
+    knob_values: GavelKnobs
+
+    def _configure(self) -> None:
+        aware = self.knob_values.heterogeneity_aware
+        self.heterogeneity_aware = self.default_aware if aware is None else bool(aware)
         # Without the measured throughputs the GPU types are shuffled (by the run's seed) at each pass.
         self.randomised = not self.heterogeneity_aware
-        self.min_recompute_interval_s = float(min_recompute_interval_s)
-        self.fill_between_rounds = fill_between_rounds
         # Leftover GPUs go to zero-priority entries (Gavel is work conserving); between rounds only
         # when waiting jobs may take free GPUs at events.
-        self.keeps_gpus_busy = fill_between_rounds
-        self.global_queue = global_queue
-        self.zero_priority_last = zero_priority_last
-        self.isolated_normalisation = isolated_normalisation
-        self.ftf_tolerance = ftf_tolerance
-        self.makespan_method = makespan_method
-        self.reference_type = reference_type
-        self.lp_solver: LPSolver = lp_solver
-        self.gavel_failures = gavel_failures
-        self.ftf_point = ftf_point
+        self.keeps_gpus_busy = self.knob_values.fill_between_rounds
+
+    def _positive_first(self) -> bool:
+        return self.knob_values.zero_priority_last
 
     # ----------------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -235,9 +209,9 @@ class GavelPolicy(GavelRounds):
         #: Recomputes where the analytic centre was asked for but not found (the LP's point was used).
         self.num_centre_fallbacks = 0
         self.last_solution: object | None = None
-        if self.reference_type is not None:
+        if self.knob_values.reference_type is not None:
             assert self.cluster is not None
-            self.cluster.check_gpu_type(self.reference_type)
+            self.cluster.check_gpu_type(self.knob_values.reference_type)
 
     def _forget_job(self, job_id: int) -> None:
         super()._forget_job(job_id)
@@ -255,7 +229,7 @@ class GavelPolicy(GavelRounds):
             usable = np.array([[self._capacity[i] >= j.num_gpus for i in range(len(self._types))] for j in jobs])
         if self.objective == "max_min_fairness":
             return usable.astype(float)
-        ref = self.reference_type or max(self._types, key=lambda t: view.throughput.speed_index.get(t, 0.0))
+        ref = self.knob_values.reference_type or max(self._types, key=lambda t: view.throughput.speed_index.get(t, 0.0))
         ref_rates = np.array([view.rate(j, ref, j.num_gpus) for j in jobs])
         fallback = real.max(axis=1)
         ref_rates = np.where(ref_rates > 0, ref_rates, fallback)
@@ -272,14 +246,19 @@ class GavelPolicy(GavelRounds):
         scale = np.array([j.num_gpus for j in jobs], dtype=float)
         if self.objective == "max_min_fairness":
             weights = np.array([j.spec.priority_weight for j in jobs])
-            x = solve_max_min_fairness(rates, scale, self._capacity, weights, solver=self.lp_solver)
+            x = solve_max_min_fairness(rates, scale, self._capacity, weights, solver=self.knob_values.lp_solver)
             self.last_solution = x
         elif self.objective == "finish_time_fairness":
             x = self._solve_ftf(view, jobs, rates, scale)
         else:
             rem = np.array([j.remaining_iters for j in jobs])
             sol = solve_min_total_duration(
-                rates, scale, self._capacity, rem, method=self.makespan_method, solver=self.lp_solver
+                rates,
+                scale,
+                self._capacity,
+                rem,
+                method=self.knob_values.makespan_method,
+                solver=self.knob_values.lp_solver,
             )
             self.last_solution = sol
             x = sol.allocation
@@ -295,7 +274,11 @@ class GavelPolicy(GavelRounds):
         rows = self._rows_of(ids)
         weights = np.array([self._weight[jid] for jid in ids])
         x = solve_max_min_fairness(
-            self._rates_m[rows], self._scale_v[rows].astype(float), self._capacity, weights, solver=self.lp_solver
+            self._rates_m[rows],
+            self._scale_v[rows].astype(float),
+            self._capacity,
+            weights,
+            solver=self.knob_values.lp_solver,
         )
         self.last_solution = x
         return dict(zip(ids, x, strict=True))
@@ -303,7 +286,7 @@ class GavelPolicy(GavelRounds):
     def _solve_ftf(
         self, view: ClusterView, jobs: Sequence[JobView], rates: np.ndarray, scale: np.ndarray
     ) -> np.ndarray:
-        normalisation = "row" if self._compat else self.isolated_normalisation
+        normalisation = "row" if self._compat else self.knob_values.isolated_normalisation
         x_iso = isolated_allocation(scale, self._capacity, normalisation) * (rates > 0)
         iso = (rates * x_iso).sum(axis=1)
         iso = np.where(iso > 0, iso, rates.max(axis=1) / max(1.0, float(len(jobs))))
@@ -320,10 +303,18 @@ class GavelPolicy(GavelRounds):
         cum = np.array([self._cum_isolated_s.get(j.job_id, 0.0) for j in jobs])
         elapsed = np.array([view.now_s - j.submit_s for j in jobs])
         sol = solve_finish_time_fairness(
-            rates, scale, self._capacity, elapsed, rem, iso, cum, tolerance=self.ftf_tolerance, solver=self.lp_solver
+            rates,
+            scale,
+            self._capacity,
+            elapsed,
+            rem,
+            iso,
+            cum,
+            tolerance=self.knob_values.ftf_tolerance,
+            solver=self.knob_values.lp_solver,
         )
         self.last_solution = sol
-        if self.ftf_point == "centre" or (self.ftf_point == "auto" and self._compat):
+        if self.knob_values.ftf_point == "centre" or (self.knob_values.ftf_point == "auto" and self._compat):
             # The interior-point answer Gavel's ECOS gives: the centre of the allocations within a hair of
             # the optimum, not the point the bisection's last LP happened to return.
             rho = sol.rho_max * (1.0 + FTF_CENTRE_MARGIN)
@@ -337,18 +328,18 @@ class GavelPolicy(GavelRounds):
 
 
 @dataclass(frozen=True)
-class GavelFifoKnobs(Knobs):
-    """Knobs of :class:`GavelFifo` (the round mechanism's knobs of :class:`GavelKnobs`, and the type choice)."""
+class GavelFifoKnobs(GavelRoundKnobs):
+    """Knobs of :class:`GavelFifo`: the round mechanism's, and the type choice."""
 
-    min_recompute_interval_s: float = knob(GAVEL_MIN_RESET_INTERVAL_S, low=0.0, doc="least time between recomputes")
-    fill_between_rounds: bool = knob(True, doc="waiting jobs take free GPUs at events inside a round")
-    global_queue: bool = knob(False, doc="sort the (job, type) entries of all types together")
-    gavel_failures: bool = knob(True, doc="compat='gavel': fail multi-GPU jobs left with fewer steps than GPUs")
-    type_choice: str = knob("gavel-code", choices=("gavel-code", "random"), doc="how a job's GPU type is chosen")
+    type_choice: str = knob(
+        "gavel-code",
+        choices=("gavel-code", "random"),
+        doc="how a job's GPU type is chosen: as Gavel's code does (``'gavel-code'``) or as it intends (``'random'``)",
+    )
 
 
 @register_policy()
-class GavelFifo(GavelPolicy):
+class GavelFifo(GavelRounds):
     """Gavel's ``fifo`` policy (``FIFOPolicy`` in its default ``base`` mode) over the round mechanism.
 
     Narayanan et al., OSDI 2020 (``scheduler/policies/fifo.py``). At each allocation recompute, jobs
@@ -369,29 +360,12 @@ class GavelFifo(GavelPolicy):
 
     name = "gavel-fifo"
     knobs = GavelFifoKnobs
-    objective = "fifo"
-    default_aware = False
     skips_zero_priority = True
 
-    def __init__(
-        self,
-        min_recompute_interval_s: float = GAVEL_MIN_RESET_INTERVAL_S,
-        fill_between_rounds: bool = True,
-        global_queue: bool = False,
-        gavel_failures: bool = True,
-        type_choice: str = "gavel-code",
-    ) -> None:
-        GavelFifoKnobs.of(locals())
-        super().__init__(
-            heterogeneity_aware=False,
-            min_recompute_interval_s=min_recompute_interval_s,
-            fill_between_rounds=fill_between_rounds,
-            global_queue=global_queue,
-            gavel_failures=gavel_failures,
-        )
-        self.type_choice = type_choice
-        # A job without a type waits for the next recompute and zero-priority entries never run.
-        self.keeps_gpus_busy = False
+    knob_values: GavelFifoKnobs
+    # Gavel's FIFO is not a ``Perf`` policy: it sees no throughputs, so the type order of a round is shuffled.
+    heterogeneity_aware = False
+    randomised = True
 
     def _reset(self) -> None:
         super()._reset()
@@ -430,7 +404,7 @@ class GavelFifo(GavelPolicy):
             if not fits:
                 break
             draw = rng.randrange(len(fits))
-            k = open_types[-1] if self.type_choice == "gavel-code" else open_types[fits[draw]]
+            k = open_types[-1] if self.knob_values.type_choice == "gavel-code" else open_types[fits[draw]]
             if rates[jid][k] > 0:
                 chosen[jid] = k
                 free[k] -= need
@@ -523,26 +497,16 @@ class GavelMinTotalDurationAgnostic(GavelPolicy):
 
 
 __all__ = [
-    "GAVEL_MIN_RESET_INTERVAL_S",
-    "GAVEL_ROUND_S",
     "OBJECTIVES",
-    "FTFSolution",
     "GavelFifo",
+    "GavelFifoKnobs",
     "GavelFinishTimeFairness",
     "GavelFinishTimeFairnessAgnostic",
+    "GavelKnobs",
     "GavelMaxMinFairness",
     "GavelMaxMinFairnessAgnostic",
     "GavelMinTotalDuration",
     "GavelMinTotalDurationAgnostic",
     "GavelPolicy",
-    "LPError",
-    "LPSolver",
-    "MakespanSolution",
     "Objective",
-    "finish_time_rho",
-    "isolated_allocation",
-    "proportional_rates",
-    "solve_finish_time_fairness",
-    "solve_max_min_fairness",
-    "solve_min_total_duration",
 ]

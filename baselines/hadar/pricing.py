@@ -5,40 +5,26 @@ Cluster", IEEE IPDPS 2024: the two sides of the online primal-dual framework tha
 schedules by. The primal side is the job's utility ``u_j(T)`` of a predicted JCT ``T`` (with the job
 quantities it needs: ``T_min``, the job's rate on each type and on a placement that spans types and
 nodes); the dual side is the price levels ``(L, U)`` of the per-node exponential price function. The
-utility functions and the price constants are reconstructions (knobs of :class:`baselines.hadar.Hadar`;
-the module docstring of :mod:`baselines.hadar` states them).
+utility functions and the price constants are reconstructions (knobs of :class:`baselines.hadar.Hadar`,
+:mod:`baselines.hadar.knobs`; the module docstring of :mod:`baselines.hadar.policy` states them).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from hetgym.sim.policy import Policy
+from baselines._knobs import KnobPolicy
+from baselines.hadar.knobs import HadarKnobs
 from hetgym.sim.view import ClusterView, JobView
 
-UTILITIES: tuple[str, ...] = ("normalized_inverse_jct", "linear", "sigmoid", "avg_jct")
-UtilityFn = Callable[[JobView, float, float], float]
 _EPS = 1e-9
 
 
-class HadarPricing(Policy):
-    """The base of :class:`~baselines.hadar.Hadar`: the utility ``u_j(T)``, the job quantities it reads, the prices.
-
-    The subclass sets the knobs read here (``utility``, ``utility_horizon``, ``sigmoid_slack``,
-    ``sigmoid_width``, ``price_auto``, ``price_L``, ``price_U``, ``price_floor_ratio``).
-    """
-
-    utility: str | UtilityFn
-    utility_horizon: float
-    sigmoid_slack: float
-    sigmoid_width: float
-    price_auto: bool
-    price_L: float
-    price_U: float
-    price_floor_ratio: float
+class HadarPricing(KnobPolicy[HadarKnobs]):
+    """The base of :class:`~baselines.hadar.Hadar`: the utility ``u_j(T)``, the job quantities it reads, the prices."""
 
     def _reset(self) -> None:
         self._rates: dict[int, np.ndarray] = {}
@@ -80,17 +66,19 @@ class HadarPricing(Policy):
         if not math.isfinite(jct_s) or not math.isfinite(t_min):
             return 0.0
         jct_s = max(jct_s, _EPS)
-        u = self.utility
+        u = self.knob_values.utility
         if callable(u):
             return float(u(job, jct_s, t_min))
         if u == "normalized_inverse_jct":
             return theta * min(1.0, t_min / jct_s)
         if u == "linear":
-            return theta * max(0.0, 1.0 - jct_s / (self.utility_horizon * t_min))
+            return theta * max(0.0, 1.0 - jct_s / (self.knob_values.utility_horizon * t_min))
         if u == "avg_jct":
             return theta * max(0.0, 1.0 - jct_s / self.common_horizon_s(view))
-        soft = job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.sigmoid_slack * t_min
-        z = (jct_s - soft) / (self.sigmoid_width * soft)
+        soft = (
+            job.deadline_s - job.submit_s if math.isfinite(job.deadline_s) else self.knob_values.sigmoid_slack * t_min
+        )
+        z = (jct_s - soft) / (self.knob_values.sigmoid_width * soft)
         return theta / (1.0 + math.exp(min(z, 700.0)))
 
     def common_horizon_s(self, view: ClusterView) -> float:
@@ -99,7 +87,7 @@ class HadarPricing(Policy):
         if key != self._horizon_key:
             t_mins = [self.t_min_s(view, j) for j in view.jobs]
             finite = [t for t in t_mins if math.isfinite(t)]
-            self._horizon_s = self.utility_horizon * max(finite) if finite else math.inf
+            self._horizon_s = self.knob_values.utility_horizon * max(finite) if finite else math.inf
             self._horizon_key = key
         return self._horizon_s
 
@@ -143,8 +131,8 @@ class HadarPricing(Policy):
 
     def prices(self, view: ClusterView) -> tuple[float, float]:
         """``(L, U)`` for this decision."""
-        if not self.price_auto or not view.jobs:
-            return self.price_L, self.price_U
+        if not self.knob_values.price_auto or not view.jobs:
+            return self.knob_values.price_L, self.knob_values.price_U
         u_max = max(j.spec.priority_weight / j.num_gpus for j in view.jobs)
         horizon_s = 0.0
         for job in view.jobs:
@@ -154,8 +142,8 @@ class HadarPricing(Policy):
                 horizon_s = max(horizon_s, view.now_s - job.submit_s + job.remaining_iters / float(pos.min()))
         rounds = max(1.0, horizon_s / view.round_s)
         lows = [self.utility_of(view, j, horizon_s) / (j.num_gpus * rounds) for j in view.jobs]
-        low = max(min(lows), self.price_floor_ratio * u_max)
+        low = max(min(lows), self.knob_values.price_floor_ratio * u_max)
         return min(low, u_max), u_max
 
 
-__all__ = ["UTILITIES", "HadarPricing", "UtilityFn"]
+__all__ = ["HadarPricing"]
