@@ -11,6 +11,9 @@ Usage::
         --base force --checkpoint /tmp/la-tiny-force
     python scripts/studies/lookahead.py summary /tmp/la-tiny-force /tmp/la-tiny-ef \\
         --out docs/results/lookahead_probe.json
+    # a scenario of the suite (its gym.make kwargs), here a real-trace window, over ElasticFlow's action 0
+    python scripts/studies/lookahead.py run --suite trace-cluster09 --seeds 1000-1004 --base elasticflow \\
+        --checkpoint /tmp/la-c09-ef
 
 ``summary`` pairs each seed's teacher with both rules (mean difference, 95% t interval, wins/ties/losses in
 jobs) and reports the CPU-s per decision (this process plus its rollout workers).
@@ -43,6 +46,22 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
+def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any] | None]:
+    """The env id and ``gym.make`` kwargs: ``--env-id`` alone, or a suite scenario's (``--suite``)."""
+    if args.suite is None:
+        if args.action_set is not None:
+            raise SystemExit("--action-set goes with --suite (an id names its own action set)")
+        return args.env_id, None
+    from hetgym.suite import get
+
+    scenario = get(args.suite)
+    scenario.check_data()
+    kwargs = scenario.kwargs("HetClusterEvents-v0")
+    if args.action_set is not None:
+        kwargs["action_set"] = args.action_set
+    return "HetClusterEvents-v0", kwargs
+
+
 def _row_path(folder: Path, seed: int) -> Path:
     return folder / f"seed-{seed}.json"
 
@@ -55,11 +74,20 @@ def run(args: argparse.Namespace) -> int:
         knobs["prune_to"] = None if args.prune_to == 0 else args.prune_to
     knobs["workers"] = args.workers
     LookaheadKnobs.make(**knobs)  # a bad knob fails before any work
-    setup = {"env_id": args.env_id, "base": args.base, "knobs": knobs, "command": shlex.join(sys.argv)}
+    env_id, env_kwargs = _environment(args)
+    setup = {
+        "env_id": env_id,
+        "suite": args.suite,
+        "env_kwargs": env_kwargs,
+        "base": args.base,
+        "knobs": knobs,
+        "command": shlex.join(sys.argv),
+    }
     setup_path = folder / "setup.json"
     if setup_path.exists():
         old = json.loads(setup_path.read_text())
-        if {k: old[k] for k in ("env_id", "base", "knobs")} != {k: setup[k] for k in ("env_id", "base", "knobs")}:
+        same = ("env_id", "suite", "env_kwargs", "base", "knobs")
+        if {k: old.get(k) for k in same} != {k: setup[k] for k in same}:
             print(f"{folder} holds a run with other settings ({old['command']}); give another --checkpoint")
             return 2
     else:
@@ -72,15 +100,16 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.process_time()
         row: dict[str, Any] = {"seed": seed}
         for name, rule in RULES.items():
-            row[f"rule_{name}"] = play_rule(args.env_id, None, seed, rule)
-        with LookaheadTeacher(base, LookaheadKnobs.make(**knobs)) as teacher:
-            out = play_lookahead(args.env_id, None, seed, teacher)
-        row["teacher"] = _brief(out)
+            row[f"rule_{name}"] = play_rule(env_id, env_kwargs, seed, rule)
+        if not args.no_teacher:
+            with LookaheadTeacher(base, LookaheadKnobs.make(**knobs)) as teacher:
+                row["teacher"] = _brief(play_lookahead(env_id, env_kwargs, seed, teacher))
         if not args.no_oracle:
             oracle_knobs = {k: v for k, v in knobs.items() if k in ("min_gain_jobs", "horizon_h", "workers")}
-            row["oracle"] = _brief(hindsight_oracle(args.env_id, None, seed, base_action=base, **oracle_knobs))
+            row["oracle"] = _brief(hindsight_oracle(env_id, env_kwargs, seed, base_action=base, **oracle_knobs))
         _write_json(_row_path(folder, seed), row)
         oracle = row.get("oracle", {}).get("dsr", float("nan"))
+        out = row.get("teacher", {"dsr": float("nan"), "deviations": 0, "decisions": 0})
         print(
             f"seed {seed}: teacher {out['dsr']:.4f} ({out['deviations']} deviations in {out['decisions']} decisions), "
             f"rule {row[f'rule_{args.base}']['dsr']:.4f}, {ORACLE_LABEL} {oracle:.4f}; "
@@ -134,33 +163,31 @@ def summary(args: argparse.Namespace) -> int:
 
         import hetgym  # noqa: F401  (registers the ids)
 
-        env: Any = gym.make(setup["env_id"]).unwrapped
+        env: Any = gym.make(setup["env_id"], **(setup.get("env_kwargs") or {})).unwrapped
         jobs_per_dsr = float(env.config.workload.num_jobs)
-        teacher = [r["teacher"]["dsr"] for r in rows]
-        per_decision = np.concatenate([r["teacher"]["decision_cpu_s"] for r in rows])
-        entry: dict[str, Any] = {
-            **setup,
-            "seeds": [r["seed"] for r in rows],
-            "teacher_label": rows[0]["teacher"]["label"],
-            "dsr": {"teacher": float(np.mean(teacher))},
-            "per_seed": {"teacher": teacher},
-            "teacher_minus": {},
-            "deviations_per_episode": float(np.mean([r["teacher"]["deviations"] for r in rows])),
-            "futures_per_decision": float(
-                np.sum([r["teacher"]["futures"] for r in rows]) / np.sum([r["teacher"]["decisions"] for r in rows])
-            ),
-            "cpu_s_per_decision": {
-                "median": float(np.median(per_decision)),
-                "mean": float(per_decision.mean()),
-                "max": float(per_decision.max()),
-            },
-            "cpu_s_per_episode_teacher": float(np.mean([r["teacher"]["cpu_s"] for r in rows])),
-        }
+        env.close()
+        entry: dict[str, Any] = {**setup, "seeds": [r["seed"] for r in rows], "dsr": {}, "per_seed": {}}
         for name in RULES:
             values = [r[f"rule_{name}"]["dsr"] for r in rows]
             entry["dsr"][name] = float(np.mean(values))
             entry["per_seed"][name] = values
-            entry["teacher_minus"][name] = _paired(teacher, values, jobs_per_dsr)
+        if all("teacher" in r for r in rows):
+            teacher = [r["teacher"]["dsr"] for r in rows]
+            per_decision = np.concatenate([r["teacher"]["decision_cpu_s"] for r in rows])
+            entry["teacher_label"] = rows[0]["teacher"]["label"]
+            entry["dsr"]["teacher"] = float(np.mean(teacher))
+            entry["per_seed"]["teacher"] = teacher
+            entry["teacher_minus"] = {name: _paired(teacher, entry["per_seed"][name], jobs_per_dsr) for name in RULES}
+            entry["deviations_per_episode"] = float(np.mean([r["teacher"]["deviations"] for r in rows]))
+            entry["futures_per_decision"] = float(
+                np.sum([r["teacher"]["futures"] for r in rows]) / np.sum([r["teacher"]["decisions"] for r in rows])
+            )
+            entry["cpu_s_per_decision"] = {
+                "median": float(np.median(per_decision)),
+                "mean": float(per_decision.mean()),
+                "max": float(per_decision.max()),
+            }
+            entry["cpu_s_per_episode_teacher"] = float(np.mean([r["teacher"]["cpu_s"] for r in rows]))
         if all("oracle" in r for r in rows):
             oracle = [r["oracle"]["dsr"] for r in rows]
             entry["dsr"][ORACLE_LABEL] = float(np.mean(oracle))
@@ -186,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, required=True, help="folder of per-seed results (resumed)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--no-oracle", action="store_true")
+    p.add_argument("--no-teacher", action="store_true", help="the rules and the oracle only (its headroom)")
+    p.add_argument("--suite", help="a scenario of hetgym.suite: its gym.make kwargs on HetClusterEvents-v0")
+    p.add_argument("--action-set", help="with --suite: the event action table (admission = v0, share = v1)")
     p.add_argument("--prune-to", type=int, help="leaders kept for added futures (0: all)")
     for knob in KNOB_ARGS:
         kind = str if knob == "test" else (int if knob.startswith("k_") else float)

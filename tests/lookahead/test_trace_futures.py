@@ -106,3 +106,14 @@ def test_a_played_fork_with_a_trace_future_runs_the_sampled_jobs(window_env) -> 
             break
     assert info["metrics"]["num_jobs"] == len(arrived) + len(future)
     assert set(fork.result().jobs["job_id"]) == {j.job_id for j in arrived + future}
+
+
+def test_the_teacher_decides_on_a_trace_window_with_sampled_futures(window_env) -> None:
+    from hetgym.lookahead import LookaheadKnobs, LookaheadTeacher
+
+    teacher = LookaheadTeacher(0, LookaheadKnobs.make(k_initial=2, k_max=2, horizon_h=1.0))
+    action = teacher.decide(window_env)
+    record = teacher.records[-1]
+    assert record.futures == 2 and record.label == "lookahead (sampled futures)"
+    assert action == record.chosen and action in record.candidates
+    assert window_env.unwrapped.num_decisions == 10  # the teacher moved only its forks
