@@ -129,6 +129,7 @@ def _brief(out: dict[str, Any]) -> dict[str, Any]:
         "decisions": out["decisions"],
         "deviations": out["deviations"],
         "futures": out["futures"],
+        "chosen": [int(r["chosen"]) for r in records],
         "decision_cpu_s": [round(r["cpu_s"], 4) for r in records],
         "deviated_at": [
             {k: r[k] for k in ("decision", "base_action", "chosen", "margin_jobs", "futures")}
@@ -203,6 +204,79 @@ def summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chosen(brief: dict[str, Any], base: str) -> list[int]:
+    """The action taken at each decision: recorded, or (older rows of an action-0 base) rebuilt from the
+    deviations, every other decision having taken the base action 0."""
+    if "chosen" in brief:
+        return [int(a) for a in brief["chosen"]]
+    if RULES[base] != 0:
+        raise SystemExit("this run's rows predate the per-decision record; rerun it to publish its modal action")
+    chosen = [0] * int(brief["decisions"])
+    for d in brief["deviated_at"]:
+        chosen[int(d["decision"])] = int(d["chosen"])
+    return chosen
+
+
+def _recipe(setup: dict[str, Any]) -> str:
+    knobs = setup["knobs"]
+    k = f"K={knobs.get('k_initial', 4)}..{knobs.get('k_max', 10)}"
+    horizon = f", {knobs['horizon_h']:g} h" if knobs.get("horizon_h") is not None else ""
+    actions = (setup.get("env_kwargs") or {}).get("action_set")
+    table = f", {actions} actions" if actions else ""
+    return f"lookahead(sampled; base {setup['base']}, {k}{horizon}{table})"
+
+
+def publish(args: argparse.Namespace) -> int:
+    """Teacher rows (``kind: teacher``) of suite runs against the best expert and the best constant rule."""
+    from agents.leaderboard import KEY, constant_rule_dsrs, make_row, markdown, read_rows
+    from hetgym.suite import get
+    from hetgym.suite.scores import EXPERTS, expert_scores
+
+    rows = []
+    for folder in args.checkpoints:
+        setup = json.loads((folder / "setup.json").read_text())
+        if setup.get("suite") is None:
+            raise SystemExit(f"{folder}: not a --suite run; publish compares suite scenarios only")
+        done = sorted((json.loads(p.read_text()) for p in folder.glob("seed-*.json")), key=lambda r: r["seed"])
+        done = [r for r in done if "teacher" in r]
+        seeds = [int(r["seed"]) for r in done]
+        if len(seeds) < 2:
+            raise SystemExit(f"{folder}: {len(seeds)} seeds with a teacher; a paired interval needs 2 or more")
+        scenario = get(setup["suite"])
+        experts = {name: dict(zip(seeds, expert_scores(scenario, name, seeds)[0], strict=True)) for name in EXPERTS}
+        rules = constant_rule_dsrs(setup["env_id"], setup["env_kwargs"], seeds)
+        chosen = np.concatenate([np.asarray(_chosen(r["teacher"], setup["base"]), dtype=np.int64) for r in done])
+        per_decision = np.concatenate([r["teacher"]["decision_cpu_s"] for r in done])
+        row = make_row(
+            env_id=setup["env_id"],
+            scenario=setup["suite"],
+            recipe=_recipe(setup),
+            train_seed=0,
+            agent={int(r["seed"]): float(r["teacher"]["dsr"]) for r in done},
+            experts=experts,
+            rules=rules,
+            modal_action_share=float(np.bincount(chosen).max() / len(chosen)),
+            kind="teacher",
+            cpu_hours=sum(float(r["teacher"]["cpu_s"]) for r in done) / 3600,
+        )
+        row["cpu_s_per_decision"] = float(per_decision.mean())
+        row["deviations"] = int(sum(r["teacher"]["deviations"] for r in done))
+        row["decisions"] = len(chosen)
+        row["command"] = setup["command"]
+        rows.append(row)
+    # Like agents.leaderboard.upsert, keeping the fields it does not know (CPU-s per decision, the command).
+    kept = {tuple(r[k] for k in KEY): r for r in read_rows(args.out)}
+    for row in rows:
+        kept[tuple(row[k] for k in KEY)] = row
+    out = sorted(kept.values(), key=lambda r: (r["scenario"], r["env_id"], r["recipe"], r["train_seed"]))
+    text = json.dumps(out, indent=1) + "\n"
+    atomic_write(args.out, lambda p: p.write_text(text))
+    print(markdown(rows), end="")
+    for row in rows:
+        print(f"{row['recipe']}: {row['cpu_s_per_decision']:.2f} CPU-s per decision, {row['deviations']} deviations")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -224,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("checkpoints", type=Path, nargs="+")
     s.add_argument("--out", type=Path)
     s.add_argument("--note", help="a sentence stored with the result")
+    b = sub.add_parser("publish", help="teacher rows of --suite runs into beat_the_experts.json")
+    b.add_argument("checkpoints", type=Path, nargs="+")
+    b.add_argument("--out", type=Path, default=Path("docs/results/beat_the_experts.json"))
     args = parser.parse_args(argv)
-    return run(args) if args.cmd == "run" else summary(args)
+    return {"run": run, "summary": summary, "publish": publish}[args.cmd](args)
 
 
 if __name__ == "__main__":
