@@ -196,7 +196,14 @@ def summary(args: argparse.Namespace) -> int:
             entry["oracle_minus_base_rule"] = _paired(oracle, entry["per_seed"][setup["base"]], jobs_per_dsr)
             entry["oracle_deviations_per_episode"] = float(np.mean([r["oracle"]["deviations"] for r in rows]))
         out["runs"].append(entry)
-    out["note"] = args.note or ""
+    if args.append and args.out is not None and args.out.exists():
+        # Keep the file's other runs (a run made again replaces its earlier entry); notes are joined.
+        old = json.loads(args.out.read_text())
+        fresh = {r["command"] for r in out["runs"]}
+        out["runs"] = [r for r in old.get("runs", []) if r.get("command") not in fresh] + out["runs"]
+        out["note"] = " ".join(n for n in (old.get("note", ""), args.note or "") if n)
+    else:
+        out["note"] = args.note or ""
     text = json.dumps(out, indent=1) + "\n"
     if args.out:
         atomic_write(args.out, lambda p: p.write_text(text))
@@ -298,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("checkpoints", type=Path, nargs="+")
     s.add_argument("--out", type=Path)
     s.add_argument("--note", help="a sentence stored with the result")
+    s.add_argument("--append", action="store_true", help="keep the other runs already in --out")
     b = sub.add_parser("publish", help="teacher rows of --suite runs into beat_the_experts.json")
     b.add_argument("checkpoints", type=Path, nargs="+")
     b.add_argument("--out", type=Path, default=Path("docs/results/beat_the_experts.json"))
