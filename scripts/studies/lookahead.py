@@ -230,7 +230,8 @@ def _recipe(setup: dict[str, Any]) -> str:
     horizon = f", {knobs['horizon_h']:g} h" if knobs.get("horizon_h") is not None else ""
     actions = (setup.get("env_kwargs") or {}).get("action_set")
     table = f", {actions} actions" if actions else ""
-    return f"lookahead(sampled; base {setup['base']}, {k}{horizon}{table})"
+    test = f", {knobs['test']} test" if knobs.get("test", "t") != "t" else ""
+    return f"lookahead(sampled; base {setup['base']}, {k}{test}{horizon}{table})"
 
 
 def publish(args: argparse.Namespace) -> int:
