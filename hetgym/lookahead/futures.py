@@ -13,8 +13,11 @@ by a *sampled future*, drawn without reading the true one:
    and every later gap have the model's distribution; a deadline moves with its job's arrival;
 3. the jobs are renumbered after every id the simulation holds, so none collides with a known one.
 
-Workloads read from a trace (``trace=...``, windows included) have no generative model here and raise
-:class:`FutureModelError`; the hindsight oracle (the true future) works for them.
+Windows of a trace (``trace_window=True``, the suite's trace scenarios) have no recipe: their futures are a
+reconstruction, job specs bootstrapped from the trace outside the held-out windows and Poisson arrivals at
+a rate conditioned on the present (:mod:`hetgym.lookahead.trace_futures`). A workload read whole from a
+trace (``trace=...`` without windows) has no model and raises :class:`FutureModelError`; the hindsight
+oracle (the true future) works for it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.lookahead.trace_futures import sample_trace_future
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.pending import arrived_specs, pending_specs, replace_pending
@@ -43,12 +47,13 @@ def sample_seed(workload_seed: int | None, decision: int, sample: int) -> int:
 
 
 def check_samplable(env: Any) -> None:
-    """Raise :class:`FutureModelError` unless ``env``'s workload comes from a generative recipe."""
+    """Raise :class:`FutureModelError` unless ``env``'s workload has a future model (a recipe, or trace windows)."""
     workload = env.config.workload
-    if workload.trace is not None:
+    if workload.trace is not None and not workload.trace_window:
         raise FutureModelError(
-            f"futures cannot be sampled for a workload read from a trace ({workload.trace!r}): the lookahead "
-            "samples arrivals from a recipe (elasticflow, gavel-philly); use a recipe scenario, or the "
+            f"futures cannot be sampled for a workload read whole from a trace ({workload.trace!r}): the lookahead "
+            "samples arrivals from a recipe (elasticflow, gavel-philly) or, for windows of a trace "
+            "(trace_window=True), from the trace outside the held-out windows; use one of those, or the "
             "hindsight oracle (future='hindsight') as a reference"
         )
 
@@ -63,12 +68,14 @@ def sample_future(env: Any, seed: int) -> tuple[JobSpec, ...]:
     remaining = max(0, int(workload.num_jobs) - n)
     if remaining == 0:
         return ()
-    drawn = sorted(workload.build(env.cluster, seed=seed).jobs, key=lambda j: (j.submit_s, j.job_id))
-    tail = drawn[n:]
-    origin_s = drawn[n - 1].submit_s if n >= 1 else 0.0
     now_s = float(sim.now_s)
     known_ids = [j.job_id for j in arrived] + [j.job_id for j in pending_specs(sim)]
     first_id = max(known_ids, default=-1) + 1
+    if workload.trace_window:
+        return sample_trace_future(env, seed, n, now_s, first_id)
+    drawn = sorted(workload.build(env.cluster, seed=seed).jobs, key=lambda j: (j.submit_s, j.job_id))
+    tail = drawn[n:]
+    origin_s = drawn[n - 1].submit_s if n >= 1 else 0.0
     out = []
     for i, job in enumerate(tail):
         shift_s = now_s + (job.submit_s - origin_s) - job.submit_s

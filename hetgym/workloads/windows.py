@@ -92,6 +92,18 @@ def cached_trace(
     return workload
 
 
+def _draw_start(rng: np.random.Generator, trace_jobs: int, num_jobs: int) -> int:
+    return int(rng.integers(0, trace_jobs - num_jobs + 1))
+
+
+def window_start(trace_jobs: int, num_jobs: int, seed: int) -> int:
+    """The position (in the trace sorted by submission) of window ``seed``'s first job, as :func:`draw_window`
+    draws it: which jobs a window holds, without building it (e.g. to keep held-out windows out of a sample)."""
+    if num_jobs > trace_jobs:
+        raise ConfigError(f"a window of num_jobs={num_jobs} jobs is longer than the trace's {trace_jobs} jobs")
+    return _draw_start(np.random.default_rng(seed), trace_jobs, num_jobs)
+
+
 def draw_window(trace: Workload, num_jobs: int, seed: int, deadline: DeadlineModel | None = None) -> Workload:
     """Window ``seed`` of ``num_jobs`` consecutive jobs of ``trace`` (see the module docstring).
 
@@ -107,7 +119,7 @@ def draw_window(trace: Workload, num_jobs: int, seed: int, deadline: DeadlineMod
             f"give num_jobs <= {len(jobs)}"
         )
     rng = np.random.default_rng(seed)
-    start = int(rng.integers(0, len(jobs) - num_jobs + 1))
+    start = _draw_start(rng, len(jobs), num_jobs)
     window = jobs[start : start + num_jobs]
     t0 = window[0].submit_s
     submit = np.array([j.submit_s - t0 for j in window], dtype=float)
@@ -155,4 +167,11 @@ def elasticflow_window_workload(path: str | Path, trace: str = "cluster09", num_
     return out
 
 
-__all__ = ["CACHE_SIZE", "cached_trace", "clear_trace_cache", "draw_window", "elasticflow_window_workload"]
+__all__ = [
+    "CACHE_SIZE",
+    "cached_trace",
+    "clear_trace_cache",
+    "draw_window",
+    "elasticflow_window_workload",
+    "window_start",
+]
