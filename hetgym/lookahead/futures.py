@@ -27,14 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.lookahead.errors import FutureModelError
 from hetgym.lookahead.trace_futures import sample_trace_future
-from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.pending import arrived_specs, pending_specs, replace_pending
-
-
-class FutureModelError(HetgymError):
-    """The environment's workload has no model to sample futures from (a trace)."""
 
 
 def sample_seed(workload_seed: int | None, decision: int, sample: int) -> int:

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.lookahead.errors import FutureModelError
 from hetgym.sim.job import JobSpec
 from hetgym.sim.throughput import ThroughputModel
 
@@ -109,8 +110,6 @@ def trace_pool(workload: Any, workload_seed: int | None) -> TracePool:
         i for i in range(len(jobs)) if i not in excluded and not (needs_run_time and jobs[i].duration_s is None)
     )
     if len(positions) < num_jobs:
-        from hetgym.lookahead.futures import FutureModelError
-
         raise FutureModelError(
             f"the trace {workload.trace!r} has {len(positions)} jobs outside its held-out windows, fewer than a "
             f"window's {num_jobs}: too few to sample futures from; use a longer trace or shorter windows"
