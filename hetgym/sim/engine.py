@@ -23,14 +23,18 @@ This module holds the clock, the event heap and the decision epochs. Its helpers
 the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admission checks in
 :mod:`hetgym.sim.admission`, the running jobs' allocations and placements with the applying of a
 decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
-passing over quiet round ticks and the watchdog in :mod:`hetgym.sim.fastforward`, the deadline outcomes
+the pending events (completions, arrivals, the round tick) and the pass over quiet round ticks in
+:class:`~hetgym.sim.events.EventQueue` (one per run; what a pass may skip in :mod:`hetgym.sim.fastforward`),
+the stall detection and epoch bound in :class:`~hetgym.sim.watchdog.Watchdog`, the deadline outcomes
 in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
-(re-exported here), and the forks of a simulation (``fork``, for rollouts) in :mod:`hetgym.sim.forking`.
+(re-exported here). ``fork`` copies a simulation for rollouts, each of those objects copying its own state
+(the generic copy protocol for policies is in :mod:`hetgym.sim.forking`).
 """
 
 from __future__ import annotations
 
-import heapq
+import copy
+import dataclasses
 import math
 import time
 import weakref
@@ -48,8 +52,9 @@ from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
 from hetgym.sim.counts import CountsDelta, resolve_counts
 from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
 from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
-from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks, quiet_hook, quiet_request
-from hetgym.sim.forking import ForkMixin
+from hetgym.sim.events import EventQueue
+from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
+from hetgym.sim.forking import fork_policy
 from hetgym.sim.job import JobSpec, JobStatus
 from hetgym.sim.placement import Placer, make_placer
 from hetgym.sim.policy import policy_placer
@@ -58,14 +63,16 @@ from hetgym.sim.result import SimulationResult, build_result
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView, EpochJobs
+from hetgym.sim.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
 
 DEFAULT_ROUND_S = 360.0
+_ENDED = (JobStatus.COMPLETED, JobStatus.REJECTED)
 
 
-class Simulator(FastForwardMixin, ForkMixin):
+class Simulator:
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -100,8 +107,10 @@ class Simulator(FastForwardMixin, ForkMixin):
             ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
         )
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
-        self._best_rates: dict[tuple[Any, ...], float] = {}
-        self._oversize: set[int] = check_jobs(specs, self.cluster, self.throughput, self.config, self._fastest_run_s)
+        self._watchdog = Watchdog(self.cluster, self.config, self.throughput)
+        self._oversize: set[int] = check_jobs(
+            specs, self.cluster, self.throughput, self.config, self._watchdog.fastest_run_s
+        )
         self.specs: tuple[JobSpec, ...] = tuple(specs)
         for t in self.cluster.gpu_types:
             self.throughput.check_gpu_type(t)
@@ -119,6 +128,7 @@ class Simulator(FastForwardMixin, ForkMixin):
         self._latencies_s: list[float] = []
         self._ended_log: list[tuple[int, float, JobStatus]] = []
         self._deadlines = DeadlineBook()
+        self._snapshots: list[weakref.ref[EpochJobs]] = []
 
     # ----------------------------------------------------------------------------------------
     # Stepping API
@@ -189,44 +199,37 @@ class Simulator(FastForwardMixin, ForkMixin):
                 f"the policy's round_s={round_s!r} is out of range; give a round in [{MIN_ROUND_S:g}, "
                 f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
             )
-        self._ticks = ticks
-        self._gavel_rounds = ticks and self.config.compat == "gavel"
+        gavel_rounds = ticks and self.config.compat == "gavel"
         if self._started:
             self._seal_snapshots()
         self.rate_table.clear(self.throughput)
         self._placer = make_placer(self.config.placer or placer or "default")
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
-        self._jobs: dict[int, JobRecord] = {s.job_id: JobRecord(s) for s in self.specs}
-        self._order: list[JobRecord] = [self._jobs[s.job_id] for s in self.specs]
-        for rank, record in enumerate(self._order):
+        order = [JobRecord(s) for s in self.specs]
+        for rank, record in enumerate(order):
             record.rank = rank
         self._rank: dict[int, int] = {s.job_id: rank for rank, s in enumerate(self.specs)}
-        self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
         # The running jobs, their allocations and placements, the waiting jobs' views, the completions.
         self._placements = Placements(
             self.cluster, self.config, self.throughput, self._placer, self._round_s, self._active, self._rank
         )
-        self._placements.gavel_rounds = self._gavel_rounds
-        self._heap = self._placements.heap  # (time, seq, job_id, version): the same list
+        self._placements.gavel_rounds = gavel_rounds
+        # Arrivals, completions (the placements' heap: the same list) and ticks.
+        self._queue = EventQueue(order, self._placements.heap, self._round_s, ticks=ticks, gavel_rounds=gavel_rounds)
         # This epoch's snapshot of the jobs (held weakly: only views keep it) and its identity token;
         # snapshots still referenced have the records they show saved before those change.
-        self._snapshots: list[weakref.ref[EpochJobs]] = []
+        self._snapshots = []
         self._epoch_token: object | None = None
         # The previous epoch's token and the jobs its step changed, for the next view.
         self._previous_token: object | None = None
         self._now = 0.0
-        self._next_tick_s = math.inf
         self._tick_epoch = False  # whether the current epoch is a round tick (compat="gavel" rounds)
         self._epoch = 0
         self._events = 0
         self._ended = 0
-        self._stall_count = 0
-        self._stalled = False
-        self._stall_reason = ""
-        self._last_work_s = 0.0
-        self._epoch_limit = self._epoch_bound()
+        self._watchdog.start(self._round_s, self._watchdog.epoch_bound(self.specs, self._round_s))
         self._num_steps = 0
         self._done = False
         self._timeline: list[tuple[float, tuple[int, ...]]] = []
@@ -293,10 +296,26 @@ class Simulator(FastForwardMixin, ForkMixin):
         """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds:
-            self._next_tick_s = self._placements.end_gavel_step(self._now, self._next_tick_s, tick=self._tick_epoch)
+        queue = self._queue
+        if queue.gavel_rounds:
+            queue.next_tick_s = self._placements.end_gavel_step(self._now, queue.next_tick_s, tick=self._tick_epoch)
         if quiet is not None and self.fast_forward:
-            self._pass_quiet_ticks(quiet)
+            quiet.times_s = []
+            if self._active and not self._done:
+                now_s, epoch = queue.pass_quiet_ticks(
+                    quiet,
+                    now_s=self._now,
+                    epoch=self._epoch,
+                    placements=self._placements,
+                    deadlines=self._deadlines,
+                    watchdog=self._watchdog,
+                    config=self.config,
+                )
+                if quiet.times_s:  # each tick an epoch (and an event) whose step changed nothing
+                    self._events += epoch - self._epoch
+                    self._now, self._epoch = now_s, epoch
+                    self._placements.changed = []
+                    self._previous_token = None  # the next epoch follows none its caller saw
         return self._advance()
 
     def run(self, policy: PolicyProtocol, *, progress: bool = False, ticks: bool | None = None) -> SimulationResult:
@@ -377,100 +396,65 @@ class Simulator(FastForwardMixin, ForkMixin):
     def _advance(self) -> ClusterView | None:
         """Process events up to the next decision epoch and return its view (None when finished)."""
         cfg = self.config
+        queue, placements, watchdog = self._queue, self._placements, self._watchdog
         while True:
-            t_next = self._peek_time()
-            if t_next == math.inf:
-                self._finish()
-                return None
-            if t_next > cfg.max_time_s:
-                self._now = cfg.max_time_s
-                self._finish()
-                return None
-            if cfg.max_epochs is not None and self._epoch >= cfg.max_epochs:
-                self._finish()
-                return None
+            idle_until_s = watchdog.idle_holders_until_s(placements.idle_holders)
+            t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
+            if (
+                t_next == math.inf
+                or t_next > cfg.max_time_s
+                or (cfg.max_epochs is not None and self._epoch >= cfg.max_epochs)
+            ):
+                if math.inf > t_next > cfg.max_time_s:
+                    self._now = cfg.max_time_s
+                break
             self._now = t_next
             completed = self._pop_completions(t_next)
             arrived = self._pop_arrivals(t_next)
-            is_tick = self._next_tick_s <= t_next
-            if self._gavel_rounds and not self._placements.running and self._active and not is_tick:
+            is_tick = queue.next_tick_s <= t_next
+            if queue.gavel_rounds and not placements.running and self._active and not is_tick:
                 # Gavel's round ends when the last job running in it does; on an idle cluster it starts
                 # with the next arrival.
                 is_tick = True
-                self._next_tick_s = t_next
+                queue.next_tick_s = t_next
             if is_tick:
                 self._events += 1
-                self._next_tick_s = math.inf
+                queue.next_tick_s = math.inf
             if not self._active:
                 # Nothing to decide (the last active job just completed): no ticks until the next arrival.
-                self._next_tick_s = math.inf
+                queue.next_tick_s = math.inf
                 self._previous_token = None  # the next epoch follows no epoch: its view cannot say what ended
                 continue
-            if self._ticks and self._next_tick_s == math.inf:
-                if self._gavel_rounds and is_tick:
-                    self._next_tick_s = t_next + self._round_s
-                else:
-                    self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
-            if self._next_arrival < len(self._order) or completed or self._worked():
-                self._stall_count = 0
-                self._last_work_s = t_next
-            else:
-                self._stall_count += 1
-                if arrived:
-                    self._last_work_s = t_next  # a new job: give the policy time to start it
-                # A restart penalty delays work without stopping it: wait it out before giving up.
-                if self._stall_count >= cfg.stall_epochs and (
-                    t_next - self._last_work_s > self._patience_s or not self._in_penalty()
-                ):
-                    self._stop(
-                        f"no job made progress in simulated work for {self._stall_count} epochs "
-                        f"({t_next - self._last_work_s:.0f} s) with none left to arrive: the policy leaves the "
-                        "remaining jobs waiting, or reconfigures them faster than their restart penalty"
-                    )
-                    return None
-            if self._placements.idle_holders and self._stop_idle_holders(t_next):
-                return None  # a job held GPUs at zero rate for too long (the watchdog names it)
-            if self._epoch >= self._epoch_limit:
-                self._stop(
-                    f"the run reached {self._epoch_limit} decision epochs, the bound derived from the workload "
-                    "(ten times the epochs of running every job one after another on its slowest allowed GPU "
-                    "type); the policy is not finishing its jobs"
-                )
-                return None
-            self._deadlines.passed(t_next, self._jobs)
+            if queue.ticks and queue.next_tick_s == math.inf:
+                gavel_tick = queue.gavel_rounds and is_tick
+                queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
+            reason = watchdog.at_epoch(
+                t_next,
+                pending=queue.pending,
+                completed=bool(completed),
+                arrived=bool(arrived),
+                running=placements.running.values(),
+            )
+            if reason is None and placements.idle_holders:
+                # A job held GPUs at zero rate for too long (the watchdog names it).
+                reason = watchdog.idle_holders_reason(placements.idle_holders, placements.running, t_next)
+            if reason is None:
+                reason = watchdog.epoch_limit_reason(self._epoch)
+            if reason is not None:
+                watchdog.stop(reason)
+                break
+            self._deadlines.passed(t_next, queue.jobs)
             view = self._make_view(arrived, completed, is_tick)
             self._tick_epoch = is_tick
             self._epoch += 1
             return view
-
-    def _peek_time(self) -> float:
-        heap = self._heap
-        jobs = self._jobs
-        while heap:
-            _, _, jid, version = heap[0]
-            job = jobs[jid]
-            if job.version == version and job.status == JobStatus.RUNNING:
-                break
-            heapq.heappop(heap)  # stale completion: the job was reconfigured or preempted
-        t_completion = heap[0][0] if heap else math.inf
-        order = self._order
-        t_arrival = order[self._next_arrival].spec.submit_s if self._next_arrival < len(order) else math.inf
-        t_tick = self._next_tick_s
-        if not self._ticks and t_completion == math.inf and t_arrival == math.inf and self._active:
-            # Without ticks a run whose active jobs all wait would end here; keep going once per round
-            # so the stall detector, not an empty heap, decides that nothing can progress.
-            t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
-            self._next_tick_s = t_tick
-        return min(t_completion, t_arrival, t_tick, self._idle_holders_until_s())
+        self._finish()
+        return None
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
-        heap = self._heap
         done: list[int] = []
-        while heap and heap[0][0] <= now:
-            _, _, jid, version = heapq.heappop(heap)
-            job = self._jobs[jid]
-            if job.version != version or job.status != JobStatus.RUNNING:
-                continue
+        for job in self._queue.pop_completions(now):
+            jid = job.spec.job_id
             job.flush(now)
             job.remaining = 0.0
             job.status = JobStatus.COMPLETED
@@ -490,26 +474,23 @@ class Simulator(FastForwardMixin, ForkMixin):
 
     def _pop_arrivals(self, now: float) -> tuple[int, ...]:
         arrived: list[int] = []
-        order = self._order
-        while self._next_arrival < len(order) and order[self._next_arrival].spec.submit_s <= now:
-            job = order[self._next_arrival]
-            self._next_arrival += 1
-            if job.spec.job_id in self._oversize:
+        for job in self._queue.pop_arrivals(now):
+            jid = job.spec.job_id
+            self._events += 1
+            if jid in self._oversize:
                 # Admitted by oversize_jobs="reject": it can never fit, so it leaves at once.
                 job.status = JobStatus.REJECTED
                 job.last_update_s = job.finish_s = now
                 self._ended += 1
-                self._ended_log.append((job.spec.job_id, now, JobStatus.REJECTED))
+                self._ended_log.append((jid, now, JobStatus.REJECTED))
                 self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
-                self._events += 1
                 continue
             job.status = JobStatus.WAITING
             job.last_update_s = now
-            self._active[job.spec.job_id] = job
+            self._active[jid] = job
             self._placements.arrive(job, now)
             self._deadlines.arrived(job.spec)
-            self._events += 1
-            arrived.append(job.spec.job_id)
+            arrived.append(jid)
         return tuple(arrived)
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
@@ -536,16 +517,86 @@ class Simulator(FastForwardMixin, ForkMixin):
             throughput=self.throughput,
             config=self.config,
             rate_table=self.rate_table,
-            num_pending=len(self._order) - self._next_arrival,
+            num_pending=len(self._queue.order) - self._queue.next_arrival,
             num_ended=self._ended,
             changed=tuple(placements.changed),
             previous_token=self._previous_token,
         )
 
     # ----------------------------------------------------------------------------------------
+    # Copies: forks for rollouts, pickles, and the views kept past their epoch
+
+    def _seal_snapshots(self) -> None:
+        """Before the state changes: every snapshot still referenced (a view kept past its decision)
+        copies what it shows out of the engine's mappings; then none is tracked any more."""
+        for ref in self._snapshots:
+            jobs = ref()
+            if jobs is not None:
+                jobs.seal()
+        self._snapshots = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle: build the views of live snapshots, then drop the references.
+        self._seal_snapshots()
+        return self.__dict__.copy()
+
+    def fork(self) -> Simulator:
+        """An independent copy of the simulation at this point: stepping one leaves the other as it was.
+
+        The copy shares what no step changes: the cluster, the configuration, the throughput model, the
+        job specs, the records of jobs that completed or were rejected, and the caches that are pure
+        functions of their keys (the rate table, the placements' rate cache, the bounds on run times). It
+        copies what steps change: the clock and counters, the other jobs' records, the running jobs'
+        allocations and placements, the free GPUs, the event queue, the watchdog's counters, the placer
+        (with any random stream of its own), the logs and the deadline book. A fork continued with the same
+        decisions gives the original's continuation, bit for bit. The current epoch's view reads the
+        original's state; :meth:`rebind_view` gives the fork its own.
+        """
+        out = Simulator.__new__(Simulator)
+        out.__dict__.update(self.__dict__)
+        # The placer may keep state (a random stream, its last answer): copy it, sharing the immutable
+        # objects it refers to (its copy_state() where it has one, else a deep copy).
+        memo: dict[int, Any] = {id(obj): obj for obj in (self.cluster, self.config, self.throughput)}
+        out._placer = fork_policy(self._placer, memo)
+        out._watchdog = copy.copy(self._watchdog)  # its counters are numbers; its rate cache is shared
+        out._latencies_s = list(self._latencies_s)
+        out._ended_log = list(self._ended_log)
+        out._deadlines = self._deadlines.copy()
+        out._snapshots = []
+        if self._started:
+            # A completed or rejected job's record never changes again: shared.
+            jobs = {jid: r if r.status in _ENDED else r.copy() for jid, r in self._queue.jobs.items()}
+            out._active = {jid: jobs[jid] for jid in self._active}
+            out._placements = self._placements.fork(out._active, out._placer)
+            out._queue = self._queue.fork(jobs, out._placements.heap)
+            out._timeline = list(self._timeline)
+        return out
+
+    def rebind_view(self, view: ClusterView) -> ClusterView:
+        """The current epoch's ``view``, taken from the simulator this one was forked from, reading this one's state.
+
+        The epoch keeps its identity (``view.active.token``): a policy forked along with the simulator sees
+        the fork's next view follow it, as the original's would.
+
+        Raises:
+            HetgymError: ``view`` is not of this simulator's current epoch.
+        """
+        if not self._started or self._done or view.active.token is not self._epoch_token:
+            raise HetgymError(
+                "rebind_view: the view is not of this simulator's current epoch; pass the view the original "
+                "simulator returned last, before stepping it (fork again after every step)"
+            )
+        placements = self._placements
+        jobs = EpochJobs(view.now_s, placements.running, placements.waiting_views, placements.allocs)
+        jobs.token = view.active.token
+        self._snapshots.append(weakref.ref(jobs))
+        return dataclasses.replace(view, active=jobs, free_servers=placements.servers.free.copy())
+
+    # ----------------------------------------------------------------------------------------
     # Results
 
     def _finish(self) -> None:
+        """End the run: the active jobs end unfinished (once); returns ``None``, the view of no epoch."""
         if not self._done:
             self._done = True
             self._seal_snapshots()
@@ -567,11 +618,11 @@ class Simulator(FastForwardMixin, ForkMixin):
             policy_name,
             self.cluster,
             self.throughput,
-            self._order,
+            self._queue.order,
             self._timeline,
             self._latencies_s,
-            stalled=self._stalled,
-            stall_reason=self._stall_reason,
+            stalled=self._watchdog.stalled,
+            stall_reason=self._watchdog.reason,
             num_oversize=len(self._oversize),
             num_epochs=self._epoch,
             num_events=self._events,
