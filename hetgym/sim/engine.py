@@ -1,34 +1,27 @@
 """The discrete-event engine: arrivals, completions and round ticks drive decision epochs.
 
-Time jumps from event to event and never steps through idle time. Events at the same instant are
-resolved in a fixed order (completions, then arrivals, then the round tick; within a kind by job id
-or by a sequence counter), then the policy is called once for that instant, so runs are exactly
-reproducible. Progress is accounted lazily: a running job advances at its allocation's rate, after
-paying the reconfiguration penalty whenever its GPUs change.
+Time jumps from event to event and never steps through idle time; events at one instant resolve in a
+fixed order (:mod:`hetgym.sim.events`), then the policy is called once for that instant, so runs are
+exactly reproducible. Progress is accounted lazily: a running job advances at its allocation's rate,
+after paying the reconfiguration penalty whenever its GPUs change.
 
-Two ways to drive it:
-
-* :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks and sweeps);
-* :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym env).
+Two ways to drive it: :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks
+and sweeps); :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym
+env), one :class:`~hetgym.sim.decision.Decision` per step, each answered by a
+:class:`~hetgym.sim.decision.StepReport`.
 
 Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.sim.view.EpochJobs`)
 that builds job views only when they are read and is sealed (copied out) at the next step if still
-referenced; a decision built from the running jobs' allocations carries the ids it changed, and only
-those are checked and applied. So an epoch costs what changes and what the policy reads, not the
-number of active jobs. Each view also names the jobs the previous step changed (``changed``) and
-the epoch it follows (``previous_token``), so a policy can keep its own structures across epochs and
-update them for those jobs only.
+referenced; a decision names the jobs it changes, and only those are checked and applied, so an epoch
+costs what changes and what the policy reads, not the number of active jobs. Each view names the jobs
+the previous step changed (``changed``) and the epoch it follows (``previous_token``).
 
-This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
-the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admission checks in
-:mod:`hetgym.sim.admission`, the running jobs' allocations and placements with the applying of a
-decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
-the pending events (completions, arrivals, the round tick) and the pass over quiet round ticks in
-:class:`~hetgym.sim.events.EventQueue` (one per run; what a pass may skip in :mod:`hetgym.sim.fastforward`),
-the stall detection and epoch bound in :class:`~hetgym.sim.watchdog.Watchdog`, the deadline outcomes
-in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
-(re-exported here). ``fork`` copies a simulation for rollouts, each of those objects copying its own state
-(the generic copy protocol for policies is in :mod:`hetgym.sim.forking`).
+This module holds the clock and the decision epochs; the state lives in composed objects beside it:
+the run's physics (:mod:`hetgym.sim.physics`), the job records (:mod:`hetgym.sim.runtime`), the
+placements and the applying of a decision (:class:`~hetgym.sim.apply.Placements`), the pending events
+and the pass over quiet ticks (:class:`~hetgym.sim.events.EventQueue`), the stall detection
+(:class:`~hetgym.sim.watchdog.Watchdog`), the logs and reports (:class:`~hetgym.sim.runlog.RunLog`), and
+the results (:mod:`hetgym.sim.result`, re-exported here). ``fork`` copies each of them for rollouts.
 """
 
 from __future__ import annotations
@@ -38,28 +31,29 @@ import dataclasses
 import math
 import time
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from hetgym.progress import ProgressReport
 from hetgym.sim.admission import check_jobs
-from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
+from hetgym.sim.allocation import Allocation
 from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
-from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
-from hetgym.sim.counts import CountsDelta, resolve_counts
-from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
-from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
+from hetgym.sim.config import SimConfig
+from hetgym.sim.deadlines import DeadlineOutcome
+from hetgym.sim.decision import Decision, Resolved, StepReport, check_decision, decision_of
+from hetgym.sim.errors import HetgymError, InvalidAllocationError
 from hetgym.sim.events import EventQueue
 from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
 from hetgym.sim.forking import fork_policy
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.physics import DEFAULT_ROUND_S, Physics, resolve_physics
 from hetgym.sim.placement import Placer, make_placer
-from hetgym.sim.policy import policy_placer
 from hetgym.sim.rates import RateTable
 from hetgym.sim.result import SimulationResult, build_result
+from hetgym.sim.runlog import RunLog
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView, EpochJobs
@@ -68,8 +62,8 @@ from hetgym.sim.watchdog import Watchdog
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
 
-DEFAULT_ROUND_S = 360.0
 _ENDED = (JobStatus.COMPLETED, JobStatus.REJECTED)
+_NO_REPORT = StepReport(None, (), (), ())
 
 
 class Simulator:
@@ -114,8 +108,9 @@ class Simulator:
         self.specs: tuple[JobSpec, ...] = tuple(specs)
         for t in self.cluster.gpu_types:
             self.throughput.check_gpu_type(t)
-        self._round_s = self.config.round_s or DEFAULT_ROUND_S
-        self._placer: Placer = make_placer(self.config.placer or "default")
+        self.physics = resolve_physics(self.config)  # the run's (reset sets it)
+        self._round_s = self.physics.round_s
+        self._placer: Placer = make_placer(self.physics.placer)
         #: Per-job rates per GPU type, shared with the policy and the environment through the views.
         self.rate_table = RateTable(self.cluster, self.throughput)
         # Clock and counters read before reset(): a simulation that has not started is at time 0.
@@ -125,9 +120,7 @@ class Simulator:
         self._ended = 0
         self._done = False
         self._started = False
-        self._latencies_s: list[float] = []
-        self._ended_log: list[tuple[int, float, JobStatus]] = []
-        self._deadlines = DeadlineBook()
+        self._log = RunLog(self.cluster.gpu_types, record_timeline=self.config.record_timeline)
         self._snapshots: list[weakref.ref[EpochJobs]] = []
 
     # ----------------------------------------------------------------------------------------
@@ -147,7 +140,7 @@ class Simulator:
     def decision_latencies_s(self) -> tuple[float, ...]:
         """Wall time of each ``schedule`` call of the last :meth:`run`, in order (what the result's
         ``decision_ms_p50`` and ``decision_ms_p99`` summarise); empty when stepped by hand."""
-        return tuple(self._latencies_s)
+        return tuple(self._log.latencies_s)
 
     @property
     def num_steps(self) -> int:
@@ -160,50 +153,47 @@ class Simulator:
         return self._done
 
     def ended_log(self, start: int = 0) -> list[tuple[int, float, JobStatus]]:
-        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on.
-
-        Completions and rejections are recorded as they happen; jobs still active when the simulation
-        stops are recorded as ``UNFINISHED`` at the stop time. Step-by-step callers (the Gym env) keep
-        a cursor to see what ended between two epochs, including a last completion that leaves the
-        cluster idle and so opens no epoch of its own.
-        """
-        return self._ended_log[start:]
+        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on (jobs
+        still active when the run stops: ``UNFINISHED``); a step's report carries its part."""
+        return self._log.ended[start:]
 
     def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:
-        """Every deadline job's outcome (met or lost, and when) decided so far, from record ``start`` on.
-
-        Outcomes are recorded as they are decided (:mod:`hetgym.sim.deadlines`): at a completion, a
-        rejection, the stop of the run, or the first epoch past a deadline; each deadline job has one.
-        """
-        return self._deadlines.log[start:]
+        """Every deadline outcome decided so far (:mod:`hetgym.sim.deadlines`), from record ``start`` on."""
+        return self._log.deadline_log(start)
 
     def reset(
-        self, round_s: float | None = None, *, ticks: bool = True, placer: str | None = None
+        self,
+        round_s: float | None = None,
+        *,
+        ticks: bool = True,
+        placer: str | None = None,
+        physics: Physics | None = None,
     ) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
         Args:
+            physics: The run's round, placer and ticks (:func:`~hetgym.sim.physics.resolve_physics` gives a
+                policy's). Without it they come from ``SimConfig`` and the three arguments below.
             round_s: Round length for this run when the configuration leaves it open.
-            ticks: Whether round ticks are decision epochs. Policies whose decisions depend only on
-                arrivals and completions (``uses_ticks = False``) run without them, which is faster
-                and gives the same schedule.
-            placer: The placer (:mod:`hetgym.sim.placement`) for this run when the configuration leaves
-                it open (``SimConfig.placer``); ``None`` for ``"default"``.
+            ticks: Whether round ticks are decision epochs (policies with ``uses_ticks = False`` run without).
+            placer: The placer for this run when the configuration leaves it open; ``None`` for ``"default"``.
 
         Returns:
             The first view, or ``None`` if the workload is empty.
         """
-        self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
-        if not MIN_ROUND_S <= self._round_s <= MAX_ROUND_S:  # a policy's own round (SimConfig checks its own)
-            raise ConfigError(
-                f"the policy's round_s={round_s!r} is out of range; give a round in [{MIN_ROUND_S:g}, "
-                f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
+        if physics is None:
+            cfg = self.config
+            physics = Physics(
+                float(cfg.round_s or round_s or DEFAULT_ROUND_S), cfg.placer or placer or "default", ticks=ticks
             )
+        self.physics = physics
+        self._round_s = physics.round_s
+        ticks = physics.ticks
         gavel_rounds = ticks and self.config.compat == "gavel"
         if self._started:
             self._seal_snapshots()
         self.rate_table.clear(self.throughput)
-        self._placer = make_placer(self.config.placer or placer or "default")
+        self._placer = make_placer(physics.placer)
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
         order = [JobRecord(s) for s in self.specs]
@@ -232,65 +222,60 @@ class Simulator:
         self._watchdog.start(self._round_s, self._watchdog.epoch_bound(self.specs, self._round_s))
         self._num_steps = 0
         self._done = False
-        self._timeline: list[tuple[float, tuple[int, ...]]] = []
-        self._ended_log = []
-        self._deadlines = DeadlineBook()
-        self._latencies_s = []
+        self._log = RunLog(self.cluster.gpu_types, record_timeline=self.config.record_timeline)
         self._started = True
         self._wall_start = time.perf_counter()
-        self._record_usage()
+        self._log.usage(0.0, self._placements.totals)
         return self._advance()
 
-    def step(self, allocation: Allocation, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+    @overload
+    def step(self, decision: Decision, *, quiet: QuietTicks | None = None) -> StepReport: ...
+
+    @overload
+    def step(self, decision: Allocation, *, quiet: QuietTicks | None = None) -> ClusterView | None: ...
+
+    def step(
+        self, decision: Decision | Allocation, *, quiet: QuietTicks | None = None
+    ) -> StepReport | ClusterView | None:
         """Apply the decision for the current epoch and advance to the next one.
+
+        A :class:`~hetgym.sim.decision.Decision` (the rows it changes) is checked once
+        (:func:`~hetgym.sim.decision.check_decision`) and the step returns a :class:`StepReport`: the next view
+        and what ended, the deadline outcomes and the busy GPU-seconds since the previous report. A policy's
+        :class:`Allocation` is turned into its decision (:func:`~hetgym.sim.decision.decision_of`) and the step
+        returns the next view alone.
 
         With ``quiet`` (and ``fast_forward``), the quiet round ticks that follow are passed over as epochs
         that keep every allocation, and recorded in ``quiet`` (:mod:`hetgym.sim.fastforward`).
 
         Raises:
-            InvalidAllocationError: The allocation is invalid; nothing was applied.
-
-        Returns:
-            The next view, or ``None`` when the simulation has ended.
+            InvalidAllocationError: The decision is invalid, or of another epoch; nothing was applied.
         """
-        placements = self._begin_step()
-        delta = allocation.delta if isinstance(allocation, Allocation) else None
-        touched = None
-        if delta is not None and delta.epoch is self._epoch_token:
-            # Built from this epoch's running allocations: check and apply only the jobs it changed.
-            touched = delta.touched
-            check_allocation_delta(
-                allocation, self.cluster, self._active, self._now, placements.allocs, placements.totals, touched
-            )
-        else:
-            check_allocation(allocation, self.cluster, self._active, self._now)
-        self._apply(allocation.reject, allocation.jobs, touched)
-        return self._end_step(quiet)
-
-    def step_counts(self, delta: CountsDelta, *, quiet: QuietTicks | None = None) -> ClusterView | None:
-        """:meth:`step` with the decision as arrays: the rows of the jobs it changes (:class:`CountsDelta`),
-        checked once and applied as a delta (every other job keeps its allocation, unlooked at).
-
-        Raises:
-            InvalidAllocationError: A row is invalid, or the delta is not of this epoch; nothing was applied.
-        """
-        placements = self._begin_step()
-        if delta.epoch is not self._epoch_token:
-            raise InvalidAllocationError("the CountsDelta is not of this epoch (its epoch is not view.active.token)")
-        reject, new, touched = resolve_counts(delta, self.cluster, self._active, placements.totals)
-        if self._placer.replaces_all:  # a placer that re-packs everything needs the whole decision
-            new = {**{j: a for j, a in placements.allocs.items() if j not in touched and j not in reject}, **new}
-        self._apply(reject, new, touched)
-        return self._end_step(quiet)
-
-    def _begin_step(self) -> Placements:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
+        placements = self._placements
+        if not isinstance(decision, Decision):
+            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
+            return self._step(decision, quiet, report=False).view
+        if decision.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
+        return self._step(decision, quiet, report=True)
+
+    def step_counts(self, delta: Decision, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+        """:meth:`step` of a decision, returning the next view alone (the environment's former entry)."""
+        return self.step(delta, quiet=quiet).view
+
+    def _step(self, decision: Decision, quiet: QuietTicks | None, *, report: bool) -> StepReport:
+        placements = self._placements
+        resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
         self._num_steps += 1
-        placements = self._placements
         placements.changed = []
-        return placements
+        self._apply(resolved)
+        view = self._end_step(quiet)
+        if not report:
+            return _NO_REPORT if view is None else StepReport(view, (), (), ())
+        return self._log.report(view, self._now, tuple(quiet.times_s) if quiet is not None else ())
 
     def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
         """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
@@ -307,7 +292,7 @@ class Simulator:
                     now_s=self._now,
                     epoch=self._epoch,
                     placements=self._placements,
-                    deadlines=self._deadlines,
+                    deadlines=self._log.deadlines,
                     watchdog=self._watchdog,
                     config=self.config,
                 )
@@ -333,11 +318,10 @@ class Simulator:
         (:mod:`hetgym.sim.fastforward`); the result is the tick-by-tick run's.
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
-        if ticks is None:
-            ticks = getattr(policy, "uses_ticks", True)
-        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        view = self.reset(physics=resolve_physics(self.config, policy, ticks=ticks))
+        ticks = self.physics.ticks
         self._placements.watch_idle = True  # a policy holding GPUs at zero rate is stopped (fastforward.py)
-        latencies = self._latencies_s
+        latencies = self._log.latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
         name = getattr(policy, "name", type(policy).__name__)
@@ -363,32 +347,24 @@ class Simulator:
             result.metrics["num_decisions"] = float(self._epoch)
         return result
 
-    def _apply(self, reject: frozenset[int], new: Mapping[int, JobAllocation], touched: tuple[int, ...] | None) -> None:
-        """Apply a validated decision: the rejected jobs end, the placements change (:class:`Placements`)."""
+    def _apply(self, resolved: Resolved) -> None:
+        """Apply a checked decision: the rejected jobs end, the placements change (:class:`Placements`)."""
         now = self._now
         placements = self._placements
-        for jid in sorted(reject):
+        for jid in sorted(resolved.reject):
             job = self._active.pop(jid)
             placements.reject(job, now)
             self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.REJECTED))
-            self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
-        if placements.apply(new, touched, now) or reject:
-            self._record_usage()
+            self._log.end(job.spec, now, JobStatus.REJECTED)
+        new = resolved.new
+        if placements.placer.replaces_all or resolved.explicit:
+            # A placer that re-packs everything, or an explicit placement that may displace kept jobs, needs
+            # the whole decision: every job without a row keeps its allocation.
+            touched = set(resolved.touched)
+            new = {**{j: a for j, a in placements.allocs.items() if j not in touched}, **new}
+        if placements.apply(new, resolved.touched, now) or resolved.reject:
+            self._log.usage(now, placements.totals)
         placements.restore_order()
-
-    def _record_usage(self) -> None:
-        if not self.config.record_timeline:
-            return
-        held = self._placements.totals  # what the servers' used GPUs add up to per type
-        used = tuple([held[t] for t in self.cluster.gpu_types])
-        timeline = self._timeline
-        if timeline and timeline[-1][1] == used:
-            return
-        if timeline and timeline[-1][0] == self._now:
-            timeline[-1] = (self._now, used)
-        else:
-            timeline.append((self._now, used))
 
     # ----------------------------------------------------------------------------------------
     # Event processing
@@ -443,7 +419,7 @@ class Simulator:
             if reason is not None:
                 watchdog.stop(reason)
                 break
-            self._deadlines.passed(t_next, queue.jobs)
+            self._log.deadlines.passed(t_next, queue.jobs)
             view = self._make_view(arrived, completed, is_tick)
             self._tick_epoch = is_tick
             self._epoch += 1
@@ -464,12 +440,11 @@ class Simulator:
             del self._active[jid]
             self._placements.remove(job)
             self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.COMPLETED))
-            self._deadlines.ended(job.spec, now, JobStatus.COMPLETED)
+            self._log.end(job.spec, now, JobStatus.COMPLETED)
             self._events += 1
             done.append(jid)
         if done:
-            self._record_usage()
+            self._log.usage(now, self._placements.totals)
         return tuple(sorted(done))
 
     def _pop_arrivals(self, now: float) -> tuple[int, ...]:
@@ -482,14 +457,13 @@ class Simulator:
                 job.status = JobStatus.REJECTED
                 job.last_update_s = job.finish_s = now
                 self._ended += 1
-                self._ended_log.append((jid, now, JobStatus.REJECTED))
-                self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
+                self._log.end(job.spec, now, JobStatus.REJECTED)
                 continue
             job.status = JobStatus.WAITING
             job.last_update_s = now
             self._active[jid] = job
             self._placements.arrive(job, now)
-            self._deadlines.arrived(job.spec)
+            self._log.deadlines.arrived(job.spec)
             arrived.append(jid)
         return tuple(arrived)
 
@@ -543,14 +517,11 @@ class Simulator:
     def fork(self) -> Simulator:
         """An independent copy of the simulation at this point: stepping one leaves the other as it was.
 
-        The copy shares what no step changes: the cluster, the configuration, the throughput model, the
-        job specs, the records of jobs that completed or were rejected, and the caches that are pure
-        functions of their keys (the rate table, the placements' rate cache, the bounds on run times). It
-        copies what steps change: the clock and counters, the other jobs' records, the running jobs'
-        allocations and placements, the free GPUs, the event queue, the watchdog's counters, the placer
-        (with any random stream of its own), the logs and the deadline book. A fork continued with the same
-        decisions gives the original's continuation, bit for bit. The current epoch's view reads the
-        original's state; :meth:`rebind_view` gives the fork its own.
+        Shared: what no step changes (cluster, configuration, throughput model, specs, the records of jobs
+        that ended, caches that are pure functions of their keys). Copied: the clock and counters, the other
+        records, the placements, the event queue, the watchdog, the placer (with any random stream) and the
+        logs. Continued with the same decisions, a fork gives the original's continuation, bit for bit; the
+        current epoch's view reads the original's state (:meth:`rebind_view` gives the fork its own).
         """
         out = Simulator.__new__(Simulator)
         out.__dict__.update(self.__dict__)
@@ -559,9 +530,7 @@ class Simulator:
         memo: dict[int, Any] = {id(obj): obj for obj in (self.cluster, self.config, self.throughput)}
         out._placer = fork_policy(self._placer, memo)
         out._watchdog = copy.copy(self._watchdog)  # its counters are numbers; its rate cache is shared
-        out._latencies_s = list(self._latencies_s)
-        out._ended_log = list(self._ended_log)
-        out._deadlines = self._deadlines.copy()
+        out._log = self._log.copy()
         out._snapshots = []
         if self._started:
             # A completed or rejected job's record never changes again: shared.
@@ -569,7 +538,6 @@ class Simulator:
             out._active = {jid: jobs[jid] for jid in self._active}
             out._placements = self._placements.fork(out._active, out._placer)
             out._queue = self._queue.fork(jobs, out._placements.heap)
-            out._timeline = list(self._timeline)
         return out
 
     def rebind_view(self, view: ClusterView) -> ClusterView:
@@ -605,8 +573,7 @@ class Simulator:
                 if job.status == JobStatus.RUNNING:
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED
-                self._ended_log.append((job.spec.job_id, self._now, JobStatus.UNFINISHED))
-                self._deadlines.ended(job.spec, self._now, JobStatus.UNFINISHED)
+                self._log.end(job.spec, self._now, JobStatus.UNFINISHED)
             self._wall_s = time.perf_counter() - self._wall_start
         return None
 
@@ -619,8 +586,8 @@ class Simulator:
             self.cluster,
             self.throughput,
             self._queue.order,
-            self._timeline,
-            self._latencies_s,
+            self._log.timeline,
+            self._log.latencies_s,
             stalled=self._watchdog.stalled,
             stall_reason=self._watchdog.reason,
             num_oversize=len(self._oversize),
@@ -628,22 +595,3 @@ class Simulator:
             num_events=self._events,
             wall_s=getattr(self, "_wall_s", time.perf_counter() - self._wall_start),
         )
-
-
-def run_policy(
-    policy: PolicyProtocol | str,
-    cluster: ClusterSpec | str,
-    jobs: Iterable[JobSpec],
-    *,
-    config: SimConfig | Mapping[str, Any] | None = None,
-    throughput: ThroughputModel | None = None,
-    **policy_kwargs: Any,
-) -> SimulationResult:
-    """One-call convenience: make the policy (if named), simulate, return the result."""
-    if isinstance(policy, str):
-        from hetgym.sim.policy import make_policy
-
-        policy = make_policy(policy, **policy_kwargs)
-    if isinstance(config, Mapping):
-        config = SimConfig.from_dict(config)
-    return Simulator(cluster, jobs, config=config, throughput=throughput).run(policy)
