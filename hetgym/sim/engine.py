@@ -251,21 +251,24 @@ class Simulator:
         Raises:
             InvalidAllocationError: The decision is invalid, or of another epoch; nothing was applied.
         """
-        if not self._started or self._done:
-            raise HetgymError("call reset() before step(), and do not step a finished simulation")
-        placements = self._placements
         if not isinstance(decision, Decision):
-            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
+            self._check_running()
+            decision = decision_of(decision, self.cluster, self._epoch_token, self._placements.allocs)
             return self._step(decision, quiet, report=False).view
-        if decision.epoch is not self._epoch_token:
-            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
         return self._step(decision, quiet, report=True)
 
     def step_counts(self, delta: Decision, *, quiet: QuietTicks | None = None) -> ClusterView | None:
         """:meth:`step` of a decision, returning the next view alone (the environment's former entry)."""
-        return self.step(delta, quiet=quiet).view
+        return self._step(delta, quiet, report=False).view
+
+    def _check_running(self) -> None:
+        if not self._started or self._done:
+            raise HetgymError("call reset() before step(), and do not step a finished simulation")
 
     def _step(self, decision: Decision, quiet: QuietTicks | None, *, report: bool) -> StepReport:
+        self._check_running()
+        if decision.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
         placements = self._placements
         resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
