@@ -20,6 +20,7 @@ so that a caller maps reports to rewards without reading the simulator's logs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -140,12 +141,18 @@ def check_decision(
         InvalidAllocationError: The first problem found (see the module); nothing is changed.
     """
     types = cluster.gpu_types
-    counts_array = np.asarray(decision.counts)
-    if counts_array.size and not np.issubdtype(counts_array.dtype, np.integer):
-        raise InvalidAllocationError(f"a decision's counts must be integers, got dtype {counts_array.dtype}")
-    ids = np.asarray(decision.job_ids).tolist()
-    rows = counts_array.tolist()
-    rejected = np.asarray(decision.reject).tolist()
+    ids, rows, rejected = decision.job_ids, decision.counts, decision.reject
+    if len(ids) == 0 == len(rows) == len(rejected) == len(decision.modes):
+        return _NOTHING  # no row: every job keeps its allocation
+    # Arrays (the environment's) are read once as Python lists; lists (decision_of's) as they are.
+    if isinstance(rows, np.ndarray):
+        if rows.size and not np.issubdtype(rows.dtype, np.integer):
+            raise InvalidAllocationError(f"a decision's counts must be integers, got dtype {rows.dtype}")
+        rows = rows.tolist()
+    if isinstance(ids, np.ndarray):
+        ids = ids.tolist()
+    if isinstance(rejected, np.ndarray):
+        rejected = rejected.tolist()
     modes = decision.modes
     servers = decision.servers if decision.servers is not None else (None,) * len(ids)
     if not len(ids) == len(rows) == len(rejected) == len(modes) == len(servers):
@@ -184,6 +191,8 @@ def check_decision(
         pairs = []
         for t, n in zip(types, row, strict=True):
             if n:
+                if type(n) is not int and (isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer)):
+                    raise InvalidAllocationError(f"job {jid}: GPU count {n!r} for {t!r} is not an integer")
                 if n < 0:
                     raise InvalidAllocationError(f"job {jid}: GPU count for {t!r} is {n}; counts must be >= 0")
                 pairs.append((t, n))
@@ -211,6 +220,9 @@ def check_decision(
     if explicit:  # kept placements are valid together; the placer handles the rest
         _check_servers(cluster, new, current, touched, servers)
     return Resolved(frozenset(reject), new, touched, explicit)
+
+
+_NOTHING = Resolved(frozenset(), {}, (), False)
 
 
 def _check_servers(
@@ -307,10 +319,13 @@ def decision_of(
     else:
         ids = [jid for jid in current if jid not in jobs]
         ids += [jid for jid, ja in jobs.items() if ja is not current.get(jid)]
-    seen = set(ids)
-    ids += sorted(jid for jid in reject if jid not in seen)
+    if reject:
+        seen = set(ids)
+        ids += sorted(jid for jid in reject if jid not in seen)
+    if not ids:
+        return Decision(epoch, (), (), (), ())
     types = cluster.gpu_types
-    index = {t: i for i, t in enumerate(types)}
+    index = _type_index(types)
     counts: list[list[int]] = []
     modes: list[ExecutionMode] = []
     servers: list[RowServers] = []
@@ -331,14 +346,13 @@ def decision_of(
             modes.append(ja.mode)
             servers.append(ja.servers)
         counts.append(row)
-    return Decision(
-        epoch,
-        ids,
-        np.array(counts, dtype=np.int64).reshape(len(ids), len(types)),
-        tuple(modes),
-        [jid in reject for jid in ids],
-        tuple(servers),
-    )
+    return Decision(epoch, ids, counts, tuple(modes), [jid in reject for jid in ids], tuple(servers))
+
+
+@functools.cache
+def _type_index(types: tuple[str, ...]) -> dict[str, int]:
+    """Each GPU type's column in a decision's counts."""
+    return {t: i for i, t in enumerate(types)}
 
 
 def validate_allocation(allocation: Allocation, view: ClusterView) -> None:

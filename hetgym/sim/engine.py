@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
 
 _ENDED = (JobStatus.COMPLETED, JobStatus.REJECTED)
-_NO_REPORT = StepReport(None, (), (), ())
 
 
 class Simulator:
@@ -252,33 +251,28 @@ class Simulator:
             InvalidAllocationError: The decision is invalid, or of another epoch; nothing was applied.
         """
         if not isinstance(decision, Decision):
-            self._check_running()
-            decision = decision_of(decision, self.cluster, self._epoch_token, self._placements.allocs)
-            return self._step(decision, quiet, report=False).view
-        return self._step(decision, quiet, report=True)
+            return self._step(decision, quiet)
+        view = self._step(decision, quiet)
+        return self._log.report(view, self._now, tuple(quiet.times_s) if quiet is not None else ())
 
     def step_counts(self, delta: Decision, *, quiet: QuietTicks | None = None) -> ClusterView | None:
         """:meth:`step` of a decision, returning the next view alone (the environment's former entry)."""
-        return self._step(delta, quiet, report=False).view
+        return self._step(delta, quiet)
 
-    def _check_running(self) -> None:
+    def _step(self, decision: Decision | Allocation, quiet: QuietTicks | None) -> ClusterView | None:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
-
-    def _step(self, decision: Decision, quiet: QuietTicks | None, *, report: bool) -> StepReport:
-        self._check_running()
-        if decision.epoch is not self._epoch_token:
-            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
         placements = self._placements
+        if not isinstance(decision, Decision):  # a policy's Allocation: its rows against the running allocations
+            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
+        elif decision.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
         resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
         self._num_steps += 1
         placements.changed = []
         self._apply(resolved)
-        view = self._end_step(quiet)
-        if not report:
-            return _NO_REPORT if view is None else StepReport(view, (), (), ())
-        return self._log.report(view, self._now, tuple(quiet.times_s) if quiet is not None else ())
+        return self._end_step(quiet)
 
     def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
         """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
