@@ -201,8 +201,12 @@ def check_decision(
             continue
         pairs.sort()
         counts = tuple(pairs)
-        if cur is not None and cur.counts == counts and cur.mode == mode and (srv is None or srv == cur.servers):
-            ja = cur  # unchanged: the job keeps its allocation, servers included
+        if cur is not None and cur.counts == counts and cur.mode == mode and srv == cur.servers:
+            ja = cur  # its current placement spelled out: unchanged
+        elif cur is not None and cur.counts == counts and cur.mode == mode and srv is None:
+            # Unchanged, and no placement asked for: the job stays where it is unless an explicit placement
+            # needs its servers (then the placements place it afresh, as any job without servers).
+            ja = JobAllocation._of_counts(counts, mode)
         else:
             ja = JobAllocation._of_counts(counts, mode) if srv is None else JobAllocation._placed(counts, srv, mode)
             _check_job(jid, ja, job.spec, cluster)
