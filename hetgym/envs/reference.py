@@ -25,7 +25,7 @@ import numpy as np
 
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.engine import SimulationResult
-from hetgym.sim.metrics import DEADLINE_TOL_S
+from hetgym.sim.metrics import met_deadline
 
 
 class ReferenceRun:
@@ -49,7 +49,7 @@ class ReferenceRun:
         rejected = status == "rejected"
         self.completed_at = np.sort(finish[completed])
         self.rejected_at = np.sort(finish[rejected])
-        met = completed & has_deadline & (finish <= deadline + DEADLINE_TOL_S)
+        met = has_deadline & met_deadline(completed, finish, deadline)
         self.met_at = np.sort(finish[met])
         lost = has_deadline & ~met
         # Lost at the rejection if it came first, else when the deadline passed.

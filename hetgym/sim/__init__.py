@@ -16,14 +16,14 @@ from hetgym.sim.allocation import (
     AllocationBuilder,
     AllocationDelta,
     JobAllocation,
-    validate_allocation,
 )
 from hetgym.sim.cluster import ClusterSpec, ClusterState, Server, get_cluster, list_clusters, register_cluster
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.config import SIA_RESTART_PENALTY_S, SimConfig, config_from_dict
 from hetgym.sim.counts import CountsDelta
 from hetgym.sim.deadlines import DeadlineOutcome
-from hetgym.sim.engine import SimulationResult, Simulator, run_policy
+from hetgym.sim.decision import Decision, StepReport, check_decision, decision_of, validate_allocation
+from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import (
     ConfigError,
     HetgymError,
@@ -33,6 +33,7 @@ from hetgym.sim.errors import (
     UnknownNameError,
 )
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.physics import Physics, resolve_physics
 from hetgym.sim.policy import (
     Policy,
     PolicyProtocol,
@@ -44,6 +45,7 @@ from hetgym.sim.policy import (
     register_policy,
 )
 from hetgym.sim.rates import JobRates, RateTable
+from hetgym.sim.runner import run_policy
 from hetgym.sim.throughput import ExecutionMode, ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
 
@@ -59,6 +61,7 @@ __all__ = [
     "ConfigError",
     "CountsDelta",
     "DeadlineOutcome",
+    "Decision",
     "ExecutionMode",
     "HetgymError",
     "InvalidAllocationError",
@@ -69,6 +72,7 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "JobView",
+    "Physics",
     "Policy",
     "PolicyProtocol",
     "RateTable",
@@ -77,10 +81,13 @@ __all__ = [
     "SimConfig",
     "SimulationResult",
     "Simulator",
+    "StepReport",
     "ThroughputModel",
     "UnknownNameError",
     "allocation_rate",
+    "check_decision",
     "config_from_dict",
+    "decision_of",
     "get_cluster",
     "list_clusters",
     "list_policies",
@@ -91,6 +98,7 @@ __all__ = [
     "policy_placer",
     "register_cluster",
     "register_policy",
+    "resolve_physics",
     "run_policy",
     "validate_allocation",
 ]

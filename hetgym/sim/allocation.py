@@ -5,7 +5,8 @@ job it names gets exactly the GPUs given (per-type counts and, optionally, the s
 job it does not name holds no GPUs (it waits, or is preempted); the jobs in ``reject`` leave the
 cluster and count as deadline misses. Keeping a running job as it is therefore means repeating its
 current :class:`JobAllocation` (``view.job(i).allocation``), which :class:`AllocationBuilder` does
-with :meth:`AllocationBuilder.keep`.
+with :meth:`AllocationBuilder.keep`. The simulator turns an allocation into the rows it changes
+(:func:`~hetgym.sim.decision.decision_of`) and checks those once (:func:`~hetgym.sim.decision.check_decision`).
 """
 
 from __future__ import annotations
@@ -14,17 +15,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from hetgym.sim.errors import InvalidAllocationError
 from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode
-
-if TYPE_CHECKING:
-    from hetgym.sim.cluster import ClusterSpec
-    from hetgym.sim.job import JobSpec
-    from hetgym.sim.view import ClusterView, JobView
 
 
 def _gpu_count(key: object, n: object) -> int:
@@ -241,182 +237,44 @@ class Allocation:
         return out
 
 
-def validate_allocation(allocation: Allocation, view: ClusterView) -> None:
-    """Raise :class:`InvalidAllocationError` naming the first problem; change nothing.
+class _EpochLike(Protocol):
+    """What a builder reads of an epoch's jobs (:class:`~hetgym.sim.view.EpochJobs`)."""
 
-    Checks: every job is active; no job is both allocated and rejected; every GPU type exists in the
-    cluster and is allowed for the job; each job gets between its ``min_gpus`` and ``max_gpus`` GPUs
-    when it gets any (in ``fork`` mode every server holds an independent copy, so ``max_gpus`` bounds
-    each copy where the servers are given); per-type totals fit the capacity; explicit placements name
-    real servers of the right type, match the counts, and fit each server.
-    """
-    check_allocation(allocation, view.cluster, view.job_index, view.now_s)
-
-
-class _HasAllocation(Protocol):
     @property
-    def spec(self) -> JobSpec: ...
+    def token(self) -> object: ...
+
+    @property
+    def allocations(self) -> Mapping[int, JobAllocation]: ...
+
+    def allocations_copy(self) -> dict[int, JobAllocation]: ...
+
+
+class _ClusterLike(Protocol):
+    @property
+    def capacity(self) -> Mapping[str, int]: ...
+
+
+class _ViewLike(Protocol):
+    """What a builder reads of an epoch's view (:class:`~hetgym.sim.view.ClusterView`)."""
+
+    @property
+    def cluster(self) -> _ClusterLike: ...
+
+    @property
+    def free_gpus(self) -> Mapping[str, int]: ...
+
+    @property
+    def active(self) -> _EpochLike: ...
+
+
+class _JobViewLike(Protocol):
+    """What :meth:`AllocationBuilder.keep` reads of a job's view (:class:`~hetgym.sim.view.JobView`)."""
+
+    @property
+    def job_id(self) -> int: ...
 
     @property
     def allocation(self) -> JobAllocation | None: ...
-
-
-def check_allocation(
-    allocation: Allocation, cluster: ClusterSpec, active: Mapping[int, _HasAllocation], now_s: float
-) -> None:
-    """:func:`validate_allocation` against ``{job_id: job}`` records with ``spec`` and ``allocation``.
-
-    A job's current allocation (the very object) is known to be valid and is only counted.
-    """
-    _check_rejects(allocation, active)
-    totals: dict[str, int] = {}
-    new_explicit = False
-    for jid, ja in allocation.jobs.items():
-        new_explicit = _check_entry(jid, ja, cluster, active, now_s, totals) or new_explicit
-    _check_totals(allocation, cluster, totals, new_explicit)
-
-
-def check_allocation_delta(
-    allocation: Allocation,
-    cluster: ClusterSpec,
-    active: Mapping[int, _HasAllocation],
-    now_s: float,
-    base: Mapping[int, JobAllocation],
-    base_totals: Mapping[str, int],
-    touched: Iterable[int],
-) -> None:
-    """:func:`check_allocation` for an allocation that equals ``base`` (the running jobs' current
-    allocations, whose per-type totals are ``base_totals``) except for the jobs in ``touched``: the
-    same checks, on those jobs only."""
-    _check_rejects(allocation, active)
-    jobs = allocation.jobs
-    totals = dict(base_totals)
-    new_explicit = False
-    for jid in touched:
-        old = base.get(jid)
-        if old is not None:
-            for t, n in old.counts:
-                totals[t] -= n
-        ja = jobs.get(jid)
-        if ja is not None:
-            new_explicit = _check_entry(jid, ja, cluster, active, now_s, totals) or new_explicit
-    _check_totals(allocation, cluster, totals, new_explicit)
-
-
-def _check_rejects(allocation: Allocation, active: Mapping[int, _HasAllocation]) -> None:
-    """The allocation's type, and its rejections: of active jobs, none of them also allocated."""
-    if not isinstance(allocation, Allocation):
-        raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
-    both = allocation.reject & allocation.jobs.keys()
-    if both:
-        raise InvalidAllocationError(f"job(s) {sorted(both)} are both allocated GPUs and rejected")
-    for jid in sorted(allocation.reject):
-        if jid not in active:
-            raise InvalidAllocationError(f"cannot reject job {jid}: it is not active (not arrived, or already ended)")
-
-
-def _check_entry(
-    jid: int,
-    ja: JobAllocation,
-    cluster: ClusterSpec,
-    active: Mapping[int, _HasAllocation],
-    now_s: float,
-    totals: dict[str, int],
-) -> bool:
-    """Check one job's entry (unless it is the job's current allocation), add its counts to ``totals``;
-    ``True`` when it is a new explicit placement (its servers must be checked together)."""
-    job = active.get(jid)
-    if job is None:
-        raise InvalidAllocationError(
-            f"unknown job {jid}: it is not active at t={now_s:.1f}s (not arrived, or already ended); "
-            f"active jobs are {_preview(active)}"
-        )
-    explicit = False
-    if ja is not job.allocation:
-        check_job_allocation(jid, ja, job.spec, cluster)
-        explicit = ja.servers is not None
-    for t, n in ja.counts:
-        totals[t] = totals.get(t, 0) + n
-    return explicit
-
-
-def _check_totals(allocation: Allocation, cluster: ClusterSpec, totals: Mapping[str, int], new_explicit: bool) -> None:
-    """Per-type totals within the cluster's capacity; servers too when a placement is new and explicit."""
-    capacity = cluster.capacity
-    for t, n in totals.items():
-        if n > capacity[t]:
-            raise InvalidAllocationError(
-                f"over capacity on {t}: {n} GPUs allocated, the cluster has {capacity[t]}; reduce the counts"
-            )
-    if new_explicit:  # kept placements are valid together; the default placer handles the rest
-        _check_servers(allocation, cluster)
-
-
-def _check_servers(allocation: Allocation, cluster: ClusterSpec) -> None:
-    """No server holds more GPUs than it has under the explicit placements of ``allocation``."""
-    server_use: dict[int, int] = {}
-    for ja in allocation.jobs.values():
-        if ja.servers is not None:
-            for s, n in ja.servers:
-                server_use[s] = server_use.get(s, 0) + n
-    for s, n in server_use.items():
-        if n > cluster.servers[s].num_gpus:
-            raise InvalidAllocationError(
-                f"over capacity on server {s} ({cluster.servers[s].gpu_type}): {n} GPUs placed, "
-                f"it has {cluster.servers[s].num_gpus}"
-            )
-
-
-def check_job_allocation(jid: int, ja: JobAllocation, spec: JobSpec, cluster: ClusterSpec) -> None:
-    """One job's entry against its spec and the cluster (types, GPU bounds, explicit servers); changes nothing."""
-    capacity = cluster.capacity
-    for t, _ in ja.counts:
-        if t not in capacity:
-            raise InvalidAllocationError(
-                f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(cluster.gpu_types)}"
-            )
-        if spec.gpu_types is not None and t not in spec.gpu_types:
-            raise InvalidAllocationError(
-                f"job {jid}: GPU type {t!r} is not allowed for this job (allowed: {list(spec.gpu_types)})"
-            )
-    total = ja.total_gpus
-    if total and total < spec.min_gpus:
-        raise InvalidAllocationError(
-            f"job {jid}: {total} GPUs given but the job needs at least min_gpus={spec.min_gpus}; give it "
-            f"{spec.min_gpus} or more, or leave it out of the allocation to let it wait"
-        )
-    if spec.max_gpus is not None and ja.mode == "fork" and ja.servers is not None:
-        # Each server of a fork allocation runs an independent copy: the bound is per copy.
-        for s, n in ja.servers:
-            if n > spec.max_gpus:
-                raise InvalidAllocationError(
-                    f"job {jid}: its fork copy on server {s} has {n} GPUs but the job takes at most "
-                    f"max_gpus={spec.max_gpus}; give each copy {spec.min_gpus}..{spec.max_gpus} GPUs"
-                )
-    elif spec.max_gpus is not None and ja.mode != "fork" and total > spec.max_gpus:
-        raise InvalidAllocationError(
-            f"job {jid}: {total} GPUs given but the job takes at most max_gpus={spec.max_gpus}; give it "
-            f"{spec.min_gpus}..{spec.max_gpus} GPUs"
-        )
-    if ja.servers is None:
-        return
-    per_type: dict[str, int] = {}
-    for s, n in ja.servers:
-        if not 0 <= s < len(cluster.servers):
-            raise InvalidAllocationError(
-                f"job {jid}: unknown server {s}; cluster {cluster.name!r} has servers 0..{len(cluster.servers) - 1}"
-            )
-        t = cluster.servers[s].gpu_type
-        per_type[t] = per_type.get(t, 0) + n
-    if per_type != dict(ja.counts):
-        raise InvalidAllocationError(
-            f"job {jid}: servers {dict(ja.servers)} hold {per_type} GPUs by type, but counts say {dict(ja.counts)}"
-        )
-
-
-def _preview(ids: Mapping[int, object], limit: int = 10) -> str:
-    keys = list(ids)[:limit]
-    return "[" + ", ".join(str(k) for k in keys) + (", ...]" if len(ids) > limit else "]")
 
 
 class AllocationBuilder:
@@ -426,7 +284,7 @@ class AllocationBuilder:
     GPUs should stay, and :meth:`assign` for new decisions.
     """
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: _ViewLike) -> None:
         self.view = view
         self.free: dict[str, int] = dict(view.cluster.capacity)
         self._jobs: dict[int, JobAllocation] = {}
@@ -439,7 +297,7 @@ class AllocationBuilder:
         self._current: Mapping[int, JobAllocation] | None = None
 
     @classmethod
-    def keeping_running(cls, view: ClusterView) -> AllocationBuilder:
+    def keeping_running(cls, view: _ViewLike) -> AllocationBuilder:
         """A builder that already keeps every running job's current allocation (no preemption)."""
         builder = cls(view)
         builder.free = dict(view.free_gpus)
@@ -448,7 +306,7 @@ class AllocationBuilder:
         return builder
 
     @classmethod
-    def replacing(cls, view: ClusterView) -> AllocationBuilder:
+    def replacing(cls, view: _ViewLike) -> AllocationBuilder:
         """A builder from an empty cluster, like ``AllocationBuilder(view)``, that records which jobs end
         up with other GPUs than they hold now, so that the engine checks and applies only those: a
         running job given back its current allocation (the very object, as :meth:`take` or :meth:`keep`
@@ -544,7 +402,7 @@ class AllocationBuilder:
         touched[job_id] = None
         return True
 
-    def keep(self, job: JobView) -> None:
+    def keep(self, job: _JobViewLike) -> None:
         """Keep a running job's current allocation (servers included)."""
         if job.allocation:
             self.assign(job.job_id, job.allocation)

@@ -90,7 +90,9 @@ def check_number(
 
 def config_from_dict(cls: type[_T], values: Mapping[str, Any], *, what: str | None = None) -> _T:
     """Build the dataclass ``cls`` from ``values``, rejecting unknown keys with the nearest valid one."""
-    names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"config_from_dict builds dataclasses, not {cls.__name__}")
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
     for key in values:
         if key not in names:
             raise UnknownNameError(f"{what or cls.__name__} key", key, names)

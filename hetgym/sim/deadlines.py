@@ -22,7 +22,7 @@ import math
 from typing import NamedTuple
 
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.metrics import DEADLINE_TOL_S
+from hetgym.sim.metrics import DEADLINE_TOL_S, met_deadline
 from hetgym.sim.runtime import JobRecord
 
 _ACTIVE = (JobStatus.WAITING, JobStatus.RUNNING)
@@ -66,7 +66,7 @@ class DeadlineBook:
         """A job ended (completed, rejected or left unfinished) at ``time_s``: its outcome, if not decided yet."""
         if spec.has_deadline and spec.job_id not in self._decided:
             self._decided.add(spec.job_id)
-            met = status == JobStatus.COMPLETED and time_s <= spec.deadline_s + DEADLINE_TOL_S
+            met = met_deadline(status == JobStatus.COMPLETED, time_s, spec.deadline_s)
             self.log.append(DeadlineOutcome(spec.job_id, time_s, met))
 
     def passed(self, now_s: float, jobs: dict[int, JobRecord]) -> None:

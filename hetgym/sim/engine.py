@@ -1,71 +1,71 @@
 """The discrete-event engine: arrivals, completions and round ticks drive decision epochs.
 
-Time jumps from event to event and never steps through idle time. Events at the same instant are
-resolved in a fixed order (completions, then arrivals, then the round tick; within a kind by job id
-or by a sequence counter), then the policy is called once for that instant, so runs are exactly
-reproducible. Progress is accounted lazily: a running job advances at its allocation's rate, after
-paying the reconfiguration penalty whenever its GPUs change.
+Time jumps from event to event and never steps through idle time; events at one instant resolve in a
+fixed order (:mod:`hetgym.sim.events`), then the policy is called once for that instant, so runs are
+exactly reproducible. Progress is accounted lazily: a running job advances at its allocation's rate,
+after paying the reconfiguration penalty whenever its GPUs change.
 
-Two ways to drive it:
-
-* :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks and sweeps);
-* :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym env).
+Two ways to drive it: :meth:`Simulator.run` calls a policy at every epoch (the fast path for benchmarks
+and sweeps); :meth:`Simulator.reset` and :meth:`Simulator.step` hand the epochs to the caller (the Gym
+env), one :class:`~hetgym.sim.decision.Decision` per step, each answered by a
+:class:`~hetgym.sim.decision.StepReport`.
 
 Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.sim.view.EpochJobs`)
 that builds job views only when they are read and is sealed (copied out) at the next step if still
-referenced; a decision built from the running jobs' allocations carries the ids it changed, and only
-those are checked and applied. So an epoch costs what changes and what the policy reads, not the
-number of active jobs. Each view also names the jobs the previous step changed (``changed``) and
-the epoch it follows (``previous_token``), so a policy can keep its own structures across epochs and
-update them for those jobs only.
+referenced; a decision names the jobs it changes, and only those are checked and applied, so an epoch
+costs what changes and what the policy reads, not the number of active jobs. Each view names the jobs
+the previous step changed (``changed``) and the epoch it follows (``previous_token``).
 
-This module holds the clock, the event heap and the decision epochs. Its helpers live beside it:
-the per-job runtime records in :mod:`hetgym.sim.runtime`, the workload's admission checks in
-:mod:`hetgym.sim.admission`, the running jobs' allocations and placements with the applying of a
-decision (release, place, reconfigure) in :class:`~hetgym.sim.apply.Placements` (one per run),
-passing over quiet round ticks and the watchdog in :mod:`hetgym.sim.fastforward`, the deadline outcomes
-in :mod:`hetgym.sim.deadlines`, and :class:`SimulationResult` with its assembly in :mod:`hetgym.sim.result`
-(re-exported here), and the forks of a simulation (``fork``, for rollouts) in :mod:`hetgym.sim.forking`.
+This module holds the clock and the decision epochs; the state lives in composed objects beside it:
+the run's physics (:mod:`hetgym.sim.physics`), the job records (:mod:`hetgym.sim.runtime`), the
+placements and the applying of a decision (:class:`~hetgym.sim.apply.Placements`), the pending events
+and the pass over quiet ticks (:class:`~hetgym.sim.events.EventQueue`), the stall detection
+(:class:`~hetgym.sim.watchdog.Watchdog`), the logs and reports (:class:`~hetgym.sim.runlog.RunLog`), and
+the results (:mod:`hetgym.sim.result`, re-exported here). ``fork`` copies each of them for rollouts.
 """
 
 from __future__ import annotations
 
-import heapq
+import copy
+import dataclasses
 import math
 import time
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from hetgym.progress import ProgressReport
 from hetgym.sim.admission import check_jobs
-from hetgym.sim.allocation import Allocation, JobAllocation, check_allocation, check_allocation_delta
+from hetgym.sim.allocation import Allocation
 from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
-from hetgym.sim.config import MAX_ROUND_S, MIN_ROUND_S, SimConfig
-from hetgym.sim.counts import CountsDelta, resolve_counts
-from hetgym.sim.deadlines import DeadlineBook, DeadlineOutcome
-from hetgym.sim.errors import ConfigError, HetgymError, InvalidAllocationError
-from hetgym.sim.fastforward import _EPS_S, FastForwardMixin, QuietTicks, quiet_hook, quiet_request
-from hetgym.sim.forking import ForkMixin
+from hetgym.sim.config import SimConfig
+from hetgym.sim.deadlines import DeadlineOutcome
+from hetgym.sim.decision import Decision, Resolved, StepReport, check_decision, decision_of
+from hetgym.sim.errors import HetgymError, InvalidAllocationError
+from hetgym.sim.events import EventQueue
+from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
+from hetgym.sim.forking import fork_policy
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.physics import DEFAULT_ROUND_S, Physics, resolve_physics
 from hetgym.sim.placement import Placer, make_placer
-from hetgym.sim.policy import policy_placer
 from hetgym.sim.rates import RateTable
 from hetgym.sim.result import SimulationResult, build_result
+from hetgym.sim.runlog import RunLog
 from hetgym.sim.runtime import JobRecord
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView, EpochJobs
+from hetgym.sim.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from hetgym.sim.policy import PolicyProtocol
 
-DEFAULT_ROUND_S = 360.0
+_ENDED = (JobStatus.COMPLETED, JobStatus.REJECTED)
 
 
-class Simulator(FastForwardMixin, ForkMixin):
+class Simulator:
     """Event-driven simulator of one workload on one cluster.
 
     Args:
@@ -100,13 +100,16 @@ class Simulator(FastForwardMixin, ForkMixin):
             ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
         )
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
-        self._best_rates: dict[tuple[Any, ...], float] = {}
-        self._oversize: set[int] = check_jobs(specs, self.cluster, self.throughput, self.config, self._fastest_run_s)
+        self._watchdog = Watchdog(self.cluster, self.config, self.throughput)
+        self._oversize: set[int] = check_jobs(
+            specs, self.cluster, self.throughput, self.config, self._watchdog.fastest_run_s
+        )
         self.specs: tuple[JobSpec, ...] = tuple(specs)
         for t in self.cluster.gpu_types:
             self.throughput.check_gpu_type(t)
-        self._round_s = self.config.round_s or DEFAULT_ROUND_S
-        self._placer: Placer = make_placer(self.config.placer or "default")
+        self.physics = resolve_physics(self.config)  # the run's (reset sets it)
+        self._round_s = self.physics.round_s
+        self._placer: Placer = make_placer(self.physics.placer)
         #: Per-job rates per GPU type, shared with the policy and the environment through the views.
         self.rate_table = RateTable(self.cluster, self.throughput)
         # Clock and counters read before reset(): a simulation that has not started is at time 0.
@@ -116,9 +119,8 @@ class Simulator(FastForwardMixin, ForkMixin):
         self._ended = 0
         self._done = False
         self._started = False
-        self._latencies_s: list[float] = []
-        self._ended_log: list[tuple[int, float, JobStatus]] = []
-        self._deadlines = DeadlineBook()
+        self._log = RunLog(self.cluster.gpu_types, record_timeline=self.config.record_timeline)
+        self._snapshots: list[weakref.ref[EpochJobs]] = []
 
     # ----------------------------------------------------------------------------------------
     # Stepping API
@@ -137,7 +139,7 @@ class Simulator(FastForwardMixin, ForkMixin):
     def decision_latencies_s(self) -> tuple[float, ...]:
         """Wall time of each ``schedule`` call of the last :meth:`run`, in order (what the result's
         ``decision_ms_p50`` and ``decision_ms_p99`` summarise); empty when stepped by hand."""
-        return tuple(self._latencies_s)
+        return tuple(self._log.latencies_s)
 
     @property
     def num_steps(self) -> int:
@@ -150,153 +152,152 @@ class Simulator(FastForwardMixin, ForkMixin):
         return self._done
 
     def ended_log(self, start: int = 0) -> list[tuple[int, float, JobStatus]]:
-        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on.
-
-        Completions and rejections are recorded as they happen; jobs still active when the simulation
-        stops are recorded as ``UNFINISHED`` at the stop time. Step-by-step callers (the Gym env) keep
-        a cursor to see what ended between two epochs, including a last completion that leaves the
-        cluster idle and so opens no epoch of its own.
-        """
-        return self._ended_log[start:]
+        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on (jobs
+        still active when the run stops: ``UNFINISHED``); a step's report carries its part."""
+        return self._log.ended[start:]
 
     def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:
-        """Every deadline job's outcome (met or lost, and when) decided so far, from record ``start`` on.
-
-        Outcomes are recorded as they are decided (:mod:`hetgym.sim.deadlines`): at a completion, a
-        rejection, the stop of the run, or the first epoch past a deadline; each deadline job has one.
-        """
-        return self._deadlines.log[start:]
+        """Every deadline outcome decided so far (:mod:`hetgym.sim.deadlines`), from record ``start`` on."""
+        return self._log.deadline_log(start)
 
     def reset(
-        self, round_s: float | None = None, *, ticks: bool = True, placer: str | None = None
+        self,
+        round_s: float | None = None,
+        *,
+        ticks: bool = True,
+        placer: str | None = None,
+        physics: Physics | None = None,
     ) -> ClusterView | None:
         """Start (or restart) the simulation and advance to the first decision epoch.
 
         Args:
+            physics: The run's round, placer and ticks (:func:`~hetgym.sim.physics.resolve_physics` gives a
+                policy's). Without it they come from ``SimConfig`` and the three arguments below.
             round_s: Round length for this run when the configuration leaves it open.
-            ticks: Whether round ticks are decision epochs. Policies whose decisions depend only on
-                arrivals and completions (``uses_ticks = False``) run without them, which is faster
-                and gives the same schedule.
-            placer: The placer (:mod:`hetgym.sim.placement`) for this run when the configuration leaves
-                it open (``SimConfig.placer``); ``None`` for ``"default"``.
+            ticks: Whether round ticks are decision epochs (policies with ``uses_ticks = False`` run without).
+            placer: The placer for this run when the configuration leaves it open; ``None`` for ``"default"``.
 
         Returns:
             The first view, or ``None`` if the workload is empty.
         """
-        self._round_s = float(self.config.round_s or round_s or DEFAULT_ROUND_S)
-        if not MIN_ROUND_S <= self._round_s <= MAX_ROUND_S:  # a policy's own round (SimConfig checks its own)
-            raise ConfigError(
-                f"the policy's round_s={round_s!r} is out of range; give a round in [{MIN_ROUND_S:g}, "
-                f"{MAX_ROUND_S:g}] seconds (the policy's round_s knob, or SimConfig.round_s / --round-s)"
+        if physics is None:
+            cfg = self.config
+            physics = Physics(
+                float(cfg.round_s or round_s or DEFAULT_ROUND_S), cfg.placer or placer or "default", ticks=ticks
             )
-        self._ticks = ticks
-        self._gavel_rounds = ticks and self.config.compat == "gavel"
+        self.physics = physics
+        self._round_s = physics.round_s
+        ticks = physics.ticks
+        gavel_rounds = ticks and self.config.compat == "gavel"
         if self._started:
             self._seal_snapshots()
         self.rate_table.clear(self.throughput)
-        self._placer = make_placer(self.config.placer or placer or "default")
+        self._placer = make_placer(physics.placer)
         # The placer's own stream (the random placer), independent of the policy's.
         self._placer.reset(self.cluster, rng=np.random.default_rng([self.config.seed, 1]))
-        self._jobs: dict[int, JobRecord] = {s.job_id: JobRecord(s) for s in self.specs}
-        self._order: list[JobRecord] = [self._jobs[s.job_id] for s in self.specs]
-        for rank, record in enumerate(self._order):
+        order = [JobRecord(s) for s in self.specs]
+        for rank, record in enumerate(order):
             record.rank = rank
         self._rank: dict[int, int] = {s.job_id: rank for rank, s in enumerate(self.specs)}
-        self._next_arrival = 0
         self._active: dict[int, JobRecord] = {}  # arrived, not ended, in submission order
         # The running jobs, their allocations and placements, the waiting jobs' views, the completions.
         self._placements = Placements(
             self.cluster, self.config, self.throughput, self._placer, self._round_s, self._active, self._rank
         )
-        self._placements.gavel_rounds = self._gavel_rounds
-        self._heap = self._placements.heap  # (time, seq, job_id, version): the same list
+        self._placements.gavel_rounds = gavel_rounds
+        # Arrivals, completions (the placements' heap: the same list) and ticks.
+        self._queue = EventQueue(order, self._placements.heap, self._round_s, ticks=ticks, gavel_rounds=gavel_rounds)
         # This epoch's snapshot of the jobs (held weakly: only views keep it) and its identity token;
         # snapshots still referenced have the records they show saved before those change.
-        self._snapshots: list[weakref.ref[EpochJobs]] = []
+        self._snapshots = []
         self._epoch_token: object | None = None
         # The previous epoch's token and the jobs its step changed, for the next view.
         self._previous_token: object | None = None
         self._now = 0.0
-        self._next_tick_s = math.inf
         self._tick_epoch = False  # whether the current epoch is a round tick (compat="gavel" rounds)
         self._epoch = 0
         self._events = 0
         self._ended = 0
-        self._stall_count = 0
-        self._stalled = False
-        self._stall_reason = ""
-        self._last_work_s = 0.0
-        self._epoch_limit = self._epoch_bound()
+        self._watchdog.start(self._round_s, self._watchdog.epoch_bound(self.specs, self._round_s))
         self._num_steps = 0
         self._done = False
-        self._timeline: list[tuple[float, tuple[int, ...]]] = []
-        self._ended_log = []
-        self._deadlines = DeadlineBook()
-        self._latencies_s = []
+        self._log = RunLog(self.cluster.gpu_types, record_timeline=self.config.record_timeline)
         self._started = True
         self._wall_start = time.perf_counter()
-        self._record_usage()
+        self._log.usage(0.0, self._placements.totals)
         return self._advance()
 
-    def step(self, allocation: Allocation, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+    @overload
+    def step(self, decision: Decision, *, quiet: QuietTicks | None = None) -> StepReport: ...
+
+    @overload
+    def step(self, decision: Allocation, *, quiet: QuietTicks | None = None) -> ClusterView | None: ...
+
+    def step(
+        self, decision: Decision | Allocation, *, quiet: QuietTicks | None = None
+    ) -> StepReport | ClusterView | None:
         """Apply the decision for the current epoch and advance to the next one.
+
+        A :class:`~hetgym.sim.decision.Decision` (the rows it changes) is checked once
+        (:func:`~hetgym.sim.decision.check_decision`) and the step returns a :class:`StepReport`: the next view
+        and what ended, the deadline outcomes and the busy GPU-seconds since the previous report. A policy's
+        :class:`Allocation` is turned into its decision (:func:`~hetgym.sim.decision.decision_of`) and the step
+        returns the next view alone.
 
         With ``quiet`` (and ``fast_forward``), the quiet round ticks that follow are passed over as epochs
         that keep every allocation, and recorded in ``quiet`` (:mod:`hetgym.sim.fastforward`).
 
         Raises:
-            InvalidAllocationError: The allocation is invalid; nothing was applied.
-
-        Returns:
-            The next view, or ``None`` when the simulation has ended.
+            InvalidAllocationError: The decision is invalid, or of another epoch; nothing was applied.
         """
-        placements = self._begin_step()
-        delta = allocation.delta if isinstance(allocation, Allocation) else None
-        touched = None
-        if delta is not None and delta.epoch is self._epoch_token:
-            # Built from this epoch's running allocations: check and apply only the jobs it changed.
-            touched = delta.touched
-            check_allocation_delta(
-                allocation, self.cluster, self._active, self._now, placements.allocs, placements.totals, touched
-            )
-        else:
-            check_allocation(allocation, self.cluster, self._active, self._now)
-        self._apply(allocation.reject, allocation.jobs, touched)
-        return self._end_step(quiet)
+        if not isinstance(decision, Decision):
+            return self._step(decision, quiet)
+        view = self._step(decision, quiet)
+        return self._log.report(view, self._now, tuple(quiet.times_s) if quiet is not None else ())
 
-    def step_counts(self, delta: CountsDelta, *, quiet: QuietTicks | None = None) -> ClusterView | None:
-        """:meth:`step` with the decision as arrays: the rows of the jobs it changes (:class:`CountsDelta`),
-        checked once and applied as a delta (every other job keeps its allocation, unlooked at).
+    def step_counts(self, delta: Decision, *, quiet: QuietTicks | None = None) -> ClusterView | None:
+        """:meth:`step` of a decision, returning the next view alone (the environment's former entry)."""
+        return self._step(delta, quiet)
 
-        Raises:
-            InvalidAllocationError: A row is invalid, or the delta is not of this epoch; nothing was applied.
-        """
-        placements = self._begin_step()
-        if delta.epoch is not self._epoch_token:
-            raise InvalidAllocationError("the CountsDelta is not of this epoch (its epoch is not view.active.token)")
-        reject, new, touched = resolve_counts(delta, self.cluster, self._active, placements.totals)
-        if self._placer.replaces_all:  # a placer that re-packs everything needs the whole decision
-            new = {**{j: a for j, a in placements.allocs.items() if j not in touched and j not in reject}, **new}
-        self._apply(reject, new, touched)
-        return self._end_step(quiet)
-
-    def _begin_step(self) -> Placements:
+    def _step(self, decision: Decision | Allocation, quiet: QuietTicks | None) -> ClusterView | None:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
+        placements = self._placements
+        if not isinstance(decision, Decision):  # a policy's Allocation: its rows against the running allocations
+            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
+        elif decision.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
+        resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
         self._num_steps += 1
-        placements = self._placements
         placements.changed = []
-        return placements
+        self._apply(resolved)
+        return self._end_step(quiet)
 
     def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
         """After a step's decision is applied: pass over quiet ticks if asked, advance to the next epoch."""
         self._previous_token = self._epoch_token
         self._epoch_token = None
-        if self._gavel_rounds:
-            self._next_tick_s = self._placements.end_gavel_step(self._now, self._next_tick_s, tick=self._tick_epoch)
+        queue = self._queue
+        if queue.gavel_rounds:
+            queue.next_tick_s = self._placements.end_gavel_step(self._now, queue.next_tick_s, tick=self._tick_epoch)
         if quiet is not None and self.fast_forward:
-            self._pass_quiet_ticks(quiet)
+            quiet.times_s = []
+            if self._active and not self._done:
+                now_s, epoch = queue.pass_quiet_ticks(
+                    quiet,
+                    now_s=self._now,
+                    epoch=self._epoch,
+                    placements=self._placements,
+                    deadlines=self._log.deadlines,
+                    watchdog=self._watchdog,
+                    config=self.config,
+                )
+                if quiet.times_s:  # each tick an epoch (and an event) whose step changed nothing
+                    self._events += epoch - self._epoch
+                    self._now, self._epoch = now_s, epoch
+                    self._placements.changed = []
+                    self._previous_token = None  # the next epoch follows none its caller saw
         return self._advance()
 
     def run(self, policy: PolicyProtocol, *, progress: bool = False, ticks: bool | None = None) -> SimulationResult:
@@ -314,11 +315,10 @@ class Simulator(FastForwardMixin, ForkMixin):
         (:mod:`hetgym.sim.fastforward`); the result is the tick-by-tick run's.
         """
         policy.reset(self.cluster, rng=np.random.default_rng(self.config.seed))
-        if ticks is None:
-            ticks = getattr(policy, "uses_ticks", True)
-        view = self.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        view = self.reset(physics=resolve_physics(self.config, policy, ticks=ticks))
+        ticks = self.physics.ticks
         self._placements.watch_idle = True  # a policy holding GPUs at zero rate is stopped (fastforward.py)
-        latencies = self._latencies_s
+        latencies = self._log.latencies_s
         perf = time.perf_counter
         schedule = policy.schedule
         name = getattr(policy, "name", type(policy).__name__)
@@ -344,32 +344,24 @@ class Simulator(FastForwardMixin, ForkMixin):
             result.metrics["num_decisions"] = float(self._epoch)
         return result
 
-    def _apply(self, reject: frozenset[int], new: Mapping[int, JobAllocation], touched: tuple[int, ...] | None) -> None:
-        """Apply a validated decision: the rejected jobs end, the placements change (:class:`Placements`)."""
+    def _apply(self, resolved: Resolved) -> None:
+        """Apply a checked decision: the rejected jobs end, the placements change (:class:`Placements`)."""
         now = self._now
         placements = self._placements
-        for jid in sorted(reject):
+        for jid in sorted(resolved.reject):
             job = self._active.pop(jid)
             placements.reject(job, now)
             self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.REJECTED))
-            self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
-        if placements.apply(new, touched, now) or reject:
-            self._record_usage()
+            self._log.end(job.spec, now, JobStatus.REJECTED)
+        new = resolved.new
+        if placements.placer.replaces_all or resolved.explicit:
+            # A placer that re-packs everything, or an explicit placement that may displace kept jobs, needs
+            # the whole decision: every job without a row keeps its allocation.
+            touched = set(resolved.touched)
+            new = {**{j: a for j, a in placements.allocs.items() if j not in touched}, **new}
+        if placements.apply(new, resolved.touched, now) or resolved.reject:
+            self._log.usage(now, placements.totals)
         placements.restore_order()
-
-    def _record_usage(self) -> None:
-        if not self.config.record_timeline:
-            return
-        held = self._placements.totals  # what the servers' used GPUs add up to per type
-        used = tuple([held[t] for t in self.cluster.gpu_types])
-        timeline = self._timeline
-        if timeline and timeline[-1][1] == used:
-            return
-        if timeline and timeline[-1][0] == self._now:
-            timeline[-1] = (self._now, used)
-        else:
-            timeline.append((self._now, used))
 
     # ----------------------------------------------------------------------------------------
     # Event processing
@@ -377,100 +369,65 @@ class Simulator(FastForwardMixin, ForkMixin):
     def _advance(self) -> ClusterView | None:
         """Process events up to the next decision epoch and return its view (None when finished)."""
         cfg = self.config
+        queue, placements, watchdog = self._queue, self._placements, self._watchdog
         while True:
-            t_next = self._peek_time()
-            if t_next == math.inf:
-                self._finish()
-                return None
-            if t_next > cfg.max_time_s:
-                self._now = cfg.max_time_s
-                self._finish()
-                return None
-            if cfg.max_epochs is not None and self._epoch >= cfg.max_epochs:
-                self._finish()
-                return None
+            idle_until_s = watchdog.idle_holders_until_s(placements.idle_holders)
+            t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
+            if (
+                t_next == math.inf
+                or t_next > cfg.max_time_s
+                or (cfg.max_epochs is not None and self._epoch >= cfg.max_epochs)
+            ):
+                if math.inf > t_next > cfg.max_time_s:
+                    self._now = cfg.max_time_s
+                break
             self._now = t_next
             completed = self._pop_completions(t_next)
             arrived = self._pop_arrivals(t_next)
-            is_tick = self._next_tick_s <= t_next
-            if self._gavel_rounds and not self._placements.running and self._active and not is_tick:
+            is_tick = queue.next_tick_s <= t_next
+            if queue.gavel_rounds and not placements.running and self._active and not is_tick:
                 # Gavel's round ends when the last job running in it does; on an idle cluster it starts
                 # with the next arrival.
                 is_tick = True
-                self._next_tick_s = t_next
+                queue.next_tick_s = t_next
             if is_tick:
                 self._events += 1
-                self._next_tick_s = math.inf
+                queue.next_tick_s = math.inf
             if not self._active:
                 # Nothing to decide (the last active job just completed): no ticks until the next arrival.
-                self._next_tick_s = math.inf
+                queue.next_tick_s = math.inf
                 self._previous_token = None  # the next epoch follows no epoch: its view cannot say what ended
                 continue
-            if self._ticks and self._next_tick_s == math.inf:
-                if self._gavel_rounds and is_tick:
-                    self._next_tick_s = t_next + self._round_s
-                else:
-                    self._next_tick_s = (math.floor(t_next / self._round_s + _EPS_S) + 1) * self._round_s
-            if self._next_arrival < len(self._order) or completed or self._worked():
-                self._stall_count = 0
-                self._last_work_s = t_next
-            else:
-                self._stall_count += 1
-                if arrived:
-                    self._last_work_s = t_next  # a new job: give the policy time to start it
-                # A restart penalty delays work without stopping it: wait it out before giving up.
-                if self._stall_count >= cfg.stall_epochs and (
-                    t_next - self._last_work_s > self._patience_s or not self._in_penalty()
-                ):
-                    self._stop(
-                        f"no job made progress in simulated work for {self._stall_count} epochs "
-                        f"({t_next - self._last_work_s:.0f} s) with none left to arrive: the policy leaves the "
-                        "remaining jobs waiting, or reconfigures them faster than their restart penalty"
-                    )
-                    return None
-            if self._placements.idle_holders and self._stop_idle_holders(t_next):
-                return None  # a job held GPUs at zero rate for too long (the watchdog names it)
-            if self._epoch >= self._epoch_limit:
-                self._stop(
-                    f"the run reached {self._epoch_limit} decision epochs, the bound derived from the workload "
-                    "(ten times the epochs of running every job one after another on its slowest allowed GPU "
-                    "type); the policy is not finishing its jobs"
-                )
-                return None
-            self._deadlines.passed(t_next, self._jobs)
+            if queue.ticks and queue.next_tick_s == math.inf:
+                gavel_tick = queue.gavel_rounds and is_tick
+                queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
+            reason = watchdog.at_epoch(
+                t_next,
+                pending=queue.pending,
+                completed=bool(completed),
+                arrived=bool(arrived),
+                running=placements.running.values(),
+            )
+            if reason is None and placements.idle_holders:
+                # A job held GPUs at zero rate for too long (the watchdog names it).
+                reason = watchdog.idle_holders_reason(placements.idle_holders, placements.running, t_next)
+            if reason is None:
+                reason = watchdog.epoch_limit_reason(self._epoch)
+            if reason is not None:
+                watchdog.stop(reason)
+                break
+            self._log.deadlines.passed(t_next, queue.jobs)
             view = self._make_view(arrived, completed, is_tick)
             self._tick_epoch = is_tick
             self._epoch += 1
             return view
-
-    def _peek_time(self) -> float:
-        heap = self._heap
-        jobs = self._jobs
-        while heap:
-            _, _, jid, version = heap[0]
-            job = jobs[jid]
-            if job.version == version and job.status == JobStatus.RUNNING:
-                break
-            heapq.heappop(heap)  # stale completion: the job was reconfigured or preempted
-        t_completion = heap[0][0] if heap else math.inf
-        order = self._order
-        t_arrival = order[self._next_arrival].spec.submit_s if self._next_arrival < len(order) else math.inf
-        t_tick = self._next_tick_s
-        if not self._ticks and t_completion == math.inf and t_arrival == math.inf and self._active:
-            # Without ticks a run whose active jobs all wait would end here; keep going once per round
-            # so the stall detector, not an empty heap, decides that nothing can progress.
-            t_tick = (math.floor(self._now / self._round_s + _EPS_S) + 1) * self._round_s
-            self._next_tick_s = t_tick
-        return min(t_completion, t_arrival, t_tick, self._idle_holders_until_s())
+        self._finish()
+        return None
 
     def _pop_completions(self, now: float) -> tuple[int, ...]:
-        heap = self._heap
         done: list[int] = []
-        while heap and heap[0][0] <= now:
-            _, _, jid, version = heapq.heappop(heap)
-            job = self._jobs[jid]
-            if job.version != version or job.status != JobStatus.RUNNING:
-                continue
+        for job in self._queue.pop_completions(now):
+            jid = job.spec.job_id
             job.flush(now)
             job.remaining = 0.0
             job.status = JobStatus.COMPLETED
@@ -480,36 +437,31 @@ class Simulator(FastForwardMixin, ForkMixin):
             del self._active[jid]
             self._placements.remove(job)
             self._ended += 1
-            self._ended_log.append((jid, now, JobStatus.COMPLETED))
-            self._deadlines.ended(job.spec, now, JobStatus.COMPLETED)
+            self._log.end(job.spec, now, JobStatus.COMPLETED)
             self._events += 1
             done.append(jid)
         if done:
-            self._record_usage()
+            self._log.usage(now, self._placements.totals)
         return tuple(sorted(done))
 
     def _pop_arrivals(self, now: float) -> tuple[int, ...]:
         arrived: list[int] = []
-        order = self._order
-        while self._next_arrival < len(order) and order[self._next_arrival].spec.submit_s <= now:
-            job = order[self._next_arrival]
-            self._next_arrival += 1
-            if job.spec.job_id in self._oversize:
+        for job in self._queue.pop_arrivals(now):
+            jid = job.spec.job_id
+            self._events += 1
+            if jid in self._oversize:
                 # Admitted by oversize_jobs="reject": it can never fit, so it leaves at once.
                 job.status = JobStatus.REJECTED
                 job.last_update_s = job.finish_s = now
                 self._ended += 1
-                self._ended_log.append((job.spec.job_id, now, JobStatus.REJECTED))
-                self._deadlines.ended(job.spec, now, JobStatus.REJECTED)
-                self._events += 1
+                self._log.end(job.spec, now, JobStatus.REJECTED)
                 continue
             job.status = JobStatus.WAITING
             job.last_update_s = now
-            self._active[job.spec.job_id] = job
+            self._active[jid] = job
             self._placements.arrive(job, now)
-            self._deadlines.arrived(job.spec)
-            self._events += 1
-            arrived.append(job.spec.job_id)
+            self._log.deadlines.arrived(job.spec)
+            arrived.append(jid)
         return tuple(arrived)
 
     def _make_view(self, arrived: tuple[int, ...], completed: tuple[int, ...], is_tick: bool) -> ClusterView:
@@ -536,16 +488,80 @@ class Simulator(FastForwardMixin, ForkMixin):
             throughput=self.throughput,
             config=self.config,
             rate_table=self.rate_table,
-            num_pending=len(self._order) - self._next_arrival,
+            num_pending=len(self._queue.order) - self._queue.next_arrival,
             num_ended=self._ended,
             changed=tuple(placements.changed),
             previous_token=self._previous_token,
         )
 
     # ----------------------------------------------------------------------------------------
+    # Copies: forks for rollouts, pickles, and the views kept past their epoch
+
+    def _seal_snapshots(self) -> None:
+        """Before the state changes: every snapshot still referenced (a view kept past its decision)
+        copies what it shows out of the engine's mappings; then none is tracked any more."""
+        for ref in self._snapshots:
+            jobs = ref()
+            if jobs is not None:
+                jobs.seal()
+        self._snapshots = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle: build the views of live snapshots, then drop the references.
+        self._seal_snapshots()
+        return self.__dict__.copy()
+
+    def fork(self) -> Simulator:
+        """An independent copy of the simulation at this point: stepping one leaves the other as it was.
+
+        Shared: what no step changes (cluster, configuration, throughput model, specs, the records of jobs
+        that ended, caches that are pure functions of their keys). Copied: the clock and counters, the other
+        records, the placements, the event queue, the watchdog, the placer (with any random stream) and the
+        logs. Continued with the same decisions, a fork gives the original's continuation, bit for bit; the
+        current epoch's view reads the original's state (:meth:`rebind_view` gives the fork its own).
+        """
+        out = Simulator.__new__(Simulator)
+        out.__dict__.update(self.__dict__)
+        # The placer may keep state (a random stream, its last answer): copy it, sharing the immutable
+        # objects it refers to (its copy_state() where it has one, else a deep copy).
+        memo: dict[int, Any] = {id(obj): obj for obj in (self.cluster, self.config, self.throughput)}
+        out._placer = fork_policy(self._placer, memo)
+        out._watchdog = copy.copy(self._watchdog)  # its counters are numbers; its rate cache is shared
+        out._log = self._log.copy()
+        out._snapshots = []
+        if self._started:
+            # A completed or rejected job's record never changes again: shared.
+            jobs = {jid: r if r.status in _ENDED else r.copy() for jid, r in self._queue.jobs.items()}
+            out._active = {jid: jobs[jid] for jid in self._active}
+            out._placements = self._placements.fork(out._active, out._placer)
+            out._queue = self._queue.fork(jobs, out._placements.heap)
+        return out
+
+    def rebind_view(self, view: ClusterView) -> ClusterView:
+        """The current epoch's ``view``, taken from the simulator this one was forked from, reading this one's state.
+
+        The epoch keeps its identity (``view.active.token``): a policy forked along with the simulator sees
+        the fork's next view follow it, as the original's would.
+
+        Raises:
+            HetgymError: ``view`` is not of this simulator's current epoch.
+        """
+        if not self._started or self._done or view.active.token is not self._epoch_token:
+            raise HetgymError(
+                "rebind_view: the view is not of this simulator's current epoch; pass the view the original "
+                "simulator returned last, before stepping it (fork again after every step)"
+            )
+        placements = self._placements
+        jobs = EpochJobs(view.now_s, placements.running, placements.waiting_views, placements.allocs)
+        jobs.token = view.active.token
+        self._snapshots.append(weakref.ref(jobs))
+        return dataclasses.replace(view, active=jobs, free_servers=placements.servers.free.copy())
+
+    # ----------------------------------------------------------------------------------------
     # Results
 
     def _finish(self) -> None:
+        """End the run: the active jobs end unfinished (once); returns ``None``, the view of no epoch."""
         if not self._done:
             self._done = True
             self._seal_snapshots()
@@ -554,8 +570,7 @@ class Simulator(FastForwardMixin, ForkMixin):
                 if job.status == JobStatus.RUNNING:
                     job.last_run_s = self._now - job.run_start_s
                 job.status = JobStatus.UNFINISHED
-                self._ended_log.append((job.spec.job_id, self._now, JobStatus.UNFINISHED))
-                self._deadlines.ended(job.spec, self._now, JobStatus.UNFINISHED)
+                self._log.end(job.spec, self._now, JobStatus.UNFINISHED)
             self._wall_s = time.perf_counter() - self._wall_start
         return None
 
@@ -567,32 +582,13 @@ class Simulator(FastForwardMixin, ForkMixin):
             policy_name,
             self.cluster,
             self.throughput,
-            self._order,
-            self._timeline,
-            self._latencies_s,
-            stalled=self._stalled,
-            stall_reason=self._stall_reason,
+            self._queue.order,
+            self._log.timeline,
+            self._log.latencies_s,
+            stalled=self._watchdog.stalled,
+            stall_reason=self._watchdog.reason,
             num_oversize=len(self._oversize),
             num_epochs=self._epoch,
             num_events=self._events,
             wall_s=getattr(self, "_wall_s", time.perf_counter() - self._wall_start),
         )
-
-
-def run_policy(
-    policy: PolicyProtocol | str,
-    cluster: ClusterSpec | str,
-    jobs: Iterable[JobSpec],
-    *,
-    config: SimConfig | Mapping[str, Any] | None = None,
-    throughput: ThroughputModel | None = None,
-    **policy_kwargs: Any,
-) -> SimulationResult:
-    """One-call convenience: make the policy (if named), simulate, return the result."""
-    if isinstance(policy, str):
-        from hetgym.sim.policy import make_policy
-
-        policy = make_policy(policy, **policy_kwargs)
-    if isinstance(config, Mapping):
-        config = SimConfig.from_dict(config)
-    return Simulator(cluster, jobs, config=config, throughput=throughput).run(policy)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,21 @@ if TYPE_CHECKING:
 #: The one tolerance of every deadline outcome: the metrics' ``met_deadline``, the simulator's deadline log
 #: (:mod:`hetgym.sim.deadlines`) and the environments' rewards all use it.
 DEADLINE_TOL_S = 1e-6
+
+_B = TypeVar("_B", bool, np.ndarray)
+
+
+def met_deadline(completed: _B, finish_s: float | np.ndarray, deadline_s: float | np.ndarray) -> _B:
+    """The one "met" rule: a job meets its deadline when it completed by it (within :data:`DEADLINE_TOL_S`).
+
+    Elementwise over arrays (``completed`` a bool array), or on one job (``completed`` a bool; ``finish_s`` of a
+    job that did not complete is not read). The metrics' ``met_deadline`` column, the simulator's deadline log
+    (:mod:`hetgym.sim.deadlines`) and the environments' reference counts all apply it.
+    """
+    if isinstance(completed, bool):
+        return completed and bool(finish_s <= deadline_s + DEADLINE_TOL_S)
+    return completed & (finish_s <= deadline_s + DEADLINE_TOL_S)
+
 
 JOB_COLUMNS = (
     "job_id",
@@ -123,7 +138,7 @@ def job_rows(
                 jct,
                 math.nan if start is None else start - spec.submit_s,
                 spec.has_deadline,
-                bool(completed and finish is not None and finish <= spec.deadline_s + DEADLINE_TOL_S),
+                finish is not None and met_deadline(completed, finish, spec.deadline_s),
                 attained,
                 reconfigs,
                 spec.total_iters,

@@ -31,13 +31,13 @@ def _check_running(sim: Simulator) -> None:
 def arrived_specs(sim: Simulator) -> tuple[JobSpec, ...]:
     """The jobs that have arrived so far (in submission order), whatever became of them."""
     _check_running(sim)
-    return tuple(r.spec for r in sim._order[: sim._next_arrival])
+    return tuple(r.spec for r in sim._queue.order[: sim._queue.next_arrival])
 
 
 def pending_specs(sim: Simulator) -> tuple[JobSpec, ...]:
     """The jobs still to arrive, in submission order."""
     _check_running(sim)
-    return tuple(r.spec for r in sim._order[sim._next_arrival :])
+    return tuple(r.spec for r in sim._queue.order[sim._queue.next_arrival :])
 
 
 def replace_pending(sim: Simulator, jobs: Iterable[JobSpec]) -> None:
@@ -55,8 +55,9 @@ def replace_pending(sim: Simulator, jobs: Iterable[JobSpec]) -> None:
     """
     _check_running(sim)
     new = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
-    cut = sim._next_arrival
-    kept = sim._order[:cut]
+    queue = sim._queue
+    cut = queue.next_arrival
+    kept = queue.order[:cut]
     kept_ids = {r.spec.job_id for r in kept}
     for spec in new:
         if spec.submit_s <= sim.now_s:
@@ -71,20 +72,20 @@ def replace_pending(sim: Simulator, jobs: Iterable[JobSpec]) -> None:
                 job_id=spec.job_id,
             )
     # Checked before anything changes: a bad job leaves the simulation as it was.
-    oversize = check_jobs(new, sim.cluster, sim.throughput, sim.config, sim._fastest_run_s)
+    oversize = check_jobs(new, sim.cluster, sim.throughput, sim.config, sim._watchdog.fastest_run_s)
     records = [JobRecord(s) for s in new]
     order = [*kept, *records]
     for rank, record in enumerate(records, start=cut):
         record.rank = rank
     # New containers, not edits in place: a fork may share the original's (they never change in a run).
     rank_of = {r.spec.job_id: i for i, r in enumerate(order)}
-    sim._order = order
+    queue.order = order
     sim.specs = tuple(r.spec for r in order)
-    sim._jobs = {**{r.spec.job_id: r for r in kept}, **{r.spec.job_id: r for r in records}}
+    queue.jobs = {**{r.spec.job_id: r for r in kept}, **{r.spec.job_id: r for r in records}}
     sim._rank = rank_of
     sim._placements.rank = rank_of
     sim._oversize = {j for j in sim._oversize if j in kept_ids} | oversize
-    sim._epoch_limit = sim._epoch_bound()
+    sim._watchdog.epoch_limit = sim._watchdog.epoch_bound(sim.specs, sim.round_s)
     # Rates are cached by job id and a fork shares its original's table: the new jobs get a table of the
     # fork's own (clearing the shared one would let two futures' jobs of one id read each other's rates).
     sim.rate_table = RateTable(sim.cluster, sim.throughput)

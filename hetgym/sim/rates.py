@@ -12,7 +12,7 @@ environment reads the same table. Pure numpy: no gymnasium, no torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -21,7 +21,22 @@ from hetgym.sim.job import JobSpec
 if TYPE_CHECKING:
     from hetgym.sim.cluster import ClusterSpec
     from hetgym.sim.throughput import ThroughputModel
-    from hetgym.sim.view import JobView
+
+
+class _HasSpec(Protocol):
+    """A job's view (:class:`~hetgym.sim.view.JobView`): its id and spec are what the table reads."""
+
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def num_gpus(self) -> int: ...
+
+
+_JobLike = _HasSpec | JobSpec
 
 
 #: ``RateTable.ranked``: rate by type (shared: do not modify), allowed types in the cluster's order, and
@@ -125,7 +140,7 @@ class RateTable:
         if throughput is not None:
             self.throughput = throughput
 
-    def get(self, job: JobView | JobSpec) -> JobRates:
+    def get(self, job: _JobLike) -> JobRates:
         """The rates of ``job`` at its requested count."""
         hit = self._by_id.get(job.job_id)
         if hit is not None:
@@ -140,7 +155,7 @@ class RateTable:
         self._by_id[job.job_id] = out
         return out
 
-    def rates_at(self, job: JobView | JobSpec, num_gpus: int) -> np.ndarray:
+    def rates_at(self, job: _JobLike, num_gpus: int) -> np.ndarray:
         """Rate on each type at ``num_gpus`` GPUs on one server, 0 where not allowed (float64 ``(T,)``, read-only)."""
         spec = _spec(job)
         if num_gpus == spec.num_gpus:
@@ -151,18 +166,18 @@ class RateTable:
             out = self._at[key] = _frozen(self._rates(spec, num_gpus))
         return out
 
-    def best_rate(self, job: JobView | JobSpec, num_gpus: int | None = None) -> float:
+    def best_rate(self, job: _JobLike, num_gpus: int | None = None) -> float:
         """The highest rate over the job's allowed types at ``num_gpus`` (default: its request); 0 if none."""
         if num_gpus is None or num_gpus == job.num_gpus:
             return self.get(job).best_rate
         rates = self.rates_at(job, num_gpus)
         return float(rates.max()) if rates.size else 0.0
 
-    def allowed_types(self, job: JobView | JobSpec) -> tuple[str, ...]:
+    def allowed_types(self, job: _JobLike) -> tuple[str, ...]:
         """The cluster's types the job may use, in the cluster's order."""
         return self.get(job).allowed_types
 
-    def ranked(self, job: JobView | JobSpec, num_gpus: int) -> Ranked:
+    def ranked(self, job: _JobLike, num_gpus: int) -> Ranked:
         """``(rate by type, allowed types in the cluster's order, allowed types fastest first)`` at
         ``num_gpus`` GPUs on one server (ties keep the cluster's order), computed once per kind of job."""
         spec = _spec(job)
@@ -189,7 +204,7 @@ class RateTable:
         return len(self._by_id)
 
 
-def _spec(job: JobView | JobSpec) -> JobSpec:
+def _spec(job: _JobLike) -> JobSpec:
     return job if isinstance(job, JobSpec) else job.spec
 
 

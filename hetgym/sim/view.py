@@ -27,7 +27,7 @@ from hetgym.sim.throughput import ServerGroup, ThroughputModel
 
 if TYPE_CHECKING:
     from hetgym.sim.cluster import ClusterSpec
-    from hetgym.sim.engine import SimConfig
+    from hetgym.sim.config import SimConfig
 
 
 class JobView(NamedTuple):

@@ -31,7 +31,7 @@ def outcome(sim: Simulator, name: str, policy: Any) -> tuple[Any, ...]:
         metrics,
         result.num_epochs,
         result.num_events,
-        sim._timeline,
+        sim._log.timeline,
         sim.ended_log(),
         sim.deadline_log(),
         dict(policy.stats),

@@ -83,7 +83,7 @@ def test_replace_pending_keeps_the_arrived_jobs_and_runs_the_new_future() -> Non
 def test_replace_pending_rejects_bad_jobs_and_changes_nothing(change: str) -> None:
     env = _at_decision()
     sim = fork_env(env).sim
-    before = (pending_specs(sim), dict(sim._rank), sim._epoch_limit)
+    before = (pending_specs(sim), dict(sim._rank), sim._watchdog.epoch_limit)
     job = dataclasses.replace(pending_specs(sim)[0], job_id=500)
     if change == "past":
         job = dataclasses.replace(job, submit_s=sim.now_s)
@@ -93,7 +93,7 @@ def test_replace_pending_rejects_bad_jobs_and_changes_nothing(change: str) -> No
         job = dataclasses.replace(job, job_type="no-such-model")
     with pytest.raises(InvalidJobError, match="job"):
         replace_pending(sim, [job])
-    assert (pending_specs(sim), dict(sim._rank), sim._epoch_limit) == before
+    assert (pending_specs(sim), dict(sim._rank), sim._watchdog.epoch_limit) == before
 
 
 def test_sampled_futures_never_hold_the_true_future() -> None:

@@ -118,13 +118,15 @@ def test_forks_are_independent_and_share_only_immutable_data() -> None:
         assert getattr(twin, name) is getattr(sim, name)
     # Records of jobs still to arrive, waiting or running are copied; those of jobs that ended are shared.
     ended = {JobStatus.COMPLETED, JobStatus.REJECTED}
-    assert any(r.status in ended for r in sim._jobs.values()) and any(r.status not in ended for r in sim._jobs.values())
-    assert twin._jobs is not sim._jobs
-    assert all((twin._jobs[j] is r) == (r.status in ended) for j, r in sim._jobs.items())
+    assert any(r.status in ended for r in sim._queue.jobs.values()) and any(
+        r.status not in ended for r in sim._queue.jobs.values()
+    )
+    assert twin._queue.jobs is not sim._queue.jobs
+    assert all((twin._queue.jobs[j] is r) == (r.status in ended) for j, r in sim._queue.jobs.items())
     assert twin._placements.servers.free is not sim._placements.servers.free
-    assert twin._heap is twin._placements.heap and twin._heap is not sim._heap
+    assert twin._queue.heap is twin._placements.heap and twin._queue.heap is not sim._queue.heap
     # Diverge: the fork rejects any waiting job and FIFO runs the rest; the original is left where it was.
-    before = (sim.now_s, [(r.remaining, r.status, r.alloc) for r in sim._jobs.values()], list(sim.ended_log()))
+    before = (sim.now_s, [(r.remaining, r.status, r.alloc) for r in sim._queue.jobs.values()], list(sim.ended_log()))
     twin_view = twin.rebind_view(view)
     fifo = make_policy("fifo")
     fifo.reset(twin.cluster, rng=np.random.default_rng(0))
@@ -135,7 +137,11 @@ def test_forks_are_independent_and_share_only_immutable_data() -> None:
         sim.fork().rebind_view(later)
     drive(twin, fifo, later)
     assert twin.done and not sim.done
-    assert before == (sim.now_s, [(r.remaining, r.status, r.alloc) for r in sim._jobs.values()], list(sim.ended_log()))
+    assert before == (
+        sim.now_s,
+        [(r.remaining, r.status, r.alloc) for r in sim._queue.jobs.values()],
+        list(sim.ended_log()),
+    )
 
 
 def test_a_fork_before_reset_and_the_generic_policy_fork() -> None:

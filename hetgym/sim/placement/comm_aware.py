@@ -10,7 +10,7 @@ placement exists on the free GPUs, the placer falls back to the fewest servers, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -119,15 +119,19 @@ def random_place(
     return None
 
 
+#: A placement rule: ``(spec, free, cluster, types, n)`` to the groups it takes, or ``None`` when it finds none.
+_Rule = Callable[[JobSpec, np.ndarray, ClusterSpec, Sequence[str], int], list[ServerGroup] | None]
+
+
 def _place_by(
-    cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest], rule: object
+    cluster: ClusterSpec, free: np.ndarray, requests: Sequence[PlacementRequest], rule: _Rule
 ) -> dict[int, tuple[ServerGroup, ...]]:
     """Place each request type by type with ``rule(spec, free, [type], n)``, falling back to fewest servers."""
     out: dict[int, tuple[ServerGroup, ...]] = {}
     for req in sorted(requests, key=lambda r: (-r.total_gpus, r.job_id)):
         by_server: dict[int, int] = {}
         for gpu_type, n in req.counts:
-            groups = rule(req.spec, free, cluster, [gpu_type], n)  # type: ignore[operator]
+            groups = rule(req.spec, free, cluster, [gpu_type], n)
             if groups is None:
                 taken = take_or_fail(free, cluster.servers_by_type[gpu_type], n, gpu_type)
             else:
