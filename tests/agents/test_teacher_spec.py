@@ -49,7 +49,7 @@ def test_the_knobs_reach_the_labelling_policy_and_the_reference_runs() -> None:
     env = make_env(TINY, kwargs, teacher=spec)
     try:
         policy = env.tracker.policy  # type: ignore[attr-defined]
-        assert policy.name == "dancer" and policy.memory == "observed"
+        assert policy.name == "dancer" and policy.knob_values.memory == "observed"
         _, info = env.reset(seed=1000)
         assert "expert_action" in info
     finally:
