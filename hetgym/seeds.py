@@ -44,14 +44,20 @@ def parse_seeds(value: str | int | Sequence[int], *, error: type[ValueError] = S
                 raise error(f"seeds {value!r}: {s!r} is not an integer")
         seeds = [int(s) for s in value]
     if not seeds:
-        raise error(f"no seeds in {value!r}; give e.g. 0-3 or 0,1,2")
+        raise error(f"no seeds in {_shown(str(value))}; give e.g. 0-3 or 0,1,2")
     if len(set(seeds)) != len(seeds):
-        raise error(f"seeds {value!r} repeat a seed; name each once")
+        raise error(f"seeds {_shown(str(value))} repeat a seed; name each once")
     return seeds
+
+
+def _shown(text: str) -> str:
+    """``text`` as a message quotes it: cut to its start when long (a list of a million seeds stays readable)."""
+    return repr(text) if len(text) <= 60 else repr(text[:40]) + f" ... ({len(text):,} characters)"
 
 
 def _parse_text(text: str, error: type[ValueError]) -> list[int]:
     out: list[int] = []
+    shown = _shown(text)
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -60,10 +66,10 @@ def _parse_text(text: str, error: type[ValueError]) -> list[int]:
         try:
             first, last = (int(lo), int(hi)) if dash else (int(part), int(part))
         except ValueError:
-            raise error(f"seeds {text!r}: {part!r} is not a non-negative integer or a range such as 0-3") from None
+            raise error(f"seeds {shown}: {part!r} is not a non-negative integer or a range such as 0-3") from None
         if last < first:
-            raise error(f"seeds {text!r}: the range {part!r} runs backwards; write e.g. 0-3")
-        _check_count(len(out) + last - first + 1, repr(text), error)  # counted before the list is built
+            raise error(f"seeds {shown}: the range {part!r} runs backwards; write e.g. 0-3")
+        _check_count(len(out) + last - first + 1, shown, error)  # counted before the list is built
         out.extend(range(first, last + 1))
     return out
 
