@@ -9,7 +9,9 @@ seconds the row took), ``note`` and ``detail`` (a row's extra figures, e.g. a bo
 ``normalised`` is ``(dsr - best expert) / (bound - best expert)``: the share of the headroom above the best
 expert (highest mean DSR among the scenario's ``expert`` rows) that the row closes, with ``bound`` the
 :data:`NORMALISING_BOUND` row (valid for every policy and execution mode); ``null`` when either is missing
-or the bound does not exceed the best expert. Writing a row replaces the row with the same key
+or the bound does not exceed the best expert. A row over other seeds than theirs (an oracle row on a few
+workloads) is normalised against the best expert's and the bound's means on *its* seeds, from their
+``per_seed``; ``null`` when they do not cover them. Writing a row replaces the row with the same key
 (:data:`KEY`) and keeps the others, through an atomic write, so an interrupted run loses nothing written.
 """
 
@@ -125,10 +127,26 @@ def normalise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             r["normalised"] = None
             if best is None or bound is None or r["dsr"] is None:
                 continue
-            span = bound["dsr"] - best["dsr"]
+            best_dsr, bound_dsr = _mean_on(best, r["seeds"]), _mean_on(bound, r["seeds"])
+            if best_dsr is None or bound_dsr is None:
+                continue
+            span = bound_dsr - best_dsr
             if span > 1e-9:
-                r["normalised"] = (r["dsr"] - best["dsr"]) / span
+                r["normalised"] = (r["dsr"] - best_dsr) / span
     return out
+
+
+def _mean_on(row: Mapping[str, Any], seeds: Sequence[int]) -> float | None:
+    """``row``'s mean DSR on ``seeds`` (its own ``dsr`` on its own seeds); ``None`` if it lacks one of them."""
+    if list(row["seeds"]) == list(seeds):
+        return float(row["dsr"])
+    per_seed = row.get("per_seed")
+    if not per_seed:
+        return None
+    at = dict(zip(row["seeds"], per_seed, strict=True))
+    if not seeds or any(s not in at or at[s] is None for s in seeds):
+        return None
+    return sum(float(at[s]) for s in seeds) / len(seeds)
 
 
 def best_expert(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

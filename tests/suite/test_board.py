@@ -52,6 +52,23 @@ def test_normalised_is_the_share_of_the_headroom_closed() -> None:
     assert by["tiny", "edf"] is None  # no bound on tiny
 
 
+def test_a_row_on_fewer_seeds_is_normalised_on_its_own_seeds() -> None:
+    """An oracle row on one workload is set against the best expert and the bound on that workload."""
+    oracle = board.make_row("default", "oracle-lookahead-hindsight", "bound", "env", [1001], [0.95])
+    stranger = board.make_row("default", "other", "rule", "env", [7], [0.95])
+    rows = board.normalise(
+        [
+            _row("default", "elasticflow", "expert", [0.7, 0.9, 0.8]),
+            _row("default", board.NORMALISING_BOUND, "bound", [1.0, 1.0, 0.9]),
+            oracle,
+            stranger,
+        ]
+    )
+    by = {r["agent"]: r["normalised"] for r in rows}
+    assert by["oracle-lookahead-hindsight"] == pytest.approx((0.95 - 0.9) / (1.0 - 0.9))  # seed 1001's values
+    assert by["other"] is None  # seed 7 is not among the expert's seeds
+
+
 def test_upsert_replaces_the_same_key_keeps_the_rest_and_refuses_a_bad_file(tmp_path: Path) -> None:
     path = tmp_path / "board.json"
     board.upsert(path, [_row("default", "edf", "expert", [0.1, 0.2, 0.3]), _row("tiny", "edf", "expert", [1, 1, 1])])
