@@ -133,9 +133,10 @@ class StubEnv(gym.Env[Any, Any]):
         }
 
 
-def env_step_us(env_id: str, steps: int, seed: int) -> float:
-    """CPU microseconds per ``env.step`` of a random masked agent on ``gym.make(env_id)`` (choice excluded)."""
-    env = gym.make(env_id)
+def env_step_us(env_id: str, steps: int, seed: int, kwargs: dict[str, Any] | None = None) -> float:
+    """CPU microseconds per ``env.step`` of a random masked agent on ``gym.make(env_id, **kwargs)`` (choice
+    excluded), resetting as episodes end."""
+    env = gym.make(env_id, **(kwargs or {}))
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     space = env.action_space
@@ -309,22 +310,8 @@ def _floor_of(env_id: str) -> str:
 
 
 def event_decision_us(env_id: str, kwargs: dict[str, Any], steps: int, seed: int) -> float:
-    """CPU microseconds per decision (``env.step``, the agent's choice excluded) of a random masked agent on
-    ``gym.make(env_id, **kwargs)``, resetting as episodes end."""
-    env = gym.make(env_id, **kwargs)
-    rng = np.random.default_rng(seed)
-    _, info = env.reset(seed=seed)
-    cpu = time.process_time
-    spent = 0.0
-    for _ in range(steps):
-        action = int(rng.choice(np.flatnonzero(info["action_mask"])))
-        t = cpu()
-        _, _, terminated, truncated, info = env.step(action)
-        spent += cpu() - t
-        if terminated or truncated:
-            _, info = env.reset()
-    env.close()
-    return spent / steps * 1e6
+    """CPU microseconds per decision of a random masked agent on ``gym.make(env_id, **kwargs)``."""
+    return env_step_us(env_id, steps, seed, kwargs)
 
 
 def events_child(steps: int, seed: int, labels: list[str]) -> dict[str, float]:
