@@ -55,8 +55,8 @@ import numpy as np
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts
 from baselines._deadline import planning_rate
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, best_rate, greedy_fill, keep_running
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

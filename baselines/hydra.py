@@ -42,8 +42,8 @@ import numpy as np
 
 from baselines._common import gang_counts
 from baselines._deadline import planning_rate
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

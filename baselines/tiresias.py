@@ -19,9 +19,9 @@ import math
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, fill_in_order, gang_counts
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, keep_running
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

@@ -51,7 +51,6 @@ from typing import Any, Literal
 import numpy as np
 
 from baselines._common import TYPE_CHOICE_DOC, TYPE_CHOICES, TypeChoice, gang_counts, greedy_fill
-from baselines._knobs import KnobPolicy
 from baselines.asrpt.predict import (
     IterationPredictor,
     make_predictor,
@@ -60,6 +59,7 @@ from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.comm import CommModel, placement_rate
 from hetgym.sim.job import JobSpec
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.placement import comm_aware_place, place_count, random_place
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob

@@ -17,12 +17,12 @@ import math
 import numpy as np
 
 from baselines._deadline import JobOptions, job_options, slot_of
-from baselines._knobs import KnobPolicy
 from baselines.dancer.dp import PriceFunction, block_costs, dual_dp, repair_schedule, schedule_progress
 from baselines.dancer.knobs import DancerKnobs
 from baselines.dancer.reservations import JobState, Plan, SlotLedger, plan_remaining, trim_plan
 from hetgym.sim import portable
 from hetgym.sim.job import JobSpec
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.view import ClusterView, JobView
 
 _INF = math.inf

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines._deadline import JobOptions, job_options
-from baselines._knobs import KnobPolicy
 from baselines.elasticflow.knobs import ElasticFlowKnobs
 from hetgym.sim.job import JobSpec
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.view import ClusterView, JobView
 
 

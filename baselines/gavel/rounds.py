@@ -20,8 +20,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from baselines._knobs import KnobPolicy
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from baselines._knobs import KnobPolicy
 from baselines.hadar.knobs import HadarKnobs
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.view import ClusterView, JobView
 
 _EPS = 1e-9

@@ -64,7 +64,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines._knobs import KnobPolicy
 from baselines.jps.model import (
     PlacementInstance,
 )
@@ -77,6 +76,7 @@ from baselines.jps.search import (
 )
 from hetgym.sim.allocation import Allocation, AllocationBuilder, JobAllocation
 from hetgym.sim.comm import job_model_bytes
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.policy import register_policy
 from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.view import ClusterView, JobView

@@ -33,6 +33,7 @@ from hetgym.sim.errors import (
     UnknownNameError,
 )
 from hetgym.sim.job import JobSpec, JobStatus
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.physics import Physics, resolve_physics
 from hetgym.sim.policy import (
     Policy,
@@ -45,6 +46,7 @@ from hetgym.sim.policy import (
     register_policy,
 )
 from hetgym.sim.rates import JobRates, RateTable
+from hetgym.sim.registry import Knobs, knob
 from hetgym.sim.runner import run_policy
 from hetgym.sim.throughput import ExecutionMode, ServerGroup, ThroughputModel, allocation_rate
 from hetgym.sim.view import ClusterView, JobView
@@ -72,6 +74,8 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "JobView",
+    "KnobPolicy",
+    "Knobs",
     "Physics",
     "Policy",
     "PolicyProtocol",
@@ -89,6 +93,7 @@ __all__ = [
     "config_from_dict",
     "decision_of",
     "get_cluster",
+    "knob",
     "list_clusters",
     "list_policies",
     "make_policy",

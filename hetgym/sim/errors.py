@@ -11,7 +11,10 @@ class HetgymError(Exception):
 
 
 def _plural(noun: str) -> str:
-    """``policy`` -> ``policies``, ``GPU type`` -> ``GPU types``, ``config key`` -> ``config keys``."""
+    """``policy`` -> ``policies``, ``GPU type`` -> ``GPU types``, ``knob of X`` -> ``knobs of X``."""
+    head, sep, tail = noun.partition(" of ")
+    if sep:
+        return _plural(head) + sep + tail
     if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
         return noun[:-1] + "ies"
     return noun + "s"

@@ -4,7 +4,8 @@ A :class:`KnobPolicy` names its frozen :class:`~hetgym.sim.registry.Knobs` datac
 what the policy registry records) and writes nothing else per knob: its constructor takes exactly those
 fields as keywords, builds the dataclass once (which validates every knob and names a bad one) and holds
 it as :attr:`KnobPolicy.knob_values`; the code reads ``self.knob_values.x``. A variant extends the
-dataclass (HadarE's knobs are Hadar's and its own). What ``inspect``, :func:`~hetgym.sim.make_policy`
+dataclass (HadarE's knobs are Hadar's and its own). Every built-in policy of ``baselines`` is one, and a
+policy of one's own may be (``docs/writing-a-policy.md``). What ``inspect``, :func:`~hetgym.sim.make_policy`
 and ``hetgym policies --knobs`` read of the constructor, the keywords and their defaults, is made from
 the fields, and so is the ``Args:`` section of the class docstring (each field's ``doc``).
 

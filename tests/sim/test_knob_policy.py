@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from baselines._knobs import KnobPolicy
 from baselines.dancer import Dancer, DancerKnobs
 from baselines.hadar import HadarE, HadarEKnobs, HadarKnobs
 from hetgym.sim import list_policies, make_policy, policy_class
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.cluster import get_cluster
 from hetgym.sim.errors import UnknownNameError
+from hetgym.sim.knob_policy import KnobPolicy
 from hetgym.sim.registry import KnobError, Knobs, knob
 from hetgym.sim.view import ClusterView
 
@@ -110,3 +110,32 @@ def test_derived_state_is_set_in_configure() -> None:
     assert _Toy(size=3).keeps_gpus_busy and not _Toy().keeps_gpus_busy
     assert "    size: how many (default ``2``)." in (_Toy.__doc__ or "")
     assert DancerKnobs().round_s == Dancer().round_s
+
+
+def test_the_documented_knob_policy_checks_its_knobs() -> None:
+    """docs/writing-a-policy.md's first example: the knob it declares is the constructor's, checked and listed."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "writing-a-policy.md").read_text()
+    example = re.search(r"```python\n(.*?)```", page, re.S)
+    assert example, "docs/writing-a-policy.md lost its first example"
+    from hetgym.sim.policy import POLICIES
+
+    namespace: dict[str, object] = {}
+    exec(compile(example.group(1), "writing-a-policy.md", "exec"), namespace)  # the page's own code
+    try:
+        _check_biggest_first()
+    finally:  # other tests see the usual registry
+        POLICIES.unregister("biggest-first")
+
+
+def _check_biggest_first() -> None:
+    policy = make_policy("biggest-first", keep_free=1)
+    assert isinstance(policy, KnobPolicy) and policy.params() == {"keep_free": 1}
+    assert "keep_free" in str(inspect.signature(type(policy)))
+    assert "keep_free: GPUs of each type left free" in (type(policy).__doc__ or "")
+    with pytest.raises(KnobError, match="keep_free=-1: it must be >= 0"):
+        make_policy("biggest-first", keep_free=-1)
+    with pytest.raises(UnknownNameError, match="did you mean 'keep_free'"):
+        make_policy("biggest-first", keep_fre=1)
