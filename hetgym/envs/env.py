@@ -239,8 +239,9 @@ class HetClusterEnv(gym.Env[Observation, Any]):
             options: ``{"workload_seed": int}`` or ``{"jobs": [JobSpec, ...]}`` (see the class docstring).
         """
         super().reset(seed=seed)
-        self._start_episode(options)
-        info = self._info(RewardComponents(), committed=False, invalid=False)
+        comps = RewardComponents()
+        self._start_episode(options, comps)
+        info = self._info(comps, committed=False, invalid=False)
         info["workload_seed"] = self.core.workload_seed
         return self._observe(), info
 
@@ -411,7 +412,8 @@ class HetClusterEnv(gym.Env[Observation, Any]):
     # ----------------------------------------------------------------------------------------
     # Internals
 
-    def _start_episode(self, options: dict[str, Any] | None) -> None:
+    def _start_episode(self, options: dict[str, Any] | None, comps: RewardComponents) -> None:
+        """Start the core's episode and load its first epoch; ``comps`` counts what ended if the run ends at once."""
         core = self.core
         view = core.start(options, self.np_random, fast_forward=self.fast_forward)
         assert core.sim is not None
@@ -429,7 +431,8 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         self._ended_at = {}
         self._now_s = 0.0
         self._epoch = 0
-        if view is None:
+        if view is None:  # every job was rejected on arrival: the reset's advance is the whole run
+            self.core.account(core.report(None), comps)
             self._end_episode()
         self._load(view)
         self._present()
@@ -449,8 +452,8 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         self._mask = self.codec.mask(self.state)
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, commit: Commit) -> ClusterView | None:
-        """Apply ``commit`` at ``view``'s epoch (its rows, as arrays: ``Simulator.step_counts``), account the
-        interval in ``comps``; the next epoch's view.
+        """Apply ``commit`` at ``view``'s epoch (its rows, as arrays: a ``Decision`` for ``Simulator.step``),
+        account the interval in ``comps`` from the step's report; the next epoch's view.
 
         With the quiet ticks after it passed over in the same step, their intervals are accounted too
         (:mod:`hetgym.envs.intervals`).
@@ -460,10 +463,13 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         assert view is not None and sim is not None
         t0 = view.now_s
         quiet = self.quiet.request(commit, sim)
-        next_view = sim.step_counts(commit.delta, quiet=quiet)
+        report = sim.step(commit.delta, quiet=quiet)
+        next_view = report.view
         t1 = next_view.now_s if next_view is not None else sim.now_s
-        # What ended and the deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
-        ended, lost = self.core.account(comps)
+        # What ended and the deadlines met and lost since the previous report (the first one also covers the
+        # reset's advance; the last one the jobs left unfinished at the stop): hetgym.sim.deadlines decides them.
+        lost = self.core.account(report, comps)
+        ended = report.ended
         ended_at = self._ended_at
         for jid, t, _ in ended:
             ended_at[jid] = t

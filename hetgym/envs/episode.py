@@ -10,10 +10,11 @@ interface, so it lives here once, in :class:`EpisodeCore`, which each env holds 
   from the env's ``np_random`` (always taken, so the random stream advances the same whatever the options);
 * the simulator: built per episode, started with a policy's physics where one drives it (as
   :meth:`Simulator.run <hetgym.sim.Simulator.run>` starts a policy's run);
-* what a step's simulated time brought: the jobs that ended and the deadlines met or lost, read from the
-  simulator's logs (the log cursors live here and nowhere else) into
-  :class:`~hetgym.envs.rewards.RewardComponents`, and the reward those components give
-  (:data:`~hetgym.envs.rewards.REWARDS`, by name);
+* what a step's simulated time brought: the jobs that ended and the deadlines met or lost, as the
+  simulator's :class:`~hetgym.sim.decision.StepReport` gives them (each report covers everything recorded
+  since the previous one: the reset's first advance, quiet ticks passed over, the jobs left unfinished at
+  the stop), mapped into :class:`~hetgym.envs.rewards.RewardComponents`, and the reward those components
+  give (:data:`~hetgym.envs.rewards.REWARDS`, by name);
 * the stop: why the run ended (:data:`STOP_REASONS`; :data:`TERMINAL_REASONS` terminate, the caps truncate),
   the run's result, and the final ``info`` (metrics without the wall-clock ones, :data:`WALL_CLOCK_METRICS`).
 
@@ -32,6 +33,7 @@ from hetgym.envs.reset_options import check_reset_options
 from hetgym.envs.rewards import REWARDS, RewardComponents, RewardFn
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.config import SimConfig
+from hetgym.sim.decision import StepReport
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec, JobStatus
@@ -47,9 +49,6 @@ RESET_OPTIONS = ("workload_seed", "jobs")
 STOP_REASONS = ("done", "stalled", "max_time", "max_decisions")
 #: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
 TERMINAL_REASONS = ("done", "stalled")
-
-#: A job that ended in a step: ``(job_id, time_s, status)``, as :meth:`Simulator.ended_log` records it.
-Ended = tuple[int, float, JobStatus]
 
 
 class EpisodeCore:
@@ -98,8 +97,6 @@ class EpisodeCore:
         self.done = True
         self.stop_reason = ""
         self.result: SimulationResult | None = None
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
 
     # ----------------------------------------------------------------------------------------
     # Start
@@ -147,8 +144,6 @@ class EpisodeCore:
         self.done = False
         self.stop_reason = ""
         self.result = None
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
         if policy is None:
             return sim.reset()
         policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
@@ -158,32 +153,35 @@ class EpisodeCore:
     # ----------------------------------------------------------------------------------------
     # What a step brought
 
-    def account(self, comps: RewardComponents) -> tuple[list[Ended], bool]:
-        """Count what the simulator decided since the last call into ``comps``: jobs ended, deadlines met or lost.
+    @staticmethod
+    def account(report: StepReport, comps: RewardComponents) -> bool:
+        """Count what ``report`` says the simulator decided into ``comps``: jobs ended, deadlines met or lost.
 
-        Returns the jobs that ended (in the order they ended) and whether a deadline was lost. A deadline job
-        is lost at its rejection, at the first epoch past its deadline, or when left unfinished at the stop, as
-        the simulator's accounting decides it (:mod:`hetgym.sim.deadlines`: the metrics' tolerance).
+        Returns whether a deadline was lost. A deadline job is lost at its rejection, at the first epoch past
+        its deadline, or when left unfinished at the stop, as the simulator's accounting decides it
+        (:mod:`hetgym.sim.deadlines`: the metrics' tolerance).
         """
-        sim = self.sim
-        assert sim is not None
-        ended = sim.ended_log(self._ended_cursor)
-        self._ended_cursor += len(ended)
-        for _, _, status in ended:
-            if status == JobStatus.COMPLETED:
+        completed, rejected = JobStatus.COMPLETED, JobStatus.REJECTED
+        for _, _, status in report.ended:
+            if status == completed:
                 comps.completed += 1
-            elif status == JobStatus.REJECTED:
+            elif status == rejected:
                 comps.rejected += 1
-        outcomes = sim.deadline_log(self._deadline_cursor)
-        self._deadline_cursor += len(outcomes)
         lost = False
-        for outcome in outcomes:
+        for outcome in report.deadlines:
             if outcome.met:
                 comps.met += 1
             else:
                 comps.missed += 1
                 lost = True
-        return ended, lost
+        return lost
+
+    def report(self, view: ClusterView | None) -> StepReport:
+        """What the simulator recorded since its previous report, with the current ``view``: for an advance that
+        made no report (the reset's first one)."""
+        sim = self.sim
+        assert sim is not None
+        return sim.report(view)
 
     def reward(self, comps: RewardComponents) -> float:
         """The configured reward of ``comps`` (a step's, or a reference run's over the same interval)."""
