@@ -11,7 +11,7 @@ import numpy as np
 
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
-from hetgym.envs.episode import RESET_OPTIONS, TERMINAL_REASONS, WALL_CLOCK_METRICS, EpisodeCore
+from hetgym.envs.episode import RESET_OPTIONS, TERMINAL_REASONS, WALL_CLOCK_METRICS, CoreAttribute, EpisodeCore
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.intervals import add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
@@ -359,25 +359,13 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         """``(episode_id, epoch)`` of the current decision; changes exactly when a new one starts."""
         return self.core.episode_id, self._epoch
 
-    @property
-    def sim(self) -> Simulator | None:
-        """The current episode's simulator (``None`` before the first reset)."""
-        return self.core.sim
-
-    @property
-    def jobs(self) -> tuple[JobSpec, ...]:
-        """The current episode's workload."""
-        return self.core.jobs
-
-    @property
-    def workload_seed(self) -> int | None:
-        """The seed the current episode's workload was drawn with (``None``: given jobs or a trace)."""
-        return self.core.workload_seed
-
-    @property
-    def episode_id(self) -> int:
-        """How many episodes have started."""
-        return self.core.episode_id
+    # The episode's own attributes, shown under the env's names (read-only here).
+    sim: CoreAttribute[Simulator | None] = CoreAttribute("The current episode's simulator (``None`` before reset).")
+    jobs: CoreAttribute[tuple[JobSpec, ...]] = CoreAttribute("The current episode's workload.")
+    workload_seed: CoreAttribute[int | None] = CoreAttribute(
+        "The seed the current episode's workload was drawn with (``None``: given jobs or a trace)."
+    )
+    episode_id: CoreAttribute[int] = CoreAttribute("How many episodes have started.")
 
     def encode(self, target: Allocation) -> Encoding:
         """Express ``target`` (an allocation for the current epoch) in the codec's actions.

@@ -18,14 +18,16 @@ interface, so it lives here once, in :class:`EpisodeCore`, which each env holds 
 * the stop: why the run ended (:data:`STOP_REASONS`; :data:`TERMINAL_REASONS` terminate, the caps truncate),
   the run's result, and the final ``info`` (metrics without the wall-clock ones, :data:`WALL_CLOCK_METRICS`).
 
-The core knows neither the observation nor the action space: the envs map its state to theirs.
+The core knows neither the observation nor the action space: the envs map its state to theirs. What both
+envs show of it under their own names (``env.sim``, ``env.jobs``, ``env.workload_seed``, ``env.episode_id``)
+is declared once, as :class:`CoreAttribute` descriptors, rather than as a base class.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -262,4 +264,49 @@ class EpisodeCore:
         self._reward_fn = REWARDS.get(self.reward_name)
 
 
-__all__ = ["RESET_OPTIONS", "STOP_REASONS", "TERMINAL_REASONS", "WALL_CLOCK_METRICS", "EpisodeCore"]
+class _HasCore(Protocol):
+    core: EpisodeCore
+
+
+_T = TypeVar("_T")
+
+
+class CoreAttribute(Generic[_T]):
+    """An env's attribute that is its episode core's attribute of the same name (``env.x`` is ``env.core.x``).
+
+    Args:
+        doc: The attribute's docstring.
+        writable: Whether ``env.x = value`` sets the core's (else it raises ``AttributeError``, as a property
+            without a setter does).
+
+    Both envs declare the attributes they show of the core with it (``sim = CoreAttribute(...)``), so the
+    forwarding is written once and the env classes keep inheriting from ``gymnasium.Env`` alone.
+    """
+
+    def __init__(self, doc: str, *, writable: bool = False) -> None:
+        self.__doc__ = doc
+        self.writable = writable
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, env: None, owner: type | None = None) -> CoreAttribute[_T]: ...
+
+    @overload
+    def __get__(self, env: _HasCore, owner: type | None = None) -> _T: ...
+
+    def __get__(self, env: _HasCore | None, owner: type | None = None) -> _T | CoreAttribute[_T]:
+        if env is None:
+            return self  # read on the class: the descriptor itself (its docstring for help())
+        value: _T = getattr(env.core, self.name)
+        return value
+
+    def __set__(self, env: _HasCore, value: _T) -> None:
+        if not self.writable:
+            raise AttributeError(f"{self.name!r} is read-only: it is the episode's (env.core.{self.name})")
+        setattr(env.core, self.name, value)
+
+
+__all__ = ["RESET_OPTIONS", "STOP_REASONS", "TERMINAL_REASONS", "WALL_CLOCK_METRICS", "CoreAttribute", "EpisodeCore"]

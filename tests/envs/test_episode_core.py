@@ -14,7 +14,7 @@ import pytest
 
 import hetgym  # noqa: F401  (registers the ids)
 from hetgym.envs.env import HetClusterEnv
-from hetgym.envs.episode import STOP_REASONS, WALL_CLOCK_METRICS, EpisodeCore
+from hetgym.envs.episode import STOP_REASONS, WALL_CLOCK_METRICS, CoreAttribute, EpisodeCore
 from hetgym.envs.events.env import HetClusterEventEnv
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.rewards import RewardComponents
@@ -204,3 +204,18 @@ def test_jobs_rejected_at_arrival_are_reported_once(make) -> None:
         assert m["num_oversize"] == 3 and total["rejected"] == m["num_rejected"] >= 3
         assert total["completed"] == m["num_completed"]
         assert total["met"] + total["missed"] == len(env.sim.deadline_log())
+
+
+def test_the_envs_names_for_the_episode_are_the_cores_declared_once() -> None:
+    window, events = _window_env(), _event_env()
+    for cls in (HetClusterEnv, HetClusterEventEnv):
+        for name in ("sim", "jobs", "workload_seed", "episode_id"):
+            attribute = cls.__dict__[name]
+            assert isinstance(attribute, CoreAttribute) and attribute.name == name and attribute.__doc__
+    assert window.sim is None and window.episode_id == 0
+    with pytest.raises(AttributeError, match="read-only"):
+        window.jobs = ()
+    events.reset(seed=2)
+    later = events.jobs[1:]
+    events.jobs = later  # a lookahead's fork replaces the jobs still to arrive
+    assert events.core.jobs is later and events.jobs is later

@@ -10,7 +10,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.episode import EpisodeCore
+from hetgym.envs.episode import CoreAttribute, EpisodeCore
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
 from hetgym.envs.events.config import EventAllocator, EventEnvConfig
 from hetgym.envs.events.observation import EventObservation
@@ -257,29 +257,13 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         """The job the pending decision is about (-1 once the episode has ended)."""
         return -1 if self.core.done else self._job_id
 
-    @property
-    def sim(self) -> Simulator | None:
-        """The current episode's simulator (``None`` before the first reset)."""
-        return self.core.sim
-
-    @property
-    def jobs(self) -> tuple[JobSpec, ...]:
-        """The current episode's workload (a lookahead's fork replaces the jobs still to arrive)."""
-        return self.core.jobs
-
-    @jobs.setter
-    def jobs(self, jobs: tuple[JobSpec, ...]) -> None:
-        self.core.jobs = jobs
-
-    @property
-    def workload_seed(self) -> int | None:
-        """The seed the current episode's workload was drawn with (``None``: given jobs)."""
-        return self.core.workload_seed
-
-    @property
-    def episode_id(self) -> int:
-        """How many episodes have started."""
-        return self.core.episode_id
+    # The episode's own attributes, shown under the env's names; a lookahead's fork replaces its jobs still to arrive.
+    sim: CoreAttribute[Simulator | None] = CoreAttribute("The current episode's simulator (``None`` before reset).")
+    jobs: CoreAttribute[tuple[JobSpec, ...]] = CoreAttribute("The current episode's workload.", writable=True)
+    workload_seed: CoreAttribute[int | None] = CoreAttribute(
+        "The seed the current episode's workload was drawn with (``None``: given jobs)."
+    )
+    episode_id: CoreAttribute[int] = CoreAttribute("How many episodes have started.")
 
     def usable_types(self) -> tuple[str, ...]:
         """The GPU types the allocator can run the deciding job on."""
