@@ -403,7 +403,7 @@ class HetClusterEnv(gym.Env[Observation, Any]):
     def _start_episode(self, options: dict[str, Any] | None, comps: RewardComponents) -> None:
         """Start the core's episode and load its first epoch; ``comps`` counts what ended if the run ends at once."""
         core = self.core
-        view = core.start(options, self.np_random, fast_forward=self.fast_forward)
+        view = core.start(options, self.np_random, fast_forward=self.fast_forward, physics=self.config.physics)
         assert core.sim is not None
         self._reference = None
         if self.config.reward_baseline is not None:

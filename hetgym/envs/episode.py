@@ -39,7 +39,8 @@ from hetgym.sim.decision import StepReport
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.policy import PolicyProtocol, policy_placer
+from hetgym.sim.physics import Physics, resolve_physics
+from hetgym.sim.policy import PolicyProtocol
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -110,6 +111,7 @@ class EpisodeCore:
         *,
         fast_forward: bool = True,
         policy: PolicyProtocol | None = None,
+        physics: Physics | None = None,
     ) -> ClusterView | None:
         """Start an episode: check ``options``, choose the workload, build and start the simulator.
 
@@ -118,8 +120,9 @@ class EpisodeCore:
             np_random: The env's random stream; one seed is drawn from it whatever the options say.
             fast_forward: The simulator's quiet-tick fast-forward (:mod:`hetgym.sim.fastforward`).
             policy: The policy that drives the simulator between the agent's decisions, if any: it is reset
-                with the simulator's seed and the run starts with its round, ticks setting and placer, as
-                ``Simulator.run`` starts a policy's run.
+                with the simulator's seed, as ``Simulator.run`` starts a policy's run.
+            physics: The run's physics (the env configuration's); ``None``: resolved from the simulator's
+                configuration and ``policy`` (:func:`~hetgym.sim.physics.resolve_physics`).
 
         Returns:
             The first decision epoch's view, or ``None`` when the run ended at once (then :meth:`end` is due).
@@ -146,11 +149,9 @@ class EpisodeCore:
         self.done = False
         self.stop_reason = ""
         self.result = None
-        if policy is None:
-            return sim.reset()
-        policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
-        ticks = bool(getattr(policy, "uses_ticks", True))
-        return sim.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        if policy is not None:
+            policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
+        return sim.reset(physics=physics if physics is not None else resolve_physics(self.sim_config, policy))
 
     # ----------------------------------------------------------------------------------------
     # What a step brought

@@ -169,7 +169,7 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     ) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
         # The allocator starts its run as Simulator.run starts a policy's: its seed, round, ticks and placer.
-        self._view = self.core.start(options, self.np_random, policy=self.allocator)
+        self._view = self.core.start(options, self.np_random, policy=self.allocator, physics=self.config.physics)
         self.num_decisions = 0
         self._kinds = {}
         self._decided = {}
