@@ -52,10 +52,14 @@ import numpy as np
 from hetgym.envs.env import HetClusterEnv
 from hetgym.envs.exactness import Encoding
 from hetgym.sim.allocation import Allocation
+from hetgym.sim.config import SimConfig
 from hetgym.sim.errors import HetgymError
-from hetgym.sim.policy import Policy, PolicyProtocol, make_policy, policy_modes, policy_placer
+from hetgym.sim.physics import Physics, resolve_physics
+from hetgym.sim.policy import Policy, PolicyProtocol, make_policy
 from hetgym.sim.view import ClusterView, EpochJobs
 
+#: A configuration that leaves the round and the placer to the policy (:func:`own_physics`).
+_OPEN_CONFIG = SimConfig()
 #: What an expert is shown at each epoch (``sees=``): ``"all"`` the simulator's whole view, ``"window"``
 #: the running jobs and only those waiting jobs the env's window holds (see :func:`window_view`).
 SEES = ("all", "window")
@@ -87,26 +91,41 @@ def expert_env_kwargs(policy: PolicyProtocol | str, **policy_kwargs: Any) -> dic
     pol = _make(policy, policy_kwargs)
     if not isinstance(pol, Policy):
         return {}  # a protocol object declares no physics: the simulator's defaults apply
-    sim: dict[str, Any] = {"placer": policy_placer(pol)}
-    if pol.round_s:
-        sim["round_s"] = float(pol.round_s)
-    return {"policy_compat": pol.name, "sim": sim, "modes": list(policy_modes(pol))}
+    own = own_physics(pol)
+    sim: dict[str, Any] = {"placer": own.placer}
+    if pol.round_s:  # a policy without a round of its own runs at the configuration's, on both sides
+        sim["round_s"] = own.round_s
+    return {"policy_compat": pol.name, "sim": sim, "modes": list(own.modes)}
+
+
+def own_physics(policy: PolicyProtocol) -> Physics:
+    """The physics ``policy`` runs with when the configuration leaves the round and the placer to it
+    (:func:`~hetgym.sim.physics.resolve_physics`): its round (else the simulator's default), declared placer
+    and execution modes."""
+    return resolve_physics(_OPEN_CONFIG, policy)
 
 
 def physics_gaps(policy: PolicyProtocol, env: Any) -> list[str]:
-    """How ``env``'s physics differ from what ``policy`` declares (empty when the expert can act exactly)."""
+    """How ``env``'s physics differ from what ``policy`` declares (empty when the expert can act exactly).
+
+    Two values compared field by field: the policy's :func:`own_physics` and the env's
+    (``env.unwrapped.config.physics``). The placer must be the same; the env's modes must include the
+    policy's; the round must be the same when the policy declares one (one that does not runs at the
+    configuration's round on the simulator too). Round ticks are not compared: the env always has them,
+    and an expert that declares none is not asked at a tick without news (:func:`skips_epoch`).
+    """
     base = _unwrap(env)
     if not isinstance(policy, Policy):
         return []
+    own, runs = own_physics(policy), base.config.physics
     gaps = []
-    placer = base.sim_config.placer or "default"
-    if placer != policy_placer(policy):
-        gaps.append(f"placer {placer!r} (the policy declares {policy_placer(policy)!r})")
-    missing = [m for m in policy_modes(policy) if m not in base.config.modes]
+    if runs.placer != own.placer:
+        gaps.append(f"placer {runs.placer!r} (the policy declares {own.placer!r})")
+    missing = [m for m in own.modes if m not in runs.modes]
     if missing:
-        gaps.append(f"execution modes {list(base.config.modes)} lack {missing}")
-    if policy.round_s and base.sim_config.round_s != policy.round_s:
-        gaps.append(f"round {base.sim_config.round_s} s (the policy's is {policy.round_s} s)")
+        gaps.append(f"execution modes {list(runs.modes)} lack {missing}")
+    if policy.round_s and runs.round_s != own.round_s:
+        gaps.append(f"round {runs.round_s} s (the policy's is {own.round_s} s)")
     return gaps
 
 
@@ -492,4 +511,12 @@ def _is_batched(observation: Any, space: gym.Space[Any] | None) -> bool:
     return arr.ndim > 1
 
 
-__all__ = ["ExpertAgent", "ExpertLabelWrapper", "ExpertTracker", "expert_env_kwargs", "labelled_env", "physics_gaps"]
+__all__ = [
+    "ExpertAgent",
+    "ExpertLabelWrapper",
+    "ExpertTracker",
+    "expert_env_kwargs",
+    "labelled_env",
+    "own_physics",
+    "physics_gaps",
+]

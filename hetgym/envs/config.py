@@ -46,6 +46,7 @@ from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig, config_from_dict
 from hetgym.sim.errors import UnknownNameError
 from hetgym.sim.job import JobSpec
+from hetgym.sim.physics import Physics, resolve_physics
 from hetgym.sim.policy import policy_class
 from hetgym.sim.registry import Knobs, Registry
 from hetgym.sim.throughput import EXECUTION_MODES, ExecutionMode, ThroughputModel
@@ -226,6 +227,9 @@ class HetClusterConfig:
             of ``hetgym/data/throughputs.csv`` (kept as the path), a ``pandas.DataFrame`` with those
             columns or a :class:`~hetgym.sim.ThroughputModel` (both kept as the model). Checked when
             the configuration is made (:func:`~hetgym.envs.settings_checks.throughput_model_from`).
+        physics: Not an option: the :class:`~hetgym.sim.physics.Physics` the env's simulator runs with, resolved
+            once from ``sim`` (its round and placer, else the simulator's defaults), round ticks as epochs, and
+            ``modes`` (:func:`hetgym.experts.physics_gaps` compares a policy's with it).
     """
 
     scenario: str = "default"
@@ -256,6 +260,7 @@ class HetClusterConfig:
     shaping_gamma: float = 1.0
     throughput: str | ThroughputModel | None = None
     flatten: bool = False
+    physics: Physics = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.throughput, Path):
@@ -342,6 +347,9 @@ class HetClusterConfig:
         for policy in (self.policy_compat, self.reward_baseline):
             if policy is not None:
                 policy_class(policy)  # raises for an unknown policy, naming the nearest
+        # No policy drives the env's simulator: its round and placer are the configuration's (else the
+        # simulator's defaults), round ticks are always epochs, and the modes are those the codec offers.
+        object.__setattr__(self, "physics", dataclasses.replace(resolve_physics(self.sim), modes=self.modes))
 
     # ----------------------------------------------------------------------------------------
     @classmethod

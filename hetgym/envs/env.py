@@ -11,7 +11,7 @@ import numpy as np
 
 from hetgym.envs.codecs import CODECS, ActionCodec
 from hetgym.envs.config import HetClusterConfig
-from hetgym.envs.episode import RESET_OPTIONS, TERMINAL_REASONS, WALL_CLOCK_METRICS, EpisodeCore
+from hetgym.envs.episode import RESET_OPTIONS, TERMINAL_REASONS, WALL_CLOCK_METRICS, CoreAttribute, EpisodeCore
 from hetgym.envs.exactness import Encoding
 from hetgym.envs.intervals import add_interval, add_quiet_ticks, charge_unfinished
 from hetgym.envs.observations import OBSERVATIONS, ObservationEncoder
@@ -239,8 +239,9 @@ class HetClusterEnv(gym.Env[Observation, Any]):
             options: ``{"workload_seed": int}`` or ``{"jobs": [JobSpec, ...]}`` (see the class docstring).
         """
         super().reset(seed=seed)
-        self._start_episode(options)
-        info = self._info(RewardComponents(), committed=False, invalid=False)
+        comps = RewardComponents()
+        self._start_episode(options, comps)
+        info = self._info(comps, committed=False, invalid=False)
         info["workload_seed"] = self.core.workload_seed
         return self._observe(), info
 
@@ -358,25 +359,13 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         """``(episode_id, epoch)`` of the current decision; changes exactly when a new one starts."""
         return self.core.episode_id, self._epoch
 
-    @property
-    def sim(self) -> Simulator | None:
-        """The current episode's simulator (``None`` before the first reset)."""
-        return self.core.sim
-
-    @property
-    def jobs(self) -> tuple[JobSpec, ...]:
-        """The current episode's workload."""
-        return self.core.jobs
-
-    @property
-    def workload_seed(self) -> int | None:
-        """The seed the current episode's workload was drawn with (``None``: given jobs or a trace)."""
-        return self.core.workload_seed
-
-    @property
-    def episode_id(self) -> int:
-        """How many episodes have started."""
-        return self.core.episode_id
+    # The episode's own attributes, shown under the env's names (read-only here).
+    sim: CoreAttribute[Simulator | None] = CoreAttribute("The current episode's simulator (``None`` before reset).")
+    jobs: CoreAttribute[tuple[JobSpec, ...]] = CoreAttribute("The current episode's workload.")
+    workload_seed: CoreAttribute[int | None] = CoreAttribute(
+        "The seed the current episode's workload was drawn with (``None``: given jobs or a trace)."
+    )
+    episode_id: CoreAttribute[int] = CoreAttribute("How many episodes have started.")
 
     def encode(self, target: Allocation) -> Encoding:
         """Express ``target`` (an allocation for the current epoch) in the codec's actions.
@@ -411,9 +400,10 @@ class HetClusterEnv(gym.Env[Observation, Any]):
     # ----------------------------------------------------------------------------------------
     # Internals
 
-    def _start_episode(self, options: dict[str, Any] | None) -> None:
+    def _start_episode(self, options: dict[str, Any] | None, comps: RewardComponents) -> None:
+        """Start the core's episode and load its first epoch; ``comps`` counts what ended if the run ends at once."""
         core = self.core
-        view = core.start(options, self.np_random, fast_forward=self.fast_forward)
+        view = core.start(options, self.np_random, fast_forward=self.fast_forward, physics=self.config.physics)
         assert core.sim is not None
         self._reference = None
         if self.config.reward_baseline is not None:
@@ -429,7 +419,8 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         self._ended_at = {}
         self._now_s = 0.0
         self._epoch = 0
-        if view is None:
+        if view is None:  # every job was rejected on arrival: the reset's advance is the whole run
+            self.core.account(core.report(None), comps)
             self._end_episode()
         self._load(view)
         self._present()
@@ -449,8 +440,8 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         self._mask = self.codec.mask(self.state)
 
     def _commit(self, comps: RewardComponents, view: ClusterView | None, commit: Commit) -> ClusterView | None:
-        """Apply ``commit`` at ``view``'s epoch (its rows, as arrays: ``Simulator.step_counts``), account the
-        interval in ``comps``; the next epoch's view.
+        """Apply ``commit`` at ``view``'s epoch (its rows, as arrays: a ``Decision`` for ``Simulator.step``),
+        account the interval in ``comps`` from the step's report; the next epoch's view.
 
         With the quiet ticks after it passed over in the same step, their intervals are accounted too
         (:mod:`hetgym.envs.intervals`).
@@ -460,10 +451,13 @@ class HetClusterEnv(gym.Env[Observation, Any]):
         assert view is not None and sim is not None
         t0 = view.now_s
         quiet = self.quiet.request(commit, sim)
-        next_view = sim.step_counts(commit.delta, quiet=quiet)
+        report = sim.step(commit.delta, quiet=quiet)
+        next_view = report.view
         t1 = next_view.now_s if next_view is not None else sim.now_s
-        # What ended and the deadlines met and lost in the interval: the simulator's record (hetgym.sim.deadlines).
-        ended, lost = self.core.account(comps)
+        # What ended and the deadlines met and lost since the previous report (the first one also covers the
+        # reset's advance; the last one the jobs left unfinished at the stop): hetgym.sim.deadlines decides them.
+        lost = self.core.account(report, comps)
+        ended = report.ended
         ended_at = self._ended_at
         for jid, t, _ in ended:
             ended_at[jid] = t

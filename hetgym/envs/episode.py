@@ -10,21 +10,24 @@ interface, so it lives here once, in :class:`EpisodeCore`, which each env holds 
   from the env's ``np_random`` (always taken, so the random stream advances the same whatever the options);
 * the simulator: built per episode, started with a policy's physics where one drives it (as
   :meth:`Simulator.run <hetgym.sim.Simulator.run>` starts a policy's run);
-* what a step's simulated time brought: the jobs that ended and the deadlines met or lost, read from the
-  simulator's logs (the log cursors live here and nowhere else) into
-  :class:`~hetgym.envs.rewards.RewardComponents`, and the reward those components give
-  (:data:`~hetgym.envs.rewards.REWARDS`, by name);
+* what a step's simulated time brought: the jobs that ended and the deadlines met or lost, as the
+  simulator's :class:`~hetgym.sim.decision.StepReport` gives them (each report covers everything recorded
+  since the previous one: the reset's first advance, quiet ticks passed over, the jobs left unfinished at
+  the stop), mapped into :class:`~hetgym.envs.rewards.RewardComponents`, and the reward those components
+  give (:data:`~hetgym.envs.rewards.REWARDS`, by name);
 * the stop: why the run ended (:data:`STOP_REASONS`; :data:`TERMINAL_REASONS` terminate, the caps truncate),
   the run's result, and the final ``info`` (metrics without the wall-clock ones, :data:`WALL_CLOCK_METRICS`).
 
-The core knows neither the observation nor the action space: the envs map its state to theirs.
+The core knows neither the observation nor the action space: the envs map its state to theirs. What both
+envs show of it under their own names (``env.sim``, ``env.jobs``, ``env.workload_seed``, ``env.episode_id``)
+is declared once, as :class:`CoreAttribute` descriptors, rather than as a base class.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -32,10 +35,12 @@ from hetgym.envs.reset_options import check_reset_options
 from hetgym.envs.rewards import REWARDS, RewardComponents, RewardFn
 from hetgym.sim.cluster import ClusterSpec
 from hetgym.sim.config import SimConfig
+from hetgym.sim.decision import StepReport
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError
 from hetgym.sim.job import JobSpec, JobStatus
-from hetgym.sim.policy import PolicyProtocol, policy_placer
+from hetgym.sim.physics import Physics, resolve_physics
+from hetgym.sim.policy import PolicyProtocol
 from hetgym.sim.throughput import ThroughputModel
 from hetgym.sim.view import ClusterView
 
@@ -47,9 +52,6 @@ RESET_OPTIONS = ("workload_seed", "jobs")
 STOP_REASONS = ("done", "stalled", "max_time", "max_decisions")
 #: Stop reasons that end the episode as terminated (the others, the caps, truncate it).
 TERMINAL_REASONS = ("done", "stalled")
-
-#: A job that ended in a step: ``(job_id, time_s, status)``, as :meth:`Simulator.ended_log` records it.
-Ended = tuple[int, float, JobStatus]
 
 
 class EpisodeCore:
@@ -98,8 +100,6 @@ class EpisodeCore:
         self.done = True
         self.stop_reason = ""
         self.result: SimulationResult | None = None
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
 
     # ----------------------------------------------------------------------------------------
     # Start
@@ -111,6 +111,7 @@ class EpisodeCore:
         *,
         fast_forward: bool = True,
         policy: PolicyProtocol | None = None,
+        physics: Physics | None = None,
     ) -> ClusterView | None:
         """Start an episode: check ``options``, choose the workload, build and start the simulator.
 
@@ -119,8 +120,9 @@ class EpisodeCore:
             np_random: The env's random stream; one seed is drawn from it whatever the options say.
             fast_forward: The simulator's quiet-tick fast-forward (:mod:`hetgym.sim.fastforward`).
             policy: The policy that drives the simulator between the agent's decisions, if any: it is reset
-                with the simulator's seed and the run starts with its round, ticks setting and placer, as
-                ``Simulator.run`` starts a policy's run.
+                with the simulator's seed, as ``Simulator.run`` starts a policy's run.
+            physics: The run's physics (the env configuration's); ``None``: resolved from the simulator's
+                configuration and ``policy`` (:func:`~hetgym.sim.physics.resolve_physics`).
 
         Returns:
             The first decision epoch's view, or ``None`` when the run ended at once (then :meth:`end` is due).
@@ -147,43 +149,42 @@ class EpisodeCore:
         self.done = False
         self.stop_reason = ""
         self.result = None
-        self._ended_cursor = 0
-        self._deadline_cursor = 0
-        if policy is None:
-            return sim.reset()
-        policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
-        ticks = bool(getattr(policy, "uses_ticks", True))
-        return sim.reset(round_s=getattr(policy, "round_s", None), ticks=ticks, placer=policy_placer(policy))
+        if policy is not None:
+            policy.reset(self.cluster, rng=np.random.default_rng(self.sim_config.seed))
+        return sim.reset(physics=physics if physics is not None else resolve_physics(self.sim_config, policy))
 
     # ----------------------------------------------------------------------------------------
     # What a step brought
 
-    def account(self, comps: RewardComponents) -> tuple[list[Ended], bool]:
-        """Count what the simulator decided since the last call into ``comps``: jobs ended, deadlines met or lost.
+    @staticmethod
+    def account(report: StepReport, comps: RewardComponents) -> bool:
+        """Count what ``report`` says the simulator decided into ``comps``: jobs ended, deadlines met or lost.
 
-        Returns the jobs that ended (in the order they ended) and whether a deadline was lost. A deadline job
-        is lost at its rejection, at the first epoch past its deadline, or when left unfinished at the stop, as
-        the simulator's accounting decides it (:mod:`hetgym.sim.deadlines`: the metrics' tolerance).
+        Returns whether a deadline was lost. A deadline job is lost at its rejection, at the first epoch past
+        its deadline, or when left unfinished at the stop, as the simulator's accounting decides it
+        (:mod:`hetgym.sim.deadlines`: the metrics' tolerance).
         """
-        sim = self.sim
-        assert sim is not None
-        ended = sim.ended_log(self._ended_cursor)
-        self._ended_cursor += len(ended)
-        for _, _, status in ended:
-            if status == JobStatus.COMPLETED:
+        completed, rejected = JobStatus.COMPLETED, JobStatus.REJECTED
+        for _, _, status in report.ended:
+            if status == completed:
                 comps.completed += 1
-            elif status == JobStatus.REJECTED:
+            elif status == rejected:
                 comps.rejected += 1
-        outcomes = sim.deadline_log(self._deadline_cursor)
-        self._deadline_cursor += len(outcomes)
         lost = False
-        for outcome in outcomes:
+        for outcome in report.deadlines:
             if outcome.met:
                 comps.met += 1
             else:
                 comps.missed += 1
                 lost = True
-        return ended, lost
+        return lost
+
+    def report(self, view: ClusterView | None) -> StepReport:
+        """What the simulator recorded since its previous report, with the current ``view``: for an advance that
+        made no report (the reset's first one)."""
+        sim = self.sim
+        assert sim is not None
+        return sim.report(view)
 
     def reward(self, comps: RewardComponents) -> float:
         """The configured reward of ``comps`` (a step's, or a reference run's over the same interval)."""
@@ -264,4 +265,49 @@ class EpisodeCore:
         self._reward_fn = REWARDS.get(self.reward_name)
 
 
-__all__ = ["RESET_OPTIONS", "STOP_REASONS", "TERMINAL_REASONS", "WALL_CLOCK_METRICS", "EpisodeCore"]
+class _HasCore(Protocol):
+    core: EpisodeCore
+
+
+_T = TypeVar("_T")
+
+
+class CoreAttribute(Generic[_T]):
+    """An env's attribute that is its episode core's attribute of the same name (``env.x`` is ``env.core.x``).
+
+    Args:
+        doc: The attribute's docstring.
+        writable: Whether ``env.x = value`` sets the core's (else it raises ``AttributeError``, as a property
+            without a setter does).
+
+    Both envs declare the attributes they show of the core with it (``sim = CoreAttribute(...)``), so the
+    forwarding is written once and the env classes keep inheriting from ``gymnasium.Env`` alone.
+    """
+
+    def __init__(self, doc: str, *, writable: bool = False) -> None:
+        self.__doc__ = doc
+        self.writable = writable
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, env: None, owner: type | None = None) -> CoreAttribute[_T]: ...
+
+    @overload
+    def __get__(self, env: _HasCore, owner: type | None = None) -> _T: ...
+
+    def __get__(self, env: _HasCore | None, owner: type | None = None) -> _T | CoreAttribute[_T]:
+        if env is None:
+            return self  # read on the class: the descriptor itself (its docstring for help())
+        value: _T = getattr(env.core, self.name)
+        return value
+
+    def __set__(self, env: _HasCore, value: _T) -> None:
+        if not self.writable:
+            raise AttributeError(f"{self.name!r} is read-only: it is the episode's (env.core.{self.name})")
+        setattr(env.core, self.name, value)
+
+
+__all__ = ["RESET_OPTIONS", "STOP_REASONS", "TERMINAL_REASONS", "WALL_CLOCK_METRICS", "CoreAttribute", "EpisodeCore"]

@@ -160,6 +160,11 @@ class Simulator:
         """Every deadline outcome decided so far (:mod:`hetgym.sim.deadlines`), from record ``start`` on."""
         return self._log.deadline_log(start)
 
+    def report(self, view: ClusterView | None) -> StepReport:
+        """What was recorded since the previous report (or the reset), with the caller's current ``view``: for
+        an advance that made no report (the reset's, an ``Allocation`` step's)."""
+        return self._log.report(view, self._now)
+
     def reset(
         self,
         round_s: float | None = None,

@@ -6,19 +6,22 @@ Both envs hold an :class:`EpisodeCore` as a member (no base class besides ``gym.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import hetgym  # noqa: F401  (registers the ids)
 from hetgym.envs.env import HetClusterEnv
-from hetgym.envs.episode import STOP_REASONS, WALL_CLOCK_METRICS, EpisodeCore
+from hetgym.envs.episode import STOP_REASONS, WALL_CLOCK_METRICS, CoreAttribute, EpisodeCore
 from hetgym.envs.events.env import HetClusterEventEnv
 from hetgym.envs.quiet import QuietEpochs
 from hetgym.envs.rewards import RewardComponents
 from hetgym.sim.allocation import Allocation
 from hetgym.sim.cluster import get_cluster
 from hetgym.sim.config import SimConfig
+from hetgym.sim.decision import decision_of
 from hetgym.sim.errors import UnknownNameError
 from hetgym.sim.guidance import GuidedPolicy, LateReportingPolicy, SharingPolicy
 from hetgym.sim.policy import make_policy
@@ -123,8 +126,11 @@ def test_the_core_alone_runs_an_episode_from_options_to_stop() -> None:
     sim = core.sim
     assert sim is not None
     while view is not None:  # rejects every job: each deadline is lost at its rejection
-        view = sim.step(Allocation(reject=frozenset(j.job_id for j in view.jobs)))
-        core.account(comps)
+        allocation = Allocation(reject=frozenset(j.job_id for j in view.jobs))
+        report = sim.step(decision_of(allocation, cluster, view.active.token, view.active.allocations))
+        lost = core.account(report, comps)
+        assert lost == any(not outcome.met for outcome in report.deadlines)
+        view = report.view
     result = core.end()
     assert core.stop_reason == "done" and core.terminated
     assert comps.rejected == len(core.jobs) and comps.completed == 0
@@ -149,3 +155,67 @@ def test_a_vector_env_refuses_a_bool_seed_by_name() -> None:
         venv.reset(seed=True)
     obs, _ = venv.reset(seed=[1, 2])  # a list of one seed per sub-env still works
     assert len(next(iter(obs.values()))) == 2
+
+
+def _summed_components(env: gym.Env, seed: int, options: dict | None = None) -> tuple[dict[str, int], dict]:
+    """The reward components of reset and every step of a random masked episode, summed; and the last info."""
+    _, info = env.reset(seed=seed, options=options)
+    total = dict.fromkeys(("met", "missed", "rejected", "completed"), 0)
+    rng = np.random.default_rng(seed)
+    while True:
+        for key in total:
+            total[key] += info["reward_components"][key]
+        if "metrics" in info:
+            return total, info
+        _, _, _, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+
+
+@pytest.mark.parametrize("make", [_window_env, _event_env])
+@pytest.mark.parametrize(("seed", "sim"), [(0, {}), (1, {}), (2, {"max_time_s": 4 * 3600.0}), (3, {"max_epochs": 20})])
+def test_an_episodes_reports_sum_to_its_metrics(make, seed: int, sim: dict) -> None:
+    # Every job's end and every deadline outcome is in exactly one step's report: the reset's advance in the
+    # first one, the quiet ticks passed over in their step's, the jobs left unfinished at a stop in the last.
+    env = make(sim=sim)
+    total, info = _summed_components(env, seed)
+    m = info["metrics"]
+    assert total["completed"] == m["num_completed"] and total["rejected"] == m["num_rejected"]
+    assert total["met"] == round(m["dsr"] * m["num_with_deadline"])
+    outcomes = env.sim.deadline_log()  # the simulator's own record, read once here to check the sums
+    assert total["met"] + total["missed"] == len(outcomes) and total["missed"] == sum(not o.met for o in outcomes)
+    if sim:
+        assert info["stop_reason"] in ("max_time", "max_decisions") and m["num_unfinished"] > 0
+
+
+@pytest.mark.parametrize("make", [_window_env, _event_env])
+def test_jobs_rejected_at_arrival_are_reported_once(make) -> None:
+    # Jobs that never fit are rejected when they arrive, inside the reset's advance when they arrive at once;
+    # a workload of only such jobs ends at reset. Either way each rejection is counted once.
+    env = make(sim={"oversize_jobs": "reject"})
+    env.reset(seed=0)
+    jobs = env.jobs
+    one_type = env.cluster.gpu_types[:1]  # a job that asks for every GPU but may use one type never fits
+    huge = [
+        dataclasses.replace(j, num_gpus=env.cluster.total_gpus, min_gpus=1, max_gpus=None, gpu_types=one_type)
+        for j in jobs[:3]
+    ]
+    for workload in ([*huge, *jobs[3:]], huge):
+        total, info = _summed_components(env, 0, options={"jobs": workload})
+        m = info["metrics"]
+        assert m["num_oversize"] == 3 and total["rejected"] == m["num_rejected"] >= 3
+        assert total["completed"] == m["num_completed"]
+        assert total["met"] + total["missed"] == len(env.sim.deadline_log())
+
+
+def test_the_envs_names_for_the_episode_are_the_cores_declared_once() -> None:
+    window, events = _window_env(), _event_env()
+    for cls in (HetClusterEnv, HetClusterEventEnv):
+        for name in ("sim", "jobs", "workload_seed", "episode_id"):
+            attribute = cls.__dict__[name]
+            assert isinstance(attribute, CoreAttribute) and attribute.name == name and attribute.__doc__
+    assert window.sim is None and window.episode_id == 0
+    with pytest.raises(AttributeError, match="read-only"):
+        window.jobs = ()
+    events.reset(seed=2)
+    later = events.jobs[1:]
+    events.jobs = later  # a lookahead's fork replaces the jobs still to arrive
+    assert events.core.jobs is later and events.jobs is later

@@ -30,10 +30,12 @@ from hetgym.experts import (
     ExpertLabelWrapper,
     expert_env_kwargs,
     labelled_env,
+    own_physics,
     physics_gaps,
     skips_epoch,
 )
 from hetgym.sim import Simulator, list_policies, make_policy, policy_class
+from hetgym.sim.physics import DEFAULT_ROUND_S, Physics, resolve_physics
 from hetgym.sim.placement import list_placers
 from hetgym.workloads import get_scenario
 
@@ -247,3 +249,46 @@ def test_a_policy_without_ticks_keeps_its_allocation_at_a_quiet_tick() -> None:
     quiet = dataclasses.replace(view, is_tick=True, arrived=(), completed=())
     assert skips_epoch(make_policy("srtf"), quiet) and not skips_epoch(make_policy("tiresias"), quiet)
     assert not skips_epoch(make_policy("srtf"), view)  # the first epoch: arrivals
+
+
+def test_the_env_config_holds_the_physics_its_simulator_runs_with() -> None:
+    for env_id, kwargs in [
+        ("HetCluster-Tiny-v0", {}),
+        ("HetCluster-v2", {"sim": {"round_s": 60.0}}),
+        ("HetCluster-Tiny-v0", expert_env_kwargs("hadare")),
+    ]:
+        env = gym.make(env_id, **kwargs).unwrapped
+        cfg = env.config
+        # No policy drives it: the configuration's round and placer (else the defaults), ticks, the codec's modes.
+        assert cfg.physics == Physics(cfg.sim.round_s or DEFAULT_ROUND_S, cfg.sim.placer or "default", cfg.modes)
+        env.reset(seed=0)
+        assert env.sim.physics == cfg.physics
+    events = gym.make("HetClusterEvents-Tiny-v1").unwrapped
+    # The allocator drives the event env's simulator: its physics, as Simulator.run would resolve them.
+    assert events.config.physics == resolve_physics(events.config.sim, make_policy("elasticflow-guided"))
+    assert (events.config.physics.round_s, events.config.physics.placer) == (60.0, "buddy")
+    events.reset(seed=0)
+    assert events.sim.physics == events.config.physics
+
+
+def test_physics_gaps_compare_two_physics_values_field_by_field() -> None:
+    hadare = make_policy("hadare")
+    assert own_physics(hadare) == Physics(360.0, "copies", ("sync", "fork"), True)
+    at_60 = gym.make("HetCluster-Tiny-v0", sim={"round_s": 60.0})
+    assert physics_gaps(hadare, at_60) == [
+        "placer 'default' (the policy declares 'copies')",
+        "execution modes ['sync'] lack ['fork']",
+        "round 60.0 s (the policy's is 360.0 s)",
+    ]
+    default = gym.make("HetCluster-Tiny-v0")  # runs 360 s rounds: the round it names is that one
+    assert physics_gaps(make_policy("elasticflow"), default) == [
+        "placer 'default' (the policy declares 'buddy')",
+        "round 360.0 s (the policy's is 60.0 s)",
+    ]
+    assert physics_gaps(make_policy("gavel-fifo"), default) == []  # Gavel's 360 s is the round it runs
+    assert physics_gaps(make_policy("fifo"), at_60) == []  # a policy without a round of its own fits any
+    # expert_env_kwargs is the policy's physics written as overrides: the env then has no gap.
+    knobbed = make_policy("elasticflow", placement="default")
+    env = gym.make("HetCluster-Tiny-v0", **expert_env_kwargs(knobbed))
+    assert env.unwrapped.config.physics.placer == own_physics(knobbed).placer == knobbed.placer
+    assert physics_gaps(knobbed, env) == []

@@ -35,6 +35,7 @@ from hetgym.sim.config import SimConfig, check_number
 from hetgym.sim.errors import UnknownNameError
 from hetgym.sim.guidance import GuidedPolicy, LateReportingPolicy, SharingPolicy
 from hetgym.sim.job import JobSpec
+from hetgym.sim.physics import Physics, resolve_physics
 from hetgym.sim.policy import PolicyProtocol, make_policy, policy_class
 from hetgym.workloads.scenario import WorkloadConfig, get_scenario
 
@@ -67,6 +68,9 @@ class EventEnvConfig:
             ``gymnasium.spaces.flatten``, the layout of ``gymnasium.wrappers.FlattenObservation``) instead of
             the ``Dict``: what an ``MlpPolicy`` reads, kept in the saved agent's env arguments.
         max_time_s: Cap on simulated time, or ``None`` for the scenario's.
+        physics: Not an option: the allocator's :class:`~hetgym.sim.physics.Physics` under ``sim``
+            (:func:`~hetgym.sim.physics.resolve_physics`), which the simulator runs with, as
+            ``Simulator.run`` runs the allocator's.
     """
 
     scenario: str = "default"
@@ -81,6 +85,7 @@ class EventEnvConfig:
     time_scale_s: float = 3600.0
     flatten: bool = False
     max_time_s: float | None = None
+    physics: Physics = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         get_cluster(self.cluster)  # raises for an unknown preset, naming the nearest
@@ -98,6 +103,7 @@ class EventEnvConfig:
             raise EnvConfigError(f"events={list(events)}: give 'arrival' once, optionally with 'late'")
         object.__setattr__(self, "events", tuple(e for e in EVENTS if e in events))
         allocator = self.make_allocator()  # an unknown policy, knob or a policy that takes no guidance raises here
+        object.__setattr__(self, "physics", resolve_physics(self.sim, allocator))
         if "late" in self.events and not isinstance(allocator, LateReportingPolicy):
             raise EnvConfigError(
                 f"events={list(self.events)}: the allocator {self.allocator!r} does not report late jobs "

@@ -10,12 +10,13 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from hetgym.envs.episode import EpisodeCore
+from hetgym.envs.episode import CoreAttribute, EpisodeCore
 from hetgym.envs.events.actions import AUTO_ACTION, REJECT_ACTION, EventActions
 from hetgym.envs.events.config import EventAllocator, EventEnvConfig
 from hetgym.envs.events.observation import EventObservation
 from hetgym.envs.observations_layout import Observation, ObservationLayout
 from hetgym.envs.rewards import RewardComponents
+from hetgym.sim.decision import StepReport, decision_of
 from hetgym.sim.engine import SimulationResult, Simulator
 from hetgym.sim.errors import HetgymError, UnknownNameError
 from hetgym.sim.fastforward import quiet_hook, quiet_request
@@ -168,7 +169,7 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
     ) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
         # The allocator starts its run as Simulator.run starts a policy's: its seed, round, ticks and placer.
-        self._view = self.core.start(options, self.np_random, policy=self.allocator)
+        self._view = self.core.start(options, self.np_random, policy=self.allocator, physics=self.config.physics)
         self.num_decisions = 0
         self._kinds = {}
         self._decided = {}
@@ -176,7 +177,9 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         self._pending = deque()
         comps = RewardComponents()
         if self._view is None:
-            self._end_episode(comps)
+            # The run ended at its first advance (every job rejected on arrival): that advance's report.
+            self._account(self.core.report(None), comps)
+            self._end_episode()
         else:
             self._pending.extend(("arrival", jid) for jid in self._view.arrived)
             self._run_to_decision(comps)
@@ -254,29 +257,13 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         """The job the pending decision is about (-1 once the episode has ended)."""
         return -1 if self.core.done else self._job_id
 
-    @property
-    def sim(self) -> Simulator | None:
-        """The current episode's simulator (``None`` before the first reset)."""
-        return self.core.sim
-
-    @property
-    def jobs(self) -> tuple[JobSpec, ...]:
-        """The current episode's workload (a lookahead's fork replaces the jobs still to arrive)."""
-        return self.core.jobs
-
-    @jobs.setter
-    def jobs(self, jobs: tuple[JobSpec, ...]) -> None:
-        self.core.jobs = jobs
-
-    @property
-    def workload_seed(self) -> int | None:
-        """The seed the current episode's workload was drawn with (``None``: given jobs)."""
-        return self.core.workload_seed
-
-    @property
-    def episode_id(self) -> int:
-        """How many episodes have started."""
-        return self.core.episode_id
+    # The episode's own attributes, shown under the env's names; a lookahead's fork replaces its jobs still to arrive.
+    sim: CoreAttribute[Simulator | None] = CoreAttribute("The current episode's simulator (``None`` before reset).")
+    jobs: CoreAttribute[tuple[JobSpec, ...]] = CoreAttribute("The current episode's workload.", writable=True)
+    workload_seed: CoreAttribute[int | None] = CoreAttribute(
+        "The seed the current episode's workload was drawn with (``None``: given jobs)."
+    )
+    episode_id: CoreAttribute[int] = CoreAttribute("How many episodes have started.")
 
     def usable_types(self) -> tuple[str, ...]:
         """The GPU types the allocator can run the deciding job on."""
@@ -326,6 +313,7 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
         """Schedule and advance the simulator until a job event needs the agent, or the run ends."""
         sim = self.core.sim
         assert sim is not None
+        cluster = sim.cluster
         allocator = self.allocator
         quiet_until = quiet_hook(allocator) if sim.fast_forward else None
         reporter: LateReportingPolicy | None = None  # the allocator, when the agent is asked at late events
@@ -348,12 +336,15 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             # Ticks at which the allocator's answer stands are passed over (hetgym.sim.fastforward), unless a
             # late event is to be asked at the next epoch.
             quiet = quiet_request(quiet_until(), view.now_s) if quiet_until is not None and not late else None
+            # The allocator's answer as the rows it changes, so that the step reports what it brought.
+            decision = decision_of(allocation, cluster, view.active.token, view.active.allocations)
             view = None  # the epoch's snapshot need not outlive the step
-            view = sim.step(allocation, quiet=quiet)
-            self._account(comps)
+            report = sim.step(decision, quiet=quiet)
+            view = report.view
+            self._account(report, comps)  # the last report also has the jobs left unfinished at a stop
             if view is None:
                 self._view = None
-                self._end_episode(comps)
+                self._end_episode()
                 return
             self._pending.extend(("arrival", jid) for jid in view.arrived)
             if late:
@@ -371,11 +362,11 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             self._best_rates[jid] = self.encoder.best_rate(view, job)
         self._decided = {}
 
-    def _account(self, comps: RewardComponents) -> None:
-        """Count the jobs that ended and the deadline outcomes since the last call (the core's accounting);
+    def _account(self, report: StepReport, comps: RewardComponents) -> None:
+        """Count the jobs that ended and the deadline outcomes ``report`` gives (the core's accounting);
         forget the ended jobs' bookkeeping."""
-        ended, _ = self.core.account(comps)
-        for jid, _, _ in ended:
+        self.core.account(report, comps)
+        for jid, _, _ in report.ended:
             self._kinds.pop(jid, None)
             self._best_rates.pop(jid, None)
 
@@ -410,13 +401,12 @@ class HetClusterEventEnv(gym.Env[Observation, np.int64]):
             late=late,
         )
 
-    def _end_episode(self, comps: RewardComponents) -> None:
+    def _end_episode(self) -> None:
         self._job_id = -1
         self._event = ""
         self._mask = np.zeros(self.actions.n, dtype=bool)
         self._mask[AUTO_ACTION] = True
         self._obs = self.encoder.empty()
-        self._account(comps)  # jobs left unfinished at a stop are logged by then
         self.core.end()
 
     def _info(self, comps: RewardComponents, *, invalid: bool) -> dict[str, Any]:
