@@ -143,7 +143,7 @@ def check_decision(
     types = cluster.gpu_types
     ids, rows, rejected = decision.job_ids, decision.counts, decision.reject
     if len(ids) == 0 == len(rows) == len(rejected) == len(decision.modes):
-        return _NOTHING  # no row: every job keeps its allocation
+        return NO_ROWS  # no row: every job keeps its allocation
     # Arrays (the environment's) are read once as Python lists; lists (decision_of's) as they are.
     if isinstance(rows, np.ndarray):
         if rows.size and not np.issubdtype(rows.dtype, np.integer):
@@ -226,7 +226,8 @@ def check_decision(
     return Resolved(frozenset(reject), new, touched, explicit)
 
 
-_NOTHING = Resolved(frozenset(), {}, (), False)
+#: The checked decision without a row (every job keeps its allocation).
+NO_ROWS = Resolved(frozenset(), {}, (), False)
 
 
 def _check_servers(
@@ -314,27 +315,52 @@ def decision_of(
         InvalidAllocationError: ``allocation`` is not an :class:`Allocation`, or names a GPU type the cluster
             does not have (no row can express it).
     """
+    return decision_rows(allocation, changed_jobs(allocation, epoch, current), cluster, epoch)
+
+
+def changed_jobs(allocation: Allocation, epoch: object, current: Mapping[int, JobAllocation]) -> list[int]:
+    """The jobs whose rows :func:`decision_of` writes, in its order: those ``allocation`` may change against the
+    running allocations ``current`` of the epoch ``epoch`` (see there). Empty when it keeps every running job's
+    allocation (the very objects) and rejects none: the decision has no row, and every job keeps its allocation.
+
+    Raises:
+        InvalidAllocationError: ``allocation`` is not an :class:`~hetgym.sim.allocation.Allocation`.
+    """
     if not isinstance(allocation, Allocation):
         raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
     jobs, reject = allocation.jobs, allocation.reject
     delta = allocation.delta
     if delta is not None and delta.epoch is epoch:
-        ids = [jid for jid in delta.touched if jid in reject or jobs.get(jid) is not current.get(jid)]
+        get = current.get
+        ids = [jid for jid in delta.touched if jid in reject or jobs.get(jid) is not get(jid)]
     else:
         ids = [jid for jid in current if jid not in jobs]
         ids += [jid for jid, ja in jobs.items() if ja is not current.get(jid)]
     if reject:
         seen = set(ids)
         ids += sorted(jid for jid in reject if jid not in seen)
+    return ids
+
+
+def decision_rows(allocation: Allocation, ids: list[int], cluster: ClusterSpec, epoch: object) -> Decision:
+    """The :class:`Decision` of the epoch ``epoch`` with a row for each job of ``ids`` (:func:`changed_jobs`),
+    written from ``allocation``: its counts in the cluster's type order, mode and servers, or no GPUs (and the
+    reject flag) for a job it leaves out.
+
+    Raises:
+        InvalidAllocationError: An entry names a GPU type the cluster does not have (no row can express it).
+    """
     if not ids:
         return Decision(epoch, (), (), (), ())
+    jobs, reject = allocation.jobs, allocation.reject
     types = cluster.gpu_types
     index = _type_index(types)
+    num_types = len(types)
     counts: list[list[int]] = []
     modes: list[ExecutionMode] = []
     servers: list[RowServers] = []
     for jid in ids:
-        row = [0] * len(types)
+        row = [0] * num_types
         ja = jobs.get(jid)
         if ja is None:
             modes.append("sync")

@@ -43,7 +43,15 @@ from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.deadlines import DeadlineOutcome
-from hetgym.sim.decision import Decision, Resolved, StepReport, check_decision, decision_of
+from hetgym.sim.decision import (
+    NO_ROWS,
+    Decision,
+    Resolved,
+    StepReport,
+    changed_jobs,
+    check_decision,
+    decision_rows,
+)
 from hetgym.sim.errors import HetgymError, InvalidAllocationError
 from hetgym.sim.events import EventQueue
 from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
@@ -263,15 +271,32 @@ class Simulator:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         placements = self._placements
-        if not isinstance(decision, Decision):  # a policy's Allocation: its rows against the running allocations
-            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
-        elif decision.epoch is not self._epoch_token:
-            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
-        resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
+        resolved: Resolved | None
+        if isinstance(decision, Decision):
+            if decision.epoch is not self._epoch_token:
+                raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
+            resolved = check_decision(
+                decision, self.cluster, self._active, placements.allocs, placements.totals, self._now
+            )
+        else:  # a policy's Allocation: its rows against the running allocations
+            ids = changed_jobs(decision, self._epoch_token, placements.allocs)
+            if ids or placements.placer.replaces_all:
+                resolved = check_decision(
+                    decision_rows(decision, ids, self.cluster, self._epoch_token),
+                    self.cluster,
+                    self._active,
+                    placements.allocs,
+                    placements.totals,
+                    self._now,
+                )
+            else:
+                resolved = None  # no row: nothing to check, and every job keeps its allocation
         self._seal_snapshots()
         self._num_steps += 1
         placements.changed = []
-        self._apply(resolved)
+        # A decision without a row changes nothing unless the placer re-packs the whole cluster at every step.
+        if resolved is not None and (resolved is not NO_ROWS or placements.placer.replaces_all):
+            self._apply(resolved)
         return self._end_step(quiet)
 
     def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
