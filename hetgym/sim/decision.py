@@ -189,7 +189,7 @@ def check_decision(
             raise InvalidAllocationError(f"job {jid}: unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
         total = 0
         pairs = []
-        for t, n in zip(types, row, strict=True):
+        for t, n in zip(types, row):  # (the lengths agree: checked above)
             if n:
                 if type(n) is not int and (isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer)):
                     raise InvalidAllocationError(f"job {jid}: GPU count {n!r} for {t!r} is not an integer")
@@ -199,7 +199,8 @@ def check_decision(
                 total += n
         if not total:
             continue
-        pairs.sort()
+        if len(pairs) > 1:
+            pairs.sort()
         counts = tuple(pairs)
         if cur is not None and cur.counts == counts and cur.mode == mode and srv == cur.servers:
             ja = cur  # its current placement spelled out: unchanged
@@ -209,7 +210,9 @@ def check_decision(
             ja = JobAllocation._of_counts(counts, mode)
         else:
             ja = JobAllocation._of_counts(counts, mode) if srv is None else JobAllocation._placed(counts, srv, mode)
-            _check_job(jid, ja, job.spec, cluster)
+            spec = job.spec
+            if srv is not None or spec.gpu_types is not None or spec.max_gpus is not None or total < spec.min_gpus:
+                _check_job(jid, ja, spec, cluster)  # (else each of its checks passes: nothing bounds the row)
             explicit = explicit or srv is not None
         for t, n in counts:
             used[t] += n
