@@ -189,7 +189,7 @@ def check_decision(
             raise InvalidAllocationError(f"job {jid}: unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
         total = 0
         pairs = []
-        for t, n in zip(types, row):  # (the lengths agree: checked above)
+        for t, n in zip(types, row, strict=True):
             if n:
                 if type(n) is not int and (isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer)):
                     raise InvalidAllocationError(f"job {jid}: GPU count {n!r} for {t!r} is not an integer")

@@ -358,7 +358,7 @@ class Simulator:
                     latencies.append(perf() - t0)
                     view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
                     quiet = quiet_request(quiet_until(), self._now) if quiet_until else QuietTicks() if stands else None
-                    view = self.step(allocation, quiet=quiet)
+                    view = self._step(allocation, quiet)  # (step() of an Allocation, without its dispatch)
                 except InvalidAllocationError as err:
                     raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
                 if progress and self._epoch % 256 == 0:
@@ -395,8 +395,12 @@ class Simulator:
         """Process events up to the next decision epoch and return its view (None when finished)."""
         cfg = self.config
         queue, placements, watchdog = self._queue, self._placements, self._watchdog
+        order = queue.order
         while True:
-            idle_until_s = watchdog.idle_holders_until_s(placements.idle_holders)
+            # (Calls on this path are guarded by their cheap precondition where they would do nothing: an
+            # epoch of a cheap policy costs a few microseconds, of which each call is a visible part.)
+            holders = placements.idle_holders
+            idle_until_s = watchdog.idle_holders_until_s(holders) if holders else math.inf
             t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
             if (
                 t_next == math.inf
@@ -407,8 +411,10 @@ class Simulator:
                     self._now = cfg.max_time_s
                 break
             self._now = t_next
-            completed = self._pop_completions(t_next)
-            arrived = self._pop_arrivals(t_next)
+            heap = queue.heap
+            completed = self._pop_completions(t_next) if heap and heap[0][0] <= t_next else ()
+            i = queue.next_arrival
+            arrived = self._pop_arrivals(t_next) if i < len(order) and order[i].spec.submit_s <= t_next else ()
             is_tick = queue.next_tick_s <= t_next
             if queue.gavel_rounds and not placements.running and self._active and not is_tick:
                 # Gavel's round ends when the last job running in it does; on an idle cluster it starts
@@ -426,17 +432,18 @@ class Simulator:
             if queue.ticks and queue.next_tick_s == math.inf:
                 gavel_tick = queue.gavel_rounds and is_tick
                 queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
-            reason = watchdog.at_epoch(
-                t_next,
-                pending=queue.pending,
-                completed=bool(completed),
-                arrived=bool(arrived),
-                running=placements.running.values(),
-            )
+            if completed or queue.next_arrival < len(order):  # work: Watchdog.at_epoch's first case, without a call
+                watchdog.stall_count = 0
+                watchdog.last_work_s = t_next
+                reason = None
+            else:
+                reason = watchdog.at_epoch(
+                    t_next, pending=False, completed=False, arrived=bool(arrived), running=placements.running.values()
+                )
             if reason is None and placements.idle_holders:
                 # A job held GPUs at zero rate for too long (the watchdog names it).
                 reason = watchdog.idle_holders_reason(placements.idle_holders, placements.running, t_next)
-            if reason is None:
+            if reason is None and self._epoch >= watchdog.epoch_limit:
                 reason = watchdog.epoch_limit_reason(self._epoch)
             if reason is not None:
                 watchdog.stop(reason)

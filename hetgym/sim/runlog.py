@@ -61,7 +61,7 @@ class RunLog:
 
     def usage(self, now_s: float, totals: Mapping[str, int]) -> None:
         """The GPUs held per type are ``totals`` from ``now_s`` on (called whenever they may have changed)."""
-        used = tuple([totals[t] for t in self.gpu_types])
+        used = tuple(map(totals.__getitem__, self.gpu_types))
         if used != self._held:
             self._account(now_s)
             self._held = used
