@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -93,8 +93,7 @@ class StepReport:
         return self.view is None
 
 
-@dataclass(frozen=True, slots=True)
-class Resolved:
+class Resolved(NamedTuple):
     """A checked decision, as the placements apply it (simulator-internal).
 
     Attributes:
@@ -226,11 +225,12 @@ def check_decision(
     touched = tuple(ids)
     if explicit:  # kept placements are valid together; the placer handles the rest
         _check_servers(cluster, new, current, touched, servers)
-    return Resolved(frozenset(reject), new, touched, explicit)
+    return Resolved(frozenset(reject) if reject else _NO_IDS, new, touched, explicit)
 
 
 #: The checked decision without a row (every job keeps its allocation).
 NO_ROWS = Resolved(frozenset(), {}, (), False)
+_NO_IDS: frozenset[int] = frozenset()
 
 
 def _check_servers(
@@ -335,7 +335,10 @@ def changed_jobs(allocation: Allocation, epoch: object, current: Mapping[int, Jo
     delta = allocation.delta
     if delta is not None and delta.epoch is epoch:
         get = current.get
-        ids = [jid for jid in delta.touched if jid in reject or jobs.get(jid) is not get(jid)]
+        ids = []
+        for jid in delta.touched:  # (a loop: usually none or one job, for which a comprehension costs more)
+            if jid in reject or jobs.get(jid) is not get(jid):
+                ids.append(jid)
     else:
         ids = [jid for jid in current if jid not in jobs]
         ids += [jid for jid, ja in jobs.items() if ja is not current.get(jid)]

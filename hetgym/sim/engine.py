@@ -373,7 +373,7 @@ class Simulator:
         """Apply a checked decision: the rejected jobs end, the placements change (:class:`Placements`)."""
         now = self._now
         placements = self._placements
-        for jid in sorted(resolved.reject):
+        for jid in sorted(resolved.reject) if resolved.reject else ():
             job = self._active.pop(jid)
             placements.reject(job, now)
             self._ended += 1
