@@ -139,10 +139,11 @@ def check_decision(
     Raises:
         InvalidAllocationError: The first problem found (see the module); nothing is changed.
     """
-    types = cluster.gpu_types
     ids, rows, rejected = decision.job_ids, decision.counts, decision.reject
     if len(ids) == 0 == len(rows) == len(rejected) == len(decision.modes):
         return NO_ROWS  # no row: every job keeps its allocation
+    types = cluster.gpu_types
+    num_types = len(types)
     # Arrays (the environment's) are read once as Python lists; lists (decision_of's) as they are.
     if isinstance(rows, np.ndarray):
         if rows.size and not np.issubdtype(rows.dtype, np.integer):
@@ -163,7 +164,7 @@ def check_decision(
     reject: set[int] = set()
     new: dict[int, JobAllocation] = {}
     explicit = False
-    for jid, row, rej, mode, srv in zip(ids, rows, rejected, modes, servers, strict=True):
+    for jid, row, rej, mode, srv in zip(ids, rows, rejected, modes, servers, strict=False):  # (lengths checked)
         job = active.get(jid)
         if job is None:
             what = f"cannot reject job {jid}" if rej else f"unknown job {jid}"
@@ -173,8 +174,8 @@ def check_decision(
             )
         if jid in new or jid in reject:
             raise InvalidAllocationError(f"job {jid} has more than one row")
-        if len(row) != len(types):
-            raise InvalidAllocationError(f"job {jid}: {len(row)} counts given, the cluster has {len(types)} GPU types")
+        if len(row) != num_types:
+            raise InvalidAllocationError(f"job {jid}: {len(row)} counts given, the cluster has {num_types} GPU types")
         cur = job.allocation
         if cur is not None:
             for t, n in cur.counts:
@@ -188,7 +189,7 @@ def check_decision(
             raise InvalidAllocationError(f"job {jid}: unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
         total = 0
         pairs = []
-        for t, n in zip(types, row, strict=True):
+        for t, n in zip(types, row, strict=False):  # (lengths checked)
             if n:
                 if type(n) is not int and (isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer)):
                     raise InvalidAllocationError(f"job {jid}: GPU count {n!r} for {t!r} is not an integer")

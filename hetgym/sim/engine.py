@@ -506,24 +506,27 @@ class Simulator:
         jobs = EpochJobs(now, placements.running, placements.waiting_views, placements.allocs)
         self._snapshots.append(weakref.ref(jobs))
         self._epoch_token = jobs.token
-        return ClusterView(
-            now_s=now,
-            epoch=self._epoch,
-            cluster=self.cluster,
-            active=jobs,
-            free_gpus={t: capacity[t] - held[t] for t in self.cluster.gpu_types},
-            free_servers=placements.servers.free.copy(),
-            arrived=arrived,
-            completed=completed,
-            is_tick=is_tick,
-            round_s=self._round_s,
-            throughput=self.throughput,
-            config=self.config,
-            rate_table=self.rate_table,
-            num_pending=len(self._queue.order) - self._queue.next_arrival,
-            num_ended=self._ended,
-            changed=tuple(placements.changed),
-            previous_token=self._previous_token,
+        # Every field, by name (a view is made at every epoch: see ClusterView._of_fields).
+        return ClusterView._of_fields(
+            {
+                "now_s": now,
+                "epoch": self._epoch,
+                "cluster": self.cluster,
+                "active": jobs,
+                "free_gpus": {t: capacity[t] - held[t] for t in self.cluster.gpu_types},
+                "free_servers": placements.servers.free.copy(),
+                "arrived": arrived,
+                "completed": completed,
+                "is_tick": is_tick,
+                "round_s": self._round_s,
+                "throughput": self.throughput,
+                "config": self.config,
+                "rate_table": self.rate_table,
+                "num_pending": len(self._queue.order) - self._queue.next_arrival,
+                "num_ended": self._ended,
+                "changed": tuple(placements.changed),
+                "previous_token": self._previous_token,
+            }
         )
 
     # ----------------------------------------------------------------------------------------
