@@ -20,7 +20,6 @@ so that a caller maps reports to rewards without reading the simulator's logs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -319,17 +318,15 @@ def decision_of(
         InvalidAllocationError: ``allocation`` is not an :class:`Allocation`, or names a GPU type the cluster
             does not have (no row can express it).
     """
-    return decision_rows(allocation, changed_jobs(allocation, epoch, current), cluster, epoch)
+    return decision_or_none(allocation, cluster, epoch, current) or Decision(epoch, (), (), (), ())
 
 
-def changed_jobs(allocation: Allocation, epoch: object, current: Mapping[int, JobAllocation]) -> list[int]:
-    """The jobs whose rows :func:`decision_of` writes, in its order: those ``allocation`` may change against the
-    running allocations ``current`` of the epoch ``epoch`` (see there). Empty when it keeps every running job's
-    allocation (the very objects) and rejects none: the decision has no row, and every job keeps its allocation.
-
-    Raises:
-        InvalidAllocationError: ``allocation`` is not an :class:`~hetgym.sim.allocation.Allocation`.
-    """
+def decision_or_none(
+    allocation: Allocation, cluster: ClusterSpec, epoch: object, current: Mapping[int, JobAllocation]
+) -> Decision | None:
+    """:func:`decision_of`, or ``None`` where its decision has no row: ``allocation`` keeps every running job's
+    allocation (the very objects) and rejects none, so every job keeps its allocation (the simulator's
+    stepping skips such a decision; one pass over the changed jobs otherwise)."""
     if not isinstance(allocation, Allocation):
         raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
     jobs, reject = allocation.jobs, allocation.reject
@@ -346,23 +343,10 @@ def changed_jobs(allocation: Allocation, epoch: object, current: Mapping[int, Jo
     if reject:
         seen = set(ids)
         ids += sorted(jid for jid in reject if jid not in seen)
-    return ids
-
-
-def decision_rows(allocation: Allocation, ids: list[int], cluster: ClusterSpec, epoch: object) -> Decision:
-    """The :class:`Decision` of the epoch ``epoch`` with a row for each job of ``ids`` (:func:`changed_jobs`),
-    written from ``allocation``: its counts in the cluster's type order, mode and servers, or no GPUs (and the
-    reject flag) for a job it leaves out.
-
-    Raises:
-        InvalidAllocationError: An entry names a GPU type the cluster does not have (no row can express it).
-    """
     if not ids:
-        return Decision(epoch, (), (), (), ())
-    jobs, reject = allocation.jobs, allocation.reject
-    types = cluster.gpu_types
-    index = _type_index(types)
-    num_types = len(types)
+        return None
+    index = cluster.type_index
+    num_types = len(index)
     counts: list[list[int]] = []
     modes: list[ExecutionMode] = []
     servers: list[RowServers] = []
@@ -377,19 +361,14 @@ def decision_rows(allocation: Allocation, ids: list[int], cluster: ClusterSpec, 
                 i = index.get(t)
                 if i is None:
                     raise InvalidAllocationError(
-                        f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(types)}"
+                        f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(cluster.gpu_types)}"
                     )
                 row[i] = n
             modes.append(ja.mode)
             servers.append(ja.servers)
         counts.append(row)
-    return Decision(epoch, ids, counts, tuple(modes), [jid in reject for jid in ids], tuple(servers))
-
-
-@functools.cache
-def _type_index(types: tuple[str, ...]) -> dict[str, int]:
-    """Each GPU type's column in a decision's counts."""
-    return {t: i for i, t in enumerate(types)}
+    flags = [jid in reject for jid in ids] if reject else [False] * len(ids)
+    return Decision(epoch, ids, counts, tuple(modes), flags, tuple(servers))
 
 
 def validate_allocation(allocation: Allocation, view: ClusterView) -> None:

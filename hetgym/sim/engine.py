@@ -48,9 +48,8 @@ from hetgym.sim.decision import (
     Decision,
     Resolved,
     StepReport,
-    changed_jobs,
     check_decision,
-    decision_rows,
+    decision_or_none,
 )
 from hetgym.sim.errors import HetgymError, InvalidAllocationError
 from hetgym.sim.events import EventQueue
@@ -271,7 +270,6 @@ class Simulator:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         placements = self._placements
-        resolved: Resolved | None
         if isinstance(decision, Decision):
             if decision.epoch is not self._epoch_token:
                 raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
@@ -279,23 +277,17 @@ class Simulator:
                 decision, self.cluster, self._active, placements.allocs, placements.totals, self._now
             )
         else:  # a policy's Allocation: its rows against the running allocations
-            ids = changed_jobs(decision, self._epoch_token, placements.allocs)
-            if ids or placements.placer.replaces_all:
-                resolved = check_decision(
-                    decision_rows(decision, ids, self.cluster, self._epoch_token),
-                    self.cluster,
-                    self._active,
-                    placements.allocs,
-                    placements.totals,
-                    self._now,
-                )
-            else:
-                resolved = None  # no row: nothing to check, and every job keeps its allocation
+            rows = decision_or_none(decision, self.cluster, self._epoch_token, placements.allocs)
+            resolved = (
+                NO_ROWS  # no row: nothing to check, and every job keeps its allocation
+                if rows is None
+                else check_decision(rows, self.cluster, self._active, placements.allocs, placements.totals, self._now)
+            )
         self._seal_snapshots()
         self._num_steps += 1
         placements.changed = []
         # A decision without a row changes nothing unless the placer re-packs the whole cluster at every step.
-        if resolved is not None and (resolved is not NO_ROWS or placements.placer.replaces_all):
+        if resolved is not NO_ROWS or placements.placer.replaces_all:
             self._apply(resolved)
         return self._end_step(quiet)
 
