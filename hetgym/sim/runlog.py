@@ -95,15 +95,18 @@ class RunLog:
         """What was recorded since the previous report, up to ``now_s``, with the next ``view``."""
         self._account(now_s)
         ended, deadlines = self.ended, self.deadlines.log
+        since_ended, since_deadlines = self._reported_ended, self._reported_deadlines
+        busy = self._busy_gpu_s
+        # Only what was recorded since the previous report is copied (usually nothing: no slice then).
         out = StepReport(
             view,
-            tuple(ended[self._reported_ended :]),
-            tuple(deadlines[self._reported_deadlines :]),
-            tuple(self._busy_gpu_s),
+            tuple(ended[since_ended:]) if len(ended) > since_ended else (),
+            tuple(deadlines[since_deadlines:]) if len(deadlines) > since_deadlines else (),
+            tuple(busy),
             quiet_ticks_s,
         )
         self._reported_ended, self._reported_deadlines = len(ended), len(deadlines)
-        self._busy_gpu_s = [0.0] * len(self.gpu_types)
+        self._busy_gpu_s = [0.0] * len(busy)
         return out
 
     def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:
