@@ -10,8 +10,9 @@ head, base, head, ...) ``--rounds`` times, each in a fresh interpreter whose ``P
 worktree first, so both sides see the same machine load. Every figure of the benchmarks' JSON output
 that measures time (keys ending in ``_s``) or a rate (``_per_s``) is collected per round; the output has
 the per-round values, the medians and the ratio head / base of the medians, with the load average at the
-start and the end of the run and the CPUs the run was allowed (``taskset -c 1 python ...`` pins both sides). The worktrees are removed
-at the end (also on an error or an interrupt); the output file is written atomically.
+start and the end of the run and the CPUs the run was allowed (``taskset -c 1 python ...`` pins both
+sides). The worktrees are removed at the end (also on an error or an interrupt); the output file is
+written atomically.
 """
 
 from __future__ import annotations
