@@ -12,8 +12,9 @@ env), one :class:`~hetgym.sim.decision.Decision` per step, each answered by a
 
 Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.sim.view.EpochJobs`)
 that builds job views only when they are read and is sealed (copied out) at the next step if still
-referenced; a decision names the jobs it changes, and only those are checked and applied, so an epoch
-costs what changes and what the policy reads, not the number of active jobs. Each view names the jobs
+referenced; a decision names the jobs it changes, and only those are checked and applied (a policy's
+allocation that changes no job is neither: every job keeps its allocation), so an epoch costs what changes
+and what the policy reads, not the number of active jobs. Each view names the jobs
 the previous step changed (``changed``) and the epoch it follows (``previous_token``).
 
 This module holds the clock and the decision epochs; the state lives in composed objects beside it:
