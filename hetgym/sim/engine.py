@@ -44,14 +44,7 @@ from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.deadlines import DeadlineOutcome
-from hetgym.sim.decision import (
-    NO_ROWS,
-    Decision,
-    Resolved,
-    StepReport,
-    check_decision,
-    decision_or_none,
-)
+from hetgym.sim.decision import NO_ROWS, Decision, Resolved, StepReport, check_decision, decision_or_none
 from hetgym.sim.errors import HetgymError, InvalidAllocationError
 from hetgym.sim.events import EventQueue
 from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
@@ -271,19 +264,15 @@ class Simulator:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         placements = self._placements
-        if isinstance(decision, Decision):
-            if decision.epoch is not self._epoch_token:
-                raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
-            resolved = check_decision(
-                decision, self.cluster, self._active, placements.allocs, placements.totals, self._now
-            )
-        else:  # a policy's Allocation: its rows against the running allocations
+        if not isinstance(decision, Decision):  # a policy's Allocation: its rows (None: it changes no job)
             rows = decision_or_none(decision, self.cluster, self._epoch_token, placements.allocs)
-            resolved = (
-                NO_ROWS  # no row: nothing to check, and every job keeps its allocation
-                if rows is None
-                else check_decision(rows, self.cluster, self._active, placements.allocs, placements.totals, self._now)
-            )
+        elif decision.epoch is not self._epoch_token:
+            raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
+        else:
+            rows = decision
+        resolved = NO_ROWS  # no row: nothing to check, and every job keeps its allocation
+        if rows is not None:
+            resolved = check_decision(rows, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
         self._num_steps += 1
         placements.changed = []
@@ -390,8 +379,7 @@ class Simulator:
         queue, placements, watchdog = self._queue, self._placements, self._watchdog
         order = queue.order
         while True:
-            # (Calls on this path are guarded by their cheap precondition where they would do nothing: an
-            # epoch of a cheap policy costs a few microseconds, of which each call is a visible part.)
+            # (Calls here are guarded by their cheap precondition where they would do nothing: each costs.)
             holders = placements.idle_holders
             idle_until_s = watchdog.idle_holders_until_s(holders) if holders else math.inf
             t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
@@ -426,9 +414,7 @@ class Simulator:
                 gavel_tick = queue.gavel_rounds and is_tick
                 queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
             if completed or queue.next_arrival < len(order):  # work: Watchdog.at_epoch's first case, without a call
-                watchdog.stall_count = 0
-                watchdog.last_work_s = t_next
-                reason = None
+                watchdog.stall_count, watchdog.last_work_s, reason = 0, t_next, None
             else:
                 reason = watchdog.at_epoch(
                     t_next, pending=False, completed=False, arrived=bool(arrived), running=placements.running.values()
@@ -453,12 +439,7 @@ class Simulator:
         done: list[int] = []
         for job in self._queue.pop_completions(now):
             jid = job.spec.job_id
-            job.flush(now)
-            job.remaining = 0.0
-            job.status = JobStatus.COMPLETED
-            job.finish_s = now
-            job.last_run_s = now - job.run_start_s
-            job.view = None
+            job.complete(now)
             del self._active[jid]
             self._placements.remove(job)
             self._ended += 1
@@ -499,27 +480,24 @@ class Simulator:
         jobs = EpochJobs(now, placements.running, placements.waiting_views, placements.allocs)
         self._snapshots.append(weakref.ref(jobs))
         self._epoch_token = jobs.token
-        # Every field, by name (a view is made at every epoch: see ClusterView._of_fields).
         return ClusterView._of_fields(
-            {
-                "now_s": now,
-                "epoch": self._epoch,
-                "cluster": self.cluster,
-                "active": jobs,
-                "free_gpus": {t: capacity[t] - held[t] for t in self.cluster.gpu_types},
-                "free_servers": placements.servers.free.copy(),
-                "arrived": arrived,
-                "completed": completed,
-                "is_tick": is_tick,
-                "round_s": self._round_s,
-                "throughput": self.throughput,
-                "config": self.config,
-                "rate_table": self.rate_table,
-                "num_pending": len(self._queue.order) - self._queue.next_arrival,
-                "num_ended": self._ended,
-                "changed": tuple(placements.changed),
-                "previous_token": self._previous_token,
-            }
+            now_s=now,
+            epoch=self._epoch,
+            cluster=self.cluster,
+            active=jobs,
+            free_gpus={t: capacity[t] - held[t] for t in self.cluster.gpu_types},
+            free_servers=placements.servers.free.copy(),
+            arrived=arrived,
+            completed=completed,
+            is_tick=is_tick,
+            round_s=self._round_s,
+            throughput=self.throughput,
+            config=self.config,
+            rate_table=self.rate_table,
+            num_pending=len(self._queue.order) - self._queue.next_arrival,
+            num_ended=self._ended,
+            changed=tuple(placements.changed),
+            previous_token=self._previous_token,
         )
 
     # ----------------------------------------------------------------------------------------

@@ -298,7 +298,7 @@ class ClusterView:
     previous_token: object | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def _of_fields(cls, fields: dict[str, Any]) -> ClusterView:
+    def _of_fields(cls, **fields: Any) -> ClusterView:
         """The view whose fields are ``fields`` (every field, by name): the value ``ClusterView(**fields)`` gives,
         without the frozen dataclass's ``object.__setattr__`` per field (simulator-internal: the engine makes a
         view at every epoch, where those calls cost more than the rest of the view)."""
