@@ -312,7 +312,9 @@ def decision_of(
     With an :class:`~hetgym.sim.allocation.AllocationDelta` of this epoch, the rows are the jobs it names;
     else a row for each running job the allocation leaves out (in submission order, it loses its GPUs) and
     for each entry that is not the job's current allocation (the very object), in the allocation's order.
-    Rejected jobs get a reject row. Rows are in the order the placements apply them.
+    Rejected jobs get a reject row. Rows are in the order the placements apply them. Where no entry names
+    servers, an entry that gives a running job its current counts and mode again is no row (the job keeps
+    its allocation either way).
 
     Raises:
         InvalidAllocationError: ``allocation`` is not an :class:`Allocation`, or names a GPU type the cluster
@@ -350,6 +352,8 @@ def decision_or_none(
     counts: list[list[int]] = []
     modes: list[ExecutionMode] = []
     servers: list[RowServers] = []
+    restated: list[int] = []  # rows that give a running job its current counts and mode again, without servers
+    named_servers = False
     for jid in ids:
         row = [0] * num_types
         ja = jobs.get(jid)
@@ -357,6 +361,11 @@ def decision_or_none(
             modes.append("sync")
             servers.append(None)
         else:
+            cur = current.get(jid)
+            if ja.servers is not None:
+                named_servers = True
+            elif cur is not None and ja.counts == cur.counts and ja.mode == cur.mode and jid not in reject:
+                restated.append(len(counts))
             for t, n in ja.counts:
                 i = index.get(t)
                 if i is None:
@@ -367,6 +376,17 @@ def decision_or_none(
             modes.append(ja.mode)
             servers.append(ja.servers)
         counts.append(row)
+    if restated and not named_servers:
+        # Such a row changes nothing: checked, it is the job's current counts (valid), and applied, the job keeps
+        # its allocation and servers, even under a placer that re-packs the cluster (which places the job anew
+        # either way). Only a row naming servers could take that job's servers: with none, the row is left out.
+        keep = set(range(len(ids))).difference(restated)
+        if not keep:
+            return None
+        ids = [ids[i] for i in sorted(keep)]
+        counts = [counts[i] for i in sorted(keep)]
+        modes = [modes[i] for i in sorted(keep)]
+        servers = [servers[i] for i in sorted(keep)]
     flags = [jid in reject for jid in ids] if reject else [False] * len(ids)
     return Decision(epoch, ids, counts, tuple(modes), flags, tuple(servers))
 
