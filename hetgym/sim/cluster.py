@@ -125,6 +125,11 @@ class ClusterSpec:
         return self._type_order
 
     @cached_property
+    def type_index(self) -> dict[str, int]:
+        """Each GPU type's place in :attr:`gpu_types` (its column in a decision's counts)."""
+        return {t: i for i, t in enumerate(self._type_order)}
+
+    @cached_property
     def capacity(self) -> dict[str, int]:
         """Total GPUs per type."""
         cap = dict.fromkeys(self._type_order, 0)

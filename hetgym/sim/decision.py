@@ -20,10 +20,9 @@ so that a caller maps reports to rewards without reading the simulator's logs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -93,8 +92,7 @@ class StepReport:
         return self.view is None
 
 
-@dataclass(frozen=True, slots=True)
-class Resolved:
+class Resolved(NamedTuple):
     """A checked decision, as the placements apply it (simulator-internal).
 
     Attributes:
@@ -140,10 +138,11 @@ def check_decision(
     Raises:
         InvalidAllocationError: The first problem found (see the module); nothing is changed.
     """
-    types = cluster.gpu_types
     ids, rows, rejected = decision.job_ids, decision.counts, decision.reject
     if len(ids) == 0 == len(rows) == len(rejected) == len(decision.modes):
-        return _NOTHING  # no row: every job keeps its allocation
+        return NO_ROWS  # no row: every job keeps its allocation
+    types = cluster.gpu_types
+    num_types = len(types)
     # Arrays (the environment's) are read once as Python lists; lists (decision_of's) as they are.
     if isinstance(rows, np.ndarray):
         if rows.size and not np.issubdtype(rows.dtype, np.integer):
@@ -164,7 +163,7 @@ def check_decision(
     reject: set[int] = set()
     new: dict[int, JobAllocation] = {}
     explicit = False
-    for jid, row, rej, mode, srv in zip(ids, rows, rejected, modes, servers, strict=True):
+    for jid, row, rej, mode, srv in zip(ids, rows, rejected, modes, servers, strict=False):  # (lengths checked)
         job = active.get(jid)
         if job is None:
             what = f"cannot reject job {jid}" if rej else f"unknown job {jid}"
@@ -174,8 +173,8 @@ def check_decision(
             )
         if jid in new or jid in reject:
             raise InvalidAllocationError(f"job {jid} has more than one row")
-        if len(row) != len(types):
-            raise InvalidAllocationError(f"job {jid}: {len(row)} counts given, the cluster has {len(types)} GPU types")
+        if len(row) != num_types:
+            raise InvalidAllocationError(f"job {jid}: {len(row)} counts given, the cluster has {num_types} GPU types")
         cur = job.allocation
         if cur is not None:
             for t, n in cur.counts:
@@ -189,7 +188,7 @@ def check_decision(
             raise InvalidAllocationError(f"job {jid}: unknown execution mode {mode!r}; use one of {EXECUTION_MODES}")
         total = 0
         pairs = []
-        for t, n in zip(types, row, strict=True):
+        for t, n in zip(types, row, strict=False):  # (lengths checked)
             if n:
                 if type(n) is not int and (isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer)):
                     raise InvalidAllocationError(f"job {jid}: GPU count {n!r} for {t!r} is not an integer")
@@ -199,7 +198,8 @@ def check_decision(
                 total += n
         if not total:
             continue
-        pairs.sort()
+        if len(pairs) > 1:
+            pairs.sort()
         counts = tuple(pairs)
         if cur is not None and cur.counts == counts and cur.mode == mode and srv == cur.servers:
             ja = cur  # its current placement spelled out: unchanged
@@ -209,7 +209,9 @@ def check_decision(
             ja = JobAllocation._of_counts(counts, mode)
         else:
             ja = JobAllocation._of_counts(counts, mode) if srv is None else JobAllocation._placed(counts, srv, mode)
-            _check_job(jid, ja, job.spec, cluster)
+            spec = job.spec
+            if srv is not None or spec.gpu_types is not None or spec.max_gpus is not None or total < spec.min_gpus:
+                _check_job(jid, ja, spec, cluster)  # (else each of its checks passes: nothing bounds the row)
             explicit = explicit or srv is not None
         for t, n in counts:
             used[t] += n
@@ -223,10 +225,12 @@ def check_decision(
     touched = tuple(ids)
     if explicit:  # kept placements are valid together; the placer handles the rest
         _check_servers(cluster, new, current, touched, servers)
-    return Resolved(frozenset(reject), new, touched, explicit)
+    return Resolved(frozenset(reject) if reject else _NO_IDS, new, touched, explicit)
 
 
-_NOTHING = Resolved(frozenset(), {}, (), False)
+#: The checked decision without a row (every job keeps its allocation).
+NO_ROWS = Resolved(frozenset(), {}, (), False)
+_NO_IDS: frozenset[int] = frozenset()
 
 
 def _check_servers(
@@ -308,18 +312,33 @@ def decision_of(
     With an :class:`~hetgym.sim.allocation.AllocationDelta` of this epoch, the rows are the jobs it names;
     else a row for each running job the allocation leaves out (in submission order, it loses its GPUs) and
     for each entry that is not the job's current allocation (the very object), in the allocation's order.
-    Rejected jobs get a reject row. Rows are in the order the placements apply them.
+    Rejected jobs get a reject row. Rows are in the order the placements apply them. Where no entry names
+    servers, an entry that gives a running job its current counts and mode again is no row (the job keeps
+    its allocation either way).
 
     Raises:
         InvalidAllocationError: ``allocation`` is not an :class:`Allocation`, or names a GPU type the cluster
             does not have (no row can express it).
     """
+    return decision_or_none(allocation, cluster, epoch, current) or Decision(epoch, (), (), (), ())
+
+
+def decision_or_none(
+    allocation: Allocation, cluster: ClusterSpec, epoch: object, current: Mapping[int, JobAllocation]
+) -> Decision | None:
+    """:func:`decision_of`, or ``None`` where its decision has no row: ``allocation`` keeps every running job's
+    allocation (the very objects) and rejects none, so every job keeps its allocation (the simulator's
+    stepping skips such a decision; one pass over the changed jobs otherwise)."""
     if not isinstance(allocation, Allocation):
         raise InvalidAllocationError(f"a policy must return an Allocation, got {type(allocation).__name__}")
     jobs, reject = allocation.jobs, allocation.reject
     delta = allocation.delta
     if delta is not None and delta.epoch is epoch:
-        ids = [jid for jid in delta.touched if jid in reject or jobs.get(jid) is not current.get(jid)]
+        get = current.get
+        ids = []
+        for jid in delta.touched:  # (a loop: usually none or one job, for which a comprehension costs more)
+            if jid in reject or jobs.get(jid) is not get(jid):
+                ids.append(jid)
     else:
         ids = [jid for jid in current if jid not in jobs]
         ids += [jid for jid, ja in jobs.items() if ja is not current.get(jid)]
@@ -327,36 +346,49 @@ def decision_of(
         seen = set(ids)
         ids += sorted(jid for jid in reject if jid not in seen)
     if not ids:
-        return Decision(epoch, (), (), (), ())
-    types = cluster.gpu_types
-    index = _type_index(types)
+        return None
+    index = cluster.type_index
+    num_types = len(index)
     counts: list[list[int]] = []
     modes: list[ExecutionMode] = []
     servers: list[RowServers] = []
+    restated: list[int] = []  # rows that give a running job its current counts and mode again, without servers
+    named_servers = False
     for jid in ids:
-        row = [0] * len(types)
+        row = [0] * num_types
         ja = jobs.get(jid)
         if ja is None:
             modes.append("sync")
             servers.append(None)
         else:
+            cur = current.get(jid)
+            if ja.servers is not None:
+                named_servers = True
+            elif cur is not None and ja.counts == cur.counts and ja.mode == cur.mode and jid not in reject:
+                restated.append(len(counts))
             for t, n in ja.counts:
                 i = index.get(t)
                 if i is None:
                     raise InvalidAllocationError(
-                        f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(types)}"
+                        f"job {jid}: unknown GPU type {t!r}; cluster {cluster.name!r} has {list(cluster.gpu_types)}"
                     )
                 row[i] = n
             modes.append(ja.mode)
             servers.append(ja.servers)
         counts.append(row)
-    return Decision(epoch, ids, counts, tuple(modes), [jid in reject for jid in ids], tuple(servers))
-
-
-@functools.cache
-def _type_index(types: tuple[str, ...]) -> dict[str, int]:
-    """Each GPU type's column in a decision's counts."""
-    return {t: i for i, t in enumerate(types)}
+    if restated and not named_servers:
+        # Such a row changes nothing: checked, it is the job's current counts (valid), and applied, the job keeps
+        # its allocation and servers, even under a placer that re-packs the cluster (which places the job anew
+        # either way). Only a row naming servers could take that job's servers: with none, the row is left out.
+        keep = set(range(len(ids))).difference(restated)
+        if not keep:
+            return None
+        ids = [ids[i] for i in sorted(keep)]
+        counts = [counts[i] for i in sorted(keep)]
+        modes = [modes[i] for i in sorted(keep)]
+        servers = [servers[i] for i in sorted(keep)]
+    flags = [jid in reject for jid in ids] if reject else [False] * len(ids)
+    return Decision(epoch, ids, counts, tuple(modes), flags, tuple(servers))
 
 
 def validate_allocation(allocation: Allocation, view: ClusterView) -> None:

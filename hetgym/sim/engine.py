@@ -12,8 +12,9 @@ env), one :class:`~hetgym.sim.decision.Decision` per step, each answered by a
 
 Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.sim.view.EpochJobs`)
 that builds job views only when they are read and is sealed (copied out) at the next step if still
-referenced; a decision names the jobs it changes, and only those are checked and applied, so an epoch
-costs what changes and what the policy reads, not the number of active jobs. Each view names the jobs
+referenced; a decision names the jobs it changes, and only those are checked and applied (a policy's
+allocation that changes no job is neither: every job keeps its allocation), so an epoch costs what changes
+and what the policy reads, not the number of active jobs. Each view names the jobs
 the previous step changed (``changed``) and the epoch it follows (``previous_token``).
 
 This module holds the clock and the decision epochs; the state lives in composed objects beside it:
@@ -43,7 +44,7 @@ from hetgym.sim.apply import Placements
 from hetgym.sim.cluster import ClusterSpec, get_cluster
 from hetgym.sim.config import SimConfig
 from hetgym.sim.deadlines import DeadlineOutcome
-from hetgym.sim.decision import Decision, Resolved, StepReport, check_decision, decision_of
+from hetgym.sim.decision import NO_ROWS, Decision, Resolved, StepReport, check_decision, decision_or_none
 from hetgym.sim.errors import HetgymError, InvalidAllocationError
 from hetgym.sim.events import EventQueue
 from hetgym.sim.fastforward import QuietTicks, quiet_hook, quiet_request
@@ -268,15 +269,21 @@ class Simulator:
         if not self._started or self._done:
             raise HetgymError("call reset() before step(), and do not step a finished simulation")
         placements = self._placements
-        if not isinstance(decision, Decision):  # a policy's Allocation: its rows against the running allocations
-            decision = decision_of(decision, self.cluster, self._epoch_token, placements.allocs)
+        if not isinstance(decision, Decision):  # a policy's Allocation: its rows (None: it changes no job)
+            rows = decision_or_none(decision, self.cluster, self._epoch_token, placements.allocs)
         elif decision.epoch is not self._epoch_token:
             raise InvalidAllocationError("the decision is not of this epoch (its epoch is not view.active.token)")
-        resolved = check_decision(decision, self.cluster, self._active, placements.allocs, placements.totals, self._now)
+        else:
+            rows = decision
+        resolved = NO_ROWS  # no row: nothing to check, and every job keeps its allocation
+        if rows is not None:
+            resolved = check_decision(rows, self.cluster, self._active, placements.allocs, placements.totals, self._now)
         self._seal_snapshots()
         self._num_steps += 1
         placements.changed = []
-        self._apply(resolved)
+        # A decision without a row changes nothing unless the placer re-packs the whole cluster at every step.
+        if resolved is not NO_ROWS or placements.placer.replaces_all:
+            self._apply(resolved)
         return self._end_step(quiet)
 
     def _end_step(self, quiet: QuietTicks | None) -> ClusterView | None:
@@ -338,7 +345,7 @@ class Simulator:
                     latencies.append(perf() - t0)
                     view = None  # unless the policy kept it, the epoch's snapshot need not outlive the step
                     quiet = quiet_request(quiet_until(), self._now) if quiet_until else QuietTicks() if stands else None
-                    view = self.step(allocation, quiet=quiet)
+                    view = self._step(allocation, quiet)  # (step() of an Allocation, without its dispatch)
                 except InvalidAllocationError as err:
                     raise InvalidAllocationError(f"policy {name!r} at t={self._now:.1f}s: {err}") from None
                 if progress and self._epoch % 256 == 0:
@@ -353,7 +360,7 @@ class Simulator:
         """Apply a checked decision: the rejected jobs end, the placements change (:class:`Placements`)."""
         now = self._now
         placements = self._placements
-        for jid in sorted(resolved.reject):
+        for jid in sorted(resolved.reject) if resolved.reject else ():
             job = self._active.pop(jid)
             placements.reject(job, now)
             self._ended += 1
@@ -375,8 +382,11 @@ class Simulator:
         """Process events up to the next decision epoch and return its view (None when finished)."""
         cfg = self.config
         queue, placements, watchdog = self._queue, self._placements, self._watchdog
+        order = queue.order
         while True:
-            idle_until_s = watchdog.idle_holders_until_s(placements.idle_holders)
+            # (Calls here are guarded by their cheap precondition where they would do nothing: each costs.)
+            holders = placements.idle_holders
+            idle_until_s = watchdog.idle_holders_until_s(holders) if holders else math.inf
             t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
             if (
                 t_next == math.inf
@@ -387,8 +397,10 @@ class Simulator:
                     self._now = cfg.max_time_s
                 break
             self._now = t_next
-            completed = self._pop_completions(t_next)
-            arrived = self._pop_arrivals(t_next)
+            heap = queue.heap
+            completed = self._pop_completions(t_next) if heap and heap[0][0] <= t_next else ()
+            i = queue.next_arrival
+            arrived = self._pop_arrivals(t_next) if i < len(order) and order[i].spec.submit_s <= t_next else ()
             is_tick = queue.next_tick_s <= t_next
             if queue.gavel_rounds and not placements.running and self._active and not is_tick:
                 # Gavel's round ends when the last job running in it does; on an idle cluster it starts
@@ -406,17 +418,16 @@ class Simulator:
             if queue.ticks and queue.next_tick_s == math.inf:
                 gavel_tick = queue.gavel_rounds and is_tick
                 queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
-            reason = watchdog.at_epoch(
-                t_next,
-                pending=queue.pending,
-                completed=bool(completed),
-                arrived=bool(arrived),
-                running=placements.running.values(),
-            )
+            if completed or queue.next_arrival < len(order):  # work: Watchdog.at_epoch's first case, without a call
+                watchdog.stall_count, watchdog.last_work_s, reason = 0, t_next, None
+            else:
+                reason = watchdog.at_epoch(
+                    t_next, pending=False, completed=False, arrived=bool(arrived), running=placements.running.values()
+                )
             if reason is None and placements.idle_holders:
                 # A job held GPUs at zero rate for too long (the watchdog names it).
                 reason = watchdog.idle_holders_reason(placements.idle_holders, placements.running, t_next)
-            if reason is None:
+            if reason is None and self._epoch >= watchdog.epoch_limit:
                 reason = watchdog.epoch_limit_reason(self._epoch)
             if reason is not None:
                 watchdog.stop(reason)
@@ -433,12 +444,7 @@ class Simulator:
         done: list[int] = []
         for job in self._queue.pop_completions(now):
             jid = job.spec.job_id
-            job.flush(now)
-            job.remaining = 0.0
-            job.status = JobStatus.COMPLETED
-            job.finish_s = now
-            job.last_run_s = now - job.run_start_s
-            job.view = None
+            job.complete(now)
             del self._active[jid]
             self._placements.remove(job)
             self._ended += 1
@@ -479,7 +485,7 @@ class Simulator:
         jobs = EpochJobs(now, placements.running, placements.waiting_views, placements.allocs)
         self._snapshots.append(weakref.ref(jobs))
         self._epoch_token = jobs.token
-        return ClusterView(
+        return ClusterView._of_fields(
             now_s=now,
             epoch=self._epoch,
             cluster=self.cluster,

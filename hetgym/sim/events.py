@@ -34,6 +34,7 @@ from hetgym.sim.runtime import JobRecord
 from hetgym.sim.watchdog import Watchdog
 
 _EPS_S = 1e-9  # the tolerance when a tick is placed on the round grid
+_RUNNING = JobStatus.RUNNING
 
 
 class EventQueue:
@@ -113,8 +114,18 @@ class EventQueue:
         (no event left); it goes on once per round instead, so that the watchdog, not an empty queue,
         decides that nothing can progress.
         """
-        t_completion = self.next_completion_s()
-        t_arrival = self.next_arrival_s()
+        # next_completion_s() and next_arrival_s(), inlined: this runs once per event.
+        heap = self.heap
+        jobs = self.jobs
+        while heap:
+            _, _, jid, version = heap[0]
+            job = jobs[jid]
+            if job.version == version and job.status == _RUNNING:
+                break
+            heapq.heappop(heap)  # stale completion: the job was reconfigured or preempted
+        t_completion = heap[0][0] if heap else math.inf
+        order = self.order
+        t_arrival = order[self.next_arrival].spec.submit_s if self.next_arrival < len(order) else math.inf
         t_tick = self.next_tick_s
         if not self.ticks and t_completion == math.inf and t_arrival == math.inf and active:
             t_tick = self.next_tick_s = self.grid_tick_s(now_s)

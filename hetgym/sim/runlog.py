@@ -61,9 +61,16 @@ class RunLog:
 
     def usage(self, now_s: float, totals: Mapping[str, int]) -> None:
         """The GPUs held per type are ``totals`` from ``now_s`` on (called whenever they may have changed)."""
-        used = tuple([totals[t] for t in self.gpu_types])
+        used = tuple(map(totals.__getitem__, self.gpu_types))
         if used != self._held:
-            self._account(now_s)
+            # _account(now_s), inlined: this runs at every completion and every change of allocations.
+            span_s = now_s - self._held_since_s
+            if span_s > 0:
+                busy = self._busy_gpu_s
+                for i, n in enumerate(self._held):
+                    if n:
+                        busy[i] += n * span_s
+            self._held_since_s = now_s
             self._held = used
         if not self.record_timeline:
             return
@@ -88,15 +95,18 @@ class RunLog:
         """What was recorded since the previous report, up to ``now_s``, with the next ``view``."""
         self._account(now_s)
         ended, deadlines = self.ended, self.deadlines.log
+        since_ended, since_deadlines = self._reported_ended, self._reported_deadlines
+        busy = self._busy_gpu_s
+        # Only what was recorded since the previous report is copied (usually nothing: no slice then).
         out = StepReport(
             view,
-            tuple(ended[self._reported_ended :]),
-            tuple(deadlines[self._reported_deadlines :]),
-            tuple(self._busy_gpu_s),
+            tuple(ended[since_ended:]) if len(ended) > since_ended else (),
+            tuple(deadlines[since_deadlines:]) if len(deadlines) > since_deadlines else (),
+            tuple(busy),
             quiet_ticks_s,
         )
         self._reported_ended, self._reported_deadlines = len(ended), len(deadlines)
-        self._busy_gpu_s = [0.0] * len(self.gpu_types)
+        self._busy_gpu_s = [0.0] * len(busy)
         return out
 
     def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:

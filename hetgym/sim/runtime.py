@@ -117,6 +117,15 @@ class JobRecord:
             self.gpu_s_by_type = per_type
         self.last_update_s = now
 
+    def complete(self, now: float) -> None:
+        """The job completes at ``now``: its progress is brought up to it, and nothing remains."""
+        self.flush(now)
+        self.remaining = 0.0
+        self.status = JobStatus.COMPLETED
+        self.finish_s = now
+        self.last_run_s = now - self.run_start_s
+        self.view = None
+
     def remaining_at_view(self, now: float) -> float:
         """The ``remaining_iters`` of :meth:`make_view` at ``now``, without building the view."""
         view = self.view

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -296,6 +296,15 @@ class ClusterView:
     num_ended: int = 0
     changed: tuple[int, ...] = ()
     previous_token: object | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def _of_fields(cls, **fields: Any) -> ClusterView:
+        """The view whose fields are ``fields`` (every field, by name): the value ``ClusterView(**fields)`` gives,
+        without the frozen dataclass's ``object.__setattr__`` per field (simulator-internal: the engine makes a
+        view at every epoch, where those calls cost more than the rest of the view)."""
+        out = object.__new__(cls)
+        out.__dict__.update(fields)
+        return out
 
     @property
     def running(self) -> tuple[JobView, ...]:

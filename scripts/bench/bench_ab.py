@@ -9,8 +9,10 @@ Each commit is checked out into a temporary git worktree; the benchmarks then ru
 head, base, head, ...) ``--rounds`` times, each in a fresh interpreter whose ``PYTHONPATH`` puts that
 worktree first, so both sides see the same machine load. Every figure of the benchmarks' JSON output
 that measures time (keys ending in ``_s``) or a rate (``_per_s``) is collected per round; the output has
-the per-round values, the medians and the ratio head / base of the medians. The worktrees are removed
-at the end (also on an error or an interrupt); the output file is written atomically.
+the per-round values, the medians and the ratio head / base of the medians, with the load average at the
+start and the end of the run and the CPUs the run was allowed (``taskset -c 1 python ...`` pins both
+sides). The worktrees are removed at the end (also on an error or an interrupt); the output file is
+written atomically.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode != 0:
             parser.error(f"--{side} {ref!r} is not a commit of this repository: {proc.stderr.strip()}")
         revs[side] = proc.stdout.strip()
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="hetgym-ab-") as tmp:
         trees = {side: Path(tmp) / side for side in revs}
         try:
@@ -112,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "commands": {b: " ".join(BENCHES[b]) for b in args.benches},
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        # The 1-, 5- and 15-minute load averages as the run started and ended (the figures are CPU and wall
+        # times on a machine others may share).
+        "load_average": {
+            "start": [round(x, 2) for x in load_start],
+            "end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "figures": {},
     }
     for bench in args.benches:
