@@ -47,8 +47,8 @@ class Commit:
     """What committing an epoch hands the simulator, and what the environment measures the interval with.
 
     Attributes:
-        delta: The rows of the jobs the commit changes (:class:`~hetgym.sim.counts.CountsDelta`), for
-            :meth:`Simulator.step_counts <hetgym.sim.engine.Simulator.step_counts>`.
+        delta: The rows of the jobs the commit changes (a :class:`~hetgym.sim.decision.Decision`), for
+            :meth:`Simulator.step <hetgym.sim.engine.Simulator.step>`.
         held: ``(job_id, GPUs)`` of every job holding GPUs after the commit, in the allocation's order (the
             window's, then the jobs outside it): the order the interval's busy GPU-seconds are summed in.
         reject: The jobs the commit rejects.

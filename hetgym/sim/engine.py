@@ -14,8 +14,8 @@ Each epoch's view reads the engine's state through a snapshot (:class:`~hetgym.s
 that builds job views only when they are read and is sealed (copied out) at the next step if still
 referenced; a decision names the jobs it changes, and only those are checked and applied (a policy's
 allocation that changes no job is neither: every job keeps its allocation), so an epoch costs what changes
-and what the policy reads, not the number of active jobs. Each view names the jobs
-the previous step changed (``changed``) and the epoch it follows (``previous_token``).
+and what the policy reads, not the number of active jobs. Each view names the jobs the previous step changed
+(``changed``) and the epoch it follows (``previous_token``).
 
 This module holds the clock and the decision epochs; the state lives in composed objects beside it:
 the run's physics (:mod:`hetgym.sim.physics`), the job records (:mod:`hetgym.sim.runtime`), the
@@ -97,9 +97,8 @@ class Simulator:
         self.cluster = get_cluster(cluster)
         self.fast_forward = fast_forward
         self.config = config or SimConfig()
-        self.throughput = throughput or (
-            ThroughputModel.raw() if self.config.compat == "gavel" else ThroughputModel.default()
-        )
+        raw = self.config.compat == "gavel"  # the figures as measured, as Gavel reads them
+        self.throughput = throughput or (ThroughputModel.raw() if raw else ThroughputModel.default())
         specs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         self._watchdog = Watchdog(self.cluster, self.config, self.throughput)
         self._oversize: set[int] = check_jobs(
@@ -153,8 +152,7 @@ class Simulator:
         return self._done
 
     def ended_log(self, start: int = 0) -> list[tuple[int, float, JobStatus]]:
-        """``(job_id, time_s, status)`` of every job that ended, in order, from record ``start`` on (jobs
-        still active when the run stops: ``UNFINISHED``); a step's report carries its part."""
+        """``(job_id, time_s, status)`` of each job ended, in order, from record ``start`` (UNFINISHED: at the stop)."""
         return self._log.ended[start:]
 
     def deadline_log(self, start: int = 0) -> list[DeadlineOutcome]:
@@ -162,8 +160,7 @@ class Simulator:
         return self._log.deadline_log(start)
 
     def report(self, view: ClusterView | None) -> StepReport:
-        """What was recorded since the previous report (or the reset), with the caller's current ``view``: for
-        an advance that made no report (the reset's, an ``Allocation`` step's)."""
+        """What was recorded since the previous report, with ``view`` (for an advance that made none: reset, run)."""
         return self._log.report(view, self._now)
 
     def reset(
@@ -221,9 +218,7 @@ class Simulator:
         self._previous_token: object | None = None
         self._now = 0.0
         self._tick_epoch = False  # whether the current epoch is a round tick (compat="gavel" rounds)
-        self._epoch = 0
-        self._events = 0
-        self._ended = 0
+        self._epoch = self._events = self._ended = 0
         self._watchdog.start(self._round_s, self._watchdog.epoch_bound(self.specs, self._round_s))
         self._num_steps = 0
         self._done = False
