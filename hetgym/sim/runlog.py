@@ -63,14 +63,7 @@ class RunLog:
         """The GPUs held per type are ``totals`` from ``now_s`` on (called whenever they may have changed)."""
         used = tuple(map(totals.__getitem__, self.gpu_types))
         if used != self._held:
-            # _account(now_s), inlined: this runs at every completion and every change of allocations.
-            span_s = now_s - self._held_since_s
-            if span_s > 0:
-                busy = self._busy_gpu_s
-                for i, n in enumerate(self._held):
-                    if n:
-                        busy[i] += n * span_s
-            self._held_since_s = now_s
+            self._account(now_s)
             self._held = used
         if not self.record_timeline:
             return
