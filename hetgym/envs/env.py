@@ -159,6 +159,9 @@ class HetClusterEnv(gym.Env[Observation, Any]):
       additions that leave both ids' default MDPs unchanged: the opt-in codec ``jobwise-types``.
     * v2: v1's MDP with the observation flat (``flatten=True``): the encoder's float32 vector, a ``Box`` whose
       slices :attr:`layout` names, not a ``Dict`` of 30-odd arrays. v0 and v1 unchanged, bit for bit.
+    * A fix in every id: when the run ends at ``reset`` (every job rejected on arrival, with
+      ``oversize_jobs="reject"``), ``reset``'s ``info["reward_components"]`` counts those rejections; they were
+      counted nowhere before. No other episode changes.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
