@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -175,13 +175,18 @@ def _ipm_direct(
     return x, 0
 
 
-def _check_inputs(rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> None:
+def _checked_inputs(rates: Any, scale: Any, capacity: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three inputs of an LP as float arrays, checked: rates ``(jobs x types)``, finite and >= 0; scales >= 1."""
+    rates = np.asarray(rates, dtype=float)
+    scale = np.asarray(scale, dtype=float)
+    capacity = np.asarray(capacity, dtype=float)
     if rates.ndim != 2 or rates.shape[0] != scale.size or rates.shape[1] != capacity.size:
         raise ValueError(f"rates must be (jobs x types) = ({scale.size} x {capacity.size}), got shape {rates.shape}")
     if np.any(rates < 0) or not np.all(np.isfinite(rates)):
         raise ValueError("rates must be finite and >= 0")
     if np.any(scale < 1):
         raise ValueError("scale factors must be >= 1")
+    return rates, scale, capacity
 
 
 def proportional_rates(rates: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -231,10 +236,7 @@ def solve_max_min_fairness(
         solver: ``"ipm"`` (default) or ``"simplex"``.
     """
 
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
+    rates, scale, capacity = _checked_inputs(rates, scale, capacity)
     m, k = rates.shape
     if m == 0:
         return np.zeros((0, k))
@@ -381,10 +383,7 @@ def solve_finish_time_fairness(
         max_lps: Cap on the bisection LPs.
         solver: ``"ipm"`` (default) or ``"simplex"``.
     """
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
+    rates, scale, capacity = _checked_inputs(rates, scale, capacity)
     m, k = rates.shape
     if m == 0:
         return FTFSolution(np.zeros((0, k)), np.zeros(0), 0.0, 0)
@@ -466,10 +465,7 @@ def solve_min_total_duration(
     ``lp`` maximises ``theta = 1 / T*`` in one LP (exact); ``bisection`` is Gavel's search over
     ``[100 s, 1e6 s]`` (widened x10 while infeasible) stopping when ``1.05 min >= max``.
     """
-    rates = np.asarray(rates, dtype=float)
-    scale = np.asarray(scale, dtype=float)
-    capacity = np.asarray(capacity, dtype=float)
-    _check_inputs(rates, scale, capacity)
+    rates, scale, capacity = _checked_inputs(rates, scale, capacity)
     m, k = rates.shape
     if m == 0:
         return MakespanSolution(np.zeros((0, k)), 0.0, 0)

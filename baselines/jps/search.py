@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -269,6 +269,21 @@ def jps(
     solve = _solver(matcher, valuation, valuation_rounds, max_auction_iter)
     equal = _equal_times(inst, beta, solve)
     categories = sample_categories(inst, n_samples, rng, alpha)
+    best, best_x = _best_category(inst, categories, solve, beta, equal)
+    if local_search_steps > 0:
+        best_x = local_search(inst, best_x, beta, equal, local_search_steps)
+        best = score_of(times_of(inst, best_x), beta, equal)
+    return _result(inst, best_x, best, len(categories))
+
+
+def _best_category(
+    inst: PlacementInstance,
+    categories: Iterable[tuple[int, ...]],
+    solve: _Solve,
+    beta: float,
+    equal: np.ndarray | None,
+) -> tuple[float, np.ndarray]:
+    """The best-scoring matching over ``categories`` (each matched with ``solve``) and its score."""
     best_x: np.ndarray | None = None
     best = math.inf
     for sizes in categories:
@@ -281,10 +296,7 @@ def jps(
             best, best_x = sc, x
     if best_x is None:
         raise ValueError("JPS: no category to evaluate (an instance needs at least one job and one worker)")
-    if local_search_steps > 0:
-        best_x = local_search(inst, best_x, beta, equal, local_search_steps)
-        best = score_of(times_of(inst, best_x), beta, equal)
-    return _result(inst, best_x, best, len(categories))
+    return best, best_x
 
 
 def exhaustive_search(
@@ -304,18 +316,7 @@ def exhaustive_search(
         raise ValueError(f"{total} categories exceed max_categories={max_categories}")
     solve = _solver(matcher, valuation, valuation_rounds, max_auction_iter)
     equal = _equal_times(inst, beta, solve)
-    best_x: np.ndarray | None = None
-    best = math.inf
-    for sizes in iter_categories(inst.num_workers, inst.num_jobs):
-        x = solve(inst, sizes)
-        sc = score_of(times_of(inst, x), beta, equal)
-        # A category can score inf: the throughput-maximising matching leaves a job only workers it
-        # cannot use. Keep the first such answer when none is finite (the local search may still mend
-        # it; the policy leaves such a job waiting), rather than no answer at all.
-        if best_x is None or sc < best:
-            best, best_x = sc, x
-    if best_x is None:
-        raise ValueError("JPS: no category to evaluate (an instance needs at least one job and one worker)")
+    best, best_x = _best_category(inst, iter_categories(inst.num_workers, inst.num_jobs), solve, beta, equal)
     return _result(inst, best_x, best, total)
 
 
