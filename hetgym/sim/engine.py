@@ -379,8 +379,7 @@ class Simulator:
         queue, placements, watchdog = self._queue, self._placements, self._watchdog
         order = queue.order
         while True:
-            # (Calls here are guarded by their cheap precondition where they would do nothing: each costs.)
-            holders = placements.idle_holders
+            holders = placements.idle_holders  # (calls below are guarded by their cheap preconditions)
             idle_until_s = watchdog.idle_holders_until_s(holders) if holders else math.inf
             t_next = queue.peek_s(self._now, active=bool(self._active), idle_until_s=idle_until_s)
             if (
@@ -413,8 +412,9 @@ class Simulator:
             if queue.ticks and queue.next_tick_s == math.inf:
                 gavel_tick = queue.gavel_rounds and is_tick
                 queue.next_tick_s = t_next + self._round_s if gavel_tick else queue.grid_tick_s(t_next)
-            if completed or queue.next_arrival < len(order):  # work: Watchdog.at_epoch's first case, without a call
-                watchdog.stall_count, watchdog.last_work_s, reason = 0, t_next, None
+            if completed or queue.next_arrival < len(order):  # work: Watchdog.at_epoch's first case, at once
+                watchdog.worked(t_next)
+                reason = None
             else:
                 reason = watchdog.at_epoch(
                     t_next, pending=False, completed=False, arrived=bool(arrived), running=placements.running.values()

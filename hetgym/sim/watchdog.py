@@ -72,8 +72,7 @@ class Watchdog:
         epoch; ``running``: the running jobs.
         """
         if pending or completed or any(j.rate > 0 and j.penalty_until_s < now_s for j in running):
-            self.stall_count = 0
-            self.last_work_s = now_s
+            self.worked(now_s)
             return None
         self.stall_count += 1
         if arrived:
@@ -89,6 +88,11 @@ class Watchdog:
                 "remaining jobs waiting, or reconfigures them faster than their restart penalty"
             )
         return None
+
+    def worked(self, now_s: float) -> None:
+        """An epoch at ``now_s`` at which work was done or is still to come: the stall count starts again."""
+        self.stall_count = 0
+        self.last_work_s = now_s
 
     def epoch_limit_reason(self, epoch: int) -> str | None:
         """The reason to stop a run that has taken ``epoch`` epochs, if that is the bound."""
